@@ -1,0 +1,235 @@
+"""The consumer-group model every assignor works on.
+
+A :class:`Group` is what the group leader (or, with KIP-848, the coordinator) knows when it
+assigns: the topics with their partition counts (and, optionally, the racks of each partition's
+replicas and a load weight per partition) and the members with their subscriptions, the
+partitions they owned before this rebalance, their generation, rack and static instance id.
+
+Values are frozen. A group is normalised on construction: members sorted by member id, topics by
+name, subscriptions deduplicated, so an assignor's answer cannot depend on the order the request
+listed them in.
+
+>>> group = Group(
+...     topics=(Topic("orders", 3), Topic("audit", 1)),
+...     members=(Member("c1", frozenset({"orders"})), Member("c0", frozenset({"orders", "audit"}))),
+... )
+>>> [m.member_id for m in group.members], [t.name for t in group.topics]
+(['c0', 'c1'], ['audit', 'orders'])
+>>> group.subscribed_partitions()
+(TopicPartition(topic='audit', partition=0), TopicPartition(topic='orders', partition=0), \
+TopicPartition(topic='orders', partition=1), TopicPartition(topic='orders', partition=2))
+
+For large groups assignors work on integer partition indexes rather than objects:
+:class:`PartitionSpace` numbers the partitions of the subscribed topics in (topic, partition)
+order, so sorting indexes sorts partitions.
+
+>>> space = group.partition_space()
+>>> space.index(TopicPartition("orders", 2)), space.partition(1)
+(3, TopicPartition(topic='orders', partition=0))
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+NO_GENERATION = -1
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    """A topic as the assignor sees it.
+
+    ``replica_racks[p]`` is the set of racks holding a replica of partition ``p`` (KIP-881);
+    ``weights[p]`` is a load estimate (bytes/s, lag, ...) used by load-aware assignors and by
+    scoring. Both are optional; when present they have one entry per partition.
+    """
+
+    name: str
+    num_partitions: int
+    replica_racks: tuple[frozenset[str], ...] | None = None
+    weights: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_partitions < 0:
+            raise ValueError(f"topic {self.name!r}: num_partitions must be >= 0")
+        for label, values in (("replica_racks", self.replica_racks), ("weights", self.weights)):
+            if values is not None and len(values) != self.num_partitions:
+                raise ValueError(
+                    f"topic {self.name!r}: {label} has {len(values)} entries "
+                    f"for {self.num_partitions} partitions"
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One consumer of the group.
+
+    ``owned_partitions`` are the partitions the member held before this rebalance together with
+    the ``generation`` in which it held them (``-1``: unknown or none). ``instance_id`` is the
+    static membership id (``group.instance.id``); ``rack`` is ``client.rack``.
+    """
+
+    member_id: str
+    topics: frozenset[str]
+    owned_partitions: tuple[TopicPartition, ...] = ()
+    generation: int = NO_GENERATION
+    rack: str | None = None
+    instance_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.topics, frozenset):
+            object.__setattr__(self, "topics", frozenset(self.topics))
+        owned = tuple(sorted(set(map(TopicPartition._make, self.owned_partitions))))
+        object.__setattr__(self, "owned_partitions", owned)
+
+    @property
+    def sort_key(self) -> str:
+        """The key Kafka's range assignor orders members by: instance id when static."""
+        return self.instance_id if self.instance_id is not None else self.member_id
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Topics and members of one rebalance. Topics a member subscribes to but that the group
+    does not list (not yet created, deleted) are simply not assigned."""
+
+    topics: tuple[Topic, ...]
+    members: tuple[Member, ...]
+    _topic_by_name: Mapping[str, Topic] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        topics = tuple(sorted(self.topics, key=lambda topic: topic.name))
+        members = tuple(sorted(self.members, key=lambda member: member.member_id))
+        by_name = {topic.name: topic for topic in topics}
+        if len(by_name) != len(topics):
+            raise ValueError("duplicate topic name in group")
+        for previous, current in zip(members, members[1:], strict=False):
+            if previous.member_id == current.member_id:
+                raise ValueError(f"duplicate member id {current.member_id!r}")
+        object.__setattr__(self, "topics", topics)
+        object.__setattr__(self, "members", members)
+        object.__setattr__(self, "_topic_by_name", by_name)
+
+    def topic(self, name: str) -> Topic | None:
+        return self._topic_by_name.get(name)
+
+    def num_partitions(self, name: str) -> int:
+        """Partition count of a topic, 0 when the group does not know it."""
+        topic = self._topic_by_name.get(name)
+        return 0 if topic is None else topic.num_partitions
+
+    def subscribed_topics(self) -> tuple[str, ...]:
+        """Names of known topics at least one member subscribes to, sorted."""
+        wanted = set().union(*(member.topics for member in self.members)) if self.members else set()
+        return tuple(topic.name for topic in self.topics if topic.name in wanted)
+
+    def subscribed_partitions(self) -> tuple[TopicPartition, ...]:
+        """Every partition some member subscribes to, in (topic, partition) order."""
+        return tuple(
+            TopicPartition(name, partition)
+            for name in self.subscribed_topics()
+            for partition in range(self.num_partitions(name))
+        )
+
+    def partition_space(self) -> PartitionSpace:
+        names = self.subscribed_topics()
+        return PartitionSpace(names, tuple(self.num_partitions(name) for name in names))
+
+    def has_racks(self) -> bool:
+        """True when rack-aware assignment applies (KIP-881): some consumer rack and some
+        replica racks are known."""
+        return any(member.rack is not None for member in self.members) and any(
+            topic.replica_racks is not None for topic in self.topics
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSpace:
+    """Dense integer numbering of the partitions of some topics, in (topic, partition) order.
+
+    ``offsets[i]`` is the index of partition 0 of ``topic_names[i]``; index lookups are
+    O(1) by topic and O(log topics) back to a :class:`TopicPartition`.
+    """
+
+    topic_names: tuple[str, ...]
+    partition_counts: tuple[int, ...]
+    offsets: tuple[int, ...] = field(init=False)
+    _offset_by_topic: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        offsets, total = [], 0
+        for count in self.partition_counts:
+            offsets.append(total)
+            total += count
+        object.__setattr__(self, "offsets", tuple(offsets))
+        object.__setattr__(self, "_offset_by_topic", dict(zip(self.topic_names, offsets, strict=True)))
+
+    @property
+    def size(self) -> int:
+        return sum(self.partition_counts)
+
+    def topic_offset(self, topic: str) -> int | None:
+        return self._offset_by_topic.get(topic)
+
+    def index(self, tp: TopicPartition) -> int:
+        return self._offset_by_topic[tp.topic] + tp.partition
+
+    def contains(self, tp: TopicPartition) -> bool:
+        offset = self._offset_by_topic.get(tp.topic)
+        if offset is None:
+            return False
+        position = bisect.bisect_right(self.offsets, offset) - 1
+        while self.offsets[position] != offset or self.topic_names[position] != tp.topic:
+            position -= 1  # topics with zero partitions share an offset with their neighbour
+        return 0 <= tp.partition < self.partition_counts[position]
+
+    def partition(self, index: int) -> TopicPartition:
+        topic_position = bisect.bisect_right(self.offsets, index) - 1
+        return TopicPartition(self.topic_names[topic_position], index - self.offsets[topic_position])
+
+    def partitions(self, indexes: Iterable[int]) -> tuple[TopicPartition, ...]:
+        """TopicPartitions for sorted or unsorted indexes, in the order given."""
+        return tuple(self.partition(index) for index in indexes)
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """The result of one assignment round: member id -> partitions (sorted), every member of the
+    group present, plus, for cooperative assignors, the partitions withheld this round because
+    they change owner (their old owner must revoke them first; a follow-up rebalance hands them
+    out)."""
+
+    partitions: Mapping[str, tuple[TopicPartition, ...]]
+    withheld: tuple[TopicPartition, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        member_ids: Iterable[str],
+        partitions: Mapping[str, Iterable[TopicPartition]],
+        withheld: Iterable[TopicPartition] = (),
+    ) -> Assignment:
+        """Assignment with every member in ``member_ids`` (sorted) and sorted partition lists."""
+        result = {
+            member_id: tuple(sorted(map(TopicPartition._make, partitions.get(member_id, ()))))
+            for member_id in sorted(member_ids)
+        }
+        return cls(result, tuple(sorted(withheld)))
+
+    def owner_of(self) -> dict[TopicPartition, str]:
+        """Partition -> member (a partition listed twice keeps the last member)."""
+        return {tp: member_id for member_id, tps in self.partitions.items() for tp in tps}
+
+    def to_json(self) -> dict[str, list[list[object]]]:
+        return {
+            member_id: [[tp.topic, tp.partition] for tp in tps]
+            for member_id, tps in self.partitions.items()
+        }

@@ -1,0 +1,71 @@
+"""Assignors by protocol name, built-in and installed plugins.
+
+Third-party assignors plug in through the entry-point group ``ktk.assignors``: the entry point's
+name is the protocol name and its object is either an assignor instance or a zero-argument
+callable returning one. Nothing else is loaded: a plugin runs only if the user installed it.
+
+>>> get("range").name
+'range'
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+from assignors.base import Assignor
+from assignors.errors import UnknownAssignorError
+
+ENTRY_POINT_GROUP = "ktk.assignors"
+log = logging.getLogger(__name__)
+
+# protocol name -> "module:attribute" of a zero-argument factory; imported on first use
+_BUILTIN: dict[str, str] = {
+    "range": "assignors.range:RangeAssignor",
+    "roundrobin": "assignors.round_robin:RoundRobinAssignor",
+    "sticky": "assignors.sticky:StickyAssignor",
+    "cooperative-sticky": "assignors.cooperative_sticky:CooperativeStickyAssignor",
+}
+
+
+def _load(target: str) -> Assignor:
+    module_name, _, attribute = target.partition(":")
+    factory: Callable[[], Assignor] = getattr(importlib.import_module(module_name), attribute)
+    return factory()
+
+
+def _plugins() -> dict[str, object]:
+    return {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def builtin_names() -> tuple[str, ...]:
+    return tuple(_BUILTIN)
+
+
+def names() -> tuple[str, ...]:
+    """Built-in names first (in their documented order), then installed plugins, sorted."""
+    plugins = sorted(name for name in _plugins() if name not in _BUILTIN)
+    return (*_BUILTIN, *plugins)
+
+
+def get(name: str) -> Assignor:
+    """The assignor registered under ``name``; raises UnknownAssignorError naming the choices."""
+    if name in _BUILTIN:
+        return _load(_BUILTIN[name])
+    point = _plugins().get(name)
+    if point is None:
+        raise UnknownAssignorError(
+            f"unknown assignor; known: {', '.join(names())}", field="assignor", value=name
+        )
+    loaded = point.load()  # type: ignore[attr-defined]
+    # an entry point may name a class, a factory function or a ready instance
+    is_factory = isinstance(loaded, type) or (callable(loaded) and not isinstance(loaded, Assignor))
+    assignor = loaded() if is_factory else loaded
+    if not isinstance(assignor, Assignor):
+        raise UnknownAssignorError(
+            f"entry point {ENTRY_POINT_GROUP}:{name} is not an assignor", field="assignor", value=name
+        )
+    log.debug("loaded assignor plugin %s from %s", name, point.value)  # type: ignore[attr-defined]
+    return assignor

@@ -1,0 +1,1 @@
+"""Self-contained HTML dashboards built from result files (no network needed to view them)."""

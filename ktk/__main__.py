@@ -1,0 +1,3 @@
+from ktk.cli import main
+
+main()

@@ -1,0 +1,9 @@
+"""`ktk assign`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Placeholder until the assign verb lands."""

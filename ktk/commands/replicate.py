@@ -1,0 +1,9 @@
+"""`ktk replicate`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Placeholder until the replicate verb lands."""

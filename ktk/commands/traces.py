@@ -1,0 +1,9 @@
+"""`ktk traces`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Placeholder until the traces verb lands."""

@@ -1,0 +1,38 @@
+"""Fixtures shared by the whole suite.
+
+Reference vectors live in ``../shared/vectors`` beside the checkout (override with
+``KTK_VECTORS``). One SparkSession serves the whole run; it starts on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO_ROOT / "examples"
+
+
+def _vectors_dir() -> Path:
+    return Path(os.environ.get("KTK_VECTORS", REPO_ROOT.parent / "shared" / "vectors"))
+
+
+@pytest.fixture(scope="session")
+def vectors_dir() -> Path:
+    path = _vectors_dir()
+    if not path.is_dir():
+        pytest.skip(f"reference vectors not found at {path} (set KTK_VECTORS)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """The one SparkSession of the test run (local[2], quiet)."""
+    from spark_jobs.session import get_session
+
+    session = get_session(master="local[2]", app_name="ktk-tests")
+    yield session
+    session.stop()
