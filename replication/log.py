@@ -77,6 +77,7 @@ class LeaderEpochCache:
     >>> cache.end_offset_for(3, log_end_offset=3)
     (2, 2)
     >>> cache.assign(3, 1)  # drops every entry with epoch >= 3 or start >= 1 first
+    True
     >>> cache.entries
     (EpochEntry(epoch=0, start_offset=0), EpochEntry(epoch=3, start_offset=1))
     """
