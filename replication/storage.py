@@ -1,0 +1,731 @@
+"""A replica's log on disk, laid out the way Kafka lays out a partition directory.
+
+One directory per replica (the "log dir") holds a partition directory ``<topic>-<partition>``
+with, per segment, three files named by the segment's base offset padded to 20 digits:
+
+- ``00000000000000000000.log``: the records, in ktk's own framing (below);
+- ``00000000000000000000.index``: the sparse offset index, 8-byte entries
+  (relative offset u32, file position u32), one each time more than ``index_interval_bytes``
+  were appended since the last entry (Kafka's ``index.interval.bytes``);
+- ``00000000000000000000.timeindex``: the time index, 12-byte entries (timestamp i64, relative
+  offset u32) holding the largest timestamp seen so far and the offset that first reached it.
+
+plus the partition's ``leader-epoch-checkpoint`` and, in the log dir, the high-watermark file
+``replication-offset-checkpoint``, both in Kafka's text format (version line ``0``, entry count
+line, then one entry per line). A segment rolls when the next record would push it past
+``segment_bytes`` (Kafka's ``segment.bytes``; time-based rolling is not modelled).
+
+Record framing. This is *not* Kafka's record-batch format: every record is one frame, all
+integers big-endian::
+
+    length u32 | crc32 u32 | offset i64 | leader_epoch i32 | timestamp_ms i64 | value (UTF-8)
+
+where ``length`` counts the bytes after itself and the CRC covers offset..value. Recovery stops
+at the first frame that is short or fails its CRC and truncates the log there, as Kafka does.
+
+Durability model. ``flush()`` marks every byte written so far as durable. A hard crash followed
+by ``recover(lose_unflushed=True)`` cuts each segment file back to its flushed length, which drops
+exactly the records appended since the last flush; ``recover(lose_unflushed=False)`` keeps them
+(the page cache survived). Checkpoint files are written to a temporary file and renamed into
+place, so they are durable as soon as they are written. Recovery always rebuilds both indexes
+from the log files.
+
+A worked example: 30-byte records (a 28-byte frame header plus a 2-byte value), segments of at
+most 64 bytes, an index entry whenever more than 20 bytes went by since the last one.
+
+>>> import tempfile
+>>> log_dir = tempfile.mkdtemp()
+>>> storage = DiskLogStorage(log_dir, segment_bytes=64, index_interval_bytes=20)
+>>> for offset, value in enumerate(["m1", "m2", "m3", "m4", "m5"]):
+...     storage.append(offset, 0, value, timestamp_ms=1000 + 10 * offset)
+>>> [segment.base_offset for segment in storage.segments()]
+[0, 2, 4]
+>>> storage.position_of(3)
+SegmentPosition(base_offset=2, position=30)
+>>> storage.offset_for_timestamp(1025)
+3
+>>> storage.flush()
+>>> storage.append(5, 1, "m6", timestamp_ms=1050)
+>>> storage.write_checkpoints(4, [(0, 0), (1, 5)])
+>>> records, high_watermark, epoch_entries = storage.recover(lose_unflushed=True)
+>>> [record.value for record in records], high_watermark
+(['m1', 'm2', 'm3', 'm4', 'm5'], 4)
+>>> epoch_entries
+[EpochEntry(epoch=0, start_offset=0), EpochEntry(epoch=1, start_offset=5)]
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from replication.errors import InputError, ReplicationError
+from replication.log import EpochEntry, LogRecord
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+CHECKPOINT_VERSION = 0
+
+# Kafka's defaults for segment.bytes and index.interval.bytes
+DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
+DEFAULT_INDEX_INTERVAL_BYTES = 4096
+NO_TIMESTAMP = -1
+
+_LENGTH = struct.Struct(">I")
+_BODY_HEADER = struct.Struct(">Iqiq")  # crc32, offset, leader_epoch, timestamp_ms
+_OFFSET_INDEX_ENTRY = struct.Struct(">II")  # relative offset, file position
+_TIME_INDEX_ENTRY = struct.Struct(">qI")  # timestamp, relative offset
+FRAME_OVERHEAD = _LENGTH.size + _BODY_HEADER.size
+
+
+class StorageError(ReplicationError):
+    """Base class of the errors this module raises on purpose."""
+
+
+class CorruptCheckpointError(StorageError, InputError):
+    """A checkpoint file that breaks Kafka's text format; names the file, line and field.
+
+    >>> str(CorruptCheckpointError("not an integer", source="leader-epoch-checkpoint",
+    ...                            line=3, field="start_offset", value="x"))
+    "leader-epoch-checkpoint:3: start_offset: not an integer (got 'x')"
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        value: object = InputError._NO_VALUE,
+        step: int | None = None,
+    ) -> None:
+        self.line = line
+        where = source if line is None or source is None or source.endswith(f":{line}") else (
+            f"{source}:{line}"
+        )
+        super().__init__(message, source=where, step=step, field=field, value=value)
+
+
+class AppendOutOfOrderError(StorageError, ValueError):
+    """An append whose offset is not above the log end offset."""
+
+
+class StoredRecord(NamedTuple):
+    """One record as stored: its offset, the leader epoch it was appended in, its timestamp."""
+
+    offset: int
+    leader_epoch: int
+    timestamp_ms: int
+    value: str
+
+
+class SegmentPosition(NamedTuple):
+    """Where a lookup starts scanning: the segment (by base offset) and a byte position in it."""
+
+    base_offset: int
+    position: int
+
+
+def encode_record(record: StoredRecord) -> bytes:
+    """One frame of ktk's record framing.
+
+    >>> encode_record(StoredRecord(7, 2, 1000, "hi")).hex()
+    '0000001a474a119e00000000000000070000000200000000000003e86869'
+    """
+    value_bytes = record.value.encode("utf-8")
+    body_tail = _BODY_HEADER.pack(0, record.offset, record.leader_epoch, record.timestamp_ms)[4:]
+    crc = zlib.crc32(body_tail + value_bytes)
+    body = _BODY_HEADER.pack(crc, record.offset, record.leader_epoch, record.timestamp_ms)
+    return _LENGTH.pack(len(body) + len(value_bytes)) + body + value_bytes
+
+
+def decode_frames(data: bytes) -> tuple[list[tuple[int, StoredRecord]], int]:
+    """Decode frames from ``data``; return ``[(position, record)]`` and the valid byte length.
+
+    Decoding stops at the first short or corrupt frame (bad CRC, offsets not increasing).
+
+    >>> frames, valid = decode_frames(encode_record(StoredRecord(0, 0, 5, "a")) + b"\\x00\\x00")
+    >>> [record.value for _, record in frames], valid
+    (['a'], 29)
+    """
+    frames: list[tuple[int, StoredRecord]] = []
+    position = 0
+    last_offset = -1
+    while position + FRAME_OVERHEAD <= len(data):
+        (length,) = _LENGTH.unpack_from(data, position)
+        end = position + _LENGTH.size + length
+        if length < _BODY_HEADER.size or end > len(data):
+            break
+        body_start = position + _LENGTH.size
+        crc, offset, leader_epoch, timestamp_ms = _BODY_HEADER.unpack_from(data, body_start)
+        if zlib.crc32(data[body_start + 4 : end]) != crc or offset <= last_offset:
+            break
+        try:
+            value = data[body_start + _BODY_HEADER.size : end].decode("utf-8")
+        except UnicodeDecodeError:
+            break
+        frames.append((position, StoredRecord(offset, leader_epoch, timestamp_ms, value)))
+        last_offset = offset
+        position = end
+    return frames, position
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's file name for a segment: the base offset padded to 20 digits.
+
+    >>> segment_file_name(42, ".log")
+    '00000000000000000042.log'
+    """
+    return f"{base_offset:020d}{suffix}"
+
+
+def read_offset_index(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
+    """The entries of an ``.index`` file as ``(relative offset, position)``."""
+    data = Path(path).read_bytes()
+    usable = len(data) - len(data) % _OFFSET_INDEX_ENTRY.size
+    return [tuple(entry) for entry in _OFFSET_INDEX_ENTRY.iter_unpack(data[:usable])]  # type: ignore[misc]
+
+
+def read_time_index(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
+    """The entries of a ``.timeindex`` file as ``(timestamp, relative offset)``."""
+    data = Path(path).read_bytes()
+    usable = len(data) - len(data) % _TIME_INDEX_ENTRY.size
+    return [tuple(entry) for entry in _TIME_INDEX_ENTRY.iter_unpack(data[:usable])]  # type: ignore[misc]
+
+
+def format_epoch_checkpoint(epoch_entries: Iterable[tuple[int, int]]) -> str:
+    """Kafka's ``leader-epoch-checkpoint`` text.
+
+    >>> print(format_epoch_checkpoint([(0, 0), (2, 5)]), end="")
+    0
+    2
+    0 0
+    2 5
+    """
+    entries = list(epoch_entries)
+    lines = [str(CHECKPOINT_VERSION), str(len(entries))]
+    lines += [f"{epoch} {start_offset}" for epoch, start_offset in entries]
+    return "\n".join(lines) + "\n"
+
+
+def format_offset_checkpoint(entries: Iterable[tuple[str, int, int]]) -> str:
+    """Kafka's ``replication-offset-checkpoint`` text: ``topic partition offset`` per line.
+
+    >>> print(format_offset_checkpoint([("orders", 0, 7)]), end="")
+    0
+    1
+    orders 0 7
+    """
+    rows = list(entries)
+    lines = [str(CHECKPOINT_VERSION), str(len(rows))]
+    lines += [f"{topic} {partition} {offset}" for topic, partition, offset in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _parse_checkpoint(text: str, source: str, fields: Sequence[str]) -> list[list[str]]:
+    """Split a checkpoint file into entry rows, checking version, count and arity."""
+    lines = text.splitlines()
+    if not lines:
+        raise CorruptCheckpointError("empty file", source=source, line=1, field="version", value="")
+    if lines[0].strip() != str(CHECKPOINT_VERSION):
+        raise CorruptCheckpointError(
+            f"unsupported version, expected {CHECKPOINT_VERSION}",
+            source=source, line=1, field="version", value=lines[0],
+        )
+    count_text = lines[1].strip() if len(lines) > 1 else ""
+    if not count_text.isdigit():
+        raise CorruptCheckpointError(
+            "entry count must be a non-negative integer",
+            source=source, line=2, field="count", value=count_text,
+        )
+    count = int(count_text)
+    entry_lines = lines[2:]
+    if len(entry_lines) != count:
+        raise CorruptCheckpointError(
+            f"count line says {count} entries, file has {len(entry_lines)}",
+            source=source, line=2, field="count", value=count,
+        )
+    rows: list[list[str]] = []
+    for line_number, line in enumerate(entry_lines, start=3):
+        parts = line.split()
+        if len(parts) != len(fields):
+            raise CorruptCheckpointError(
+                f"expected {len(fields)} fields: {' '.join(fields)}",
+                source=source, line=line_number, field="entry", value=line,
+            )
+        rows.append(parts)
+    return rows
+
+
+def _parse_int(text: str, source: str, line: int, field_name: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise CorruptCheckpointError(
+            "not an integer", source=source, line=line, field=field_name, value=text
+        ) from None
+
+
+def parse_epoch_checkpoint(
+    text: str, source: str = LEADER_EPOCH_CHECKPOINT
+) -> list[tuple[int, int]]:
+    """``(epoch, start offset)`` entries of a ``leader-epoch-checkpoint`` file.
+
+    >>> parse_epoch_checkpoint("0\\n2\\n0 0\\n2 5\\n")
+    [(0, 0), (2, 5)]
+    """
+    rows = _parse_checkpoint(text, source, ("epoch", "start_offset"))
+    return [
+        (
+            _parse_int(epoch, source, line, "epoch"),
+            _parse_int(start_offset, source, line, "start_offset"),
+        )
+        for line, (epoch, start_offset) in enumerate(rows, start=3)
+    ]
+
+
+def parse_offset_checkpoint(
+    text: str, source: str = HIGH_WATERMARK_CHECKPOINT
+) -> list[tuple[str, int, int]]:
+    """``(topic, partition, offset)`` entries of a ``replication-offset-checkpoint`` file.
+
+    >>> parse_offset_checkpoint("0\\n1\\norders 0 7\\n")
+    [('orders', 0, 7)]
+    """
+    rows = _parse_checkpoint(text, source, ("topic", "partition", "offset"))
+    return [
+        (
+            topic,
+            _parse_int(partition, source, line, "partition"),
+            _parse_int(offset, source, line, "offset"),
+        )
+        for line, (topic, partition, offset) in enumerate(rows, start=3)
+    ]
+
+
+def _write_atomically(path: Path, text: str, fsync: bool) -> None:
+    """Write to a temporary file and rename it into place, as Kafka's CheckpointFile does."""
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        if fsync:
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+@dataclass(slots=True)
+class Segment:
+    """One segment's files and the in-memory mirror of its two indexes."""
+
+    directory: Path
+    base_offset: int
+    index_interval_bytes: int
+    size: int = 0
+    flushed_size: int = 0
+    next_offset: int = -1
+    offset_index: list[tuple[int, int]] = field(default_factory=list)
+    time_index: list[tuple[int, int]] = field(default_factory=list)
+    bytes_since_last_index_entry: int = 0
+    max_timestamp: int = NO_TIMESTAMP
+    offset_of_max_timestamp: int = -1
+
+    def __post_init__(self) -> None:
+        if self.next_offset < 0:
+            self.next_offset = self.base_offset
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / segment_file_name(self.base_offset, LOG_SUFFIX)
+
+    @property
+    def index_path(self) -> Path:
+        return self.directory / segment_file_name(self.base_offset, INDEX_SUFFIX)
+
+    @property
+    def time_index_path(self) -> Path:
+        return self.directory / segment_file_name(self.base_offset, TIME_INDEX_SUFFIX)
+
+    def create_files(self) -> None:
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            path.write_bytes(b"")
+
+    def delete_files(self) -> None:
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            path.unlink(missing_ok=True)
+
+    def is_empty(self) -> bool:
+        return self.size == 0
+
+    def note_record(self, offset: int, timestamp_ms: int, position: int, frame_size: int) -> tuple[
+        tuple[int, int] | None, tuple[int, int] | None
+    ]:
+        """Update index state for a record at ``position``; return new (offset, time) entries."""
+        # same order as Kafka's LogSegment.append: max timestamp first, then the index check
+        if timestamp_ms > self.max_timestamp:
+            self.max_timestamp = timestamp_ms
+            self.offset_of_max_timestamp = offset
+        new_offset_entry: tuple[int, int] | None = None
+        new_time_entry: tuple[int, int] | None = None
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            new_offset_entry = (offset - self.base_offset, position)
+            self.offset_index.append(new_offset_entry)
+            new_time_entry = self._maybe_time_entry()
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += frame_size
+        self.next_offset = offset + 1
+        return new_offset_entry, new_time_entry
+
+    def _maybe_time_entry(self) -> tuple[int, int] | None:
+        """Kafka's TimeIndex.maybeAppend: only a strictly larger timestamp makes an entry."""
+        if self.offset_of_max_timestamp < 0:
+            return None
+        if self.time_index and self.max_timestamp <= self.time_index[-1][0]:
+            return None
+        entry = (self.max_timestamp, self.offset_of_max_timestamp - self.base_offset)
+        self.time_index.append(entry)
+        return entry
+
+    def seal(self) -> None:
+        """On roll, record the final max timestamp in the time index (Kafka does the same)."""
+        entry = self._maybe_time_entry()
+        if entry is not None:
+            with open(self.time_index_path, "ab") as handle:
+                handle.write(_TIME_INDEX_ENTRY.pack(*entry))
+
+    def write_indexes(self) -> None:
+        offset_bytes = b"".join(_OFFSET_INDEX_ENTRY.pack(*entry) for entry in self.offset_index)
+        time_bytes = b"".join(_TIME_INDEX_ENTRY.pack(*entry) for entry in self.time_index)
+        self.index_path.write_bytes(offset_bytes)
+        self.time_index_path.write_bytes(time_bytes)
+
+    def rebuild(self) -> list[StoredRecord]:
+        """Validate the log file, cut it at the first bad frame and rebuild both indexes."""
+        data = self.log_path.read_bytes() if self.log_path.exists() else b""
+        frames, valid_length = decode_frames(data)
+        if frames and frames[0][1].offset < self.base_offset:
+            # a segment cannot hold offsets below its base: nothing in it is trustworthy
+            frames, valid_length = [], 0
+        if valid_length < len(data):
+            with open(self.log_path, "r+b") as handle:
+                handle.truncate(valid_length)
+        self.size = valid_length
+        self.flushed_size = min(self.flushed_size, valid_length)
+        self.next_offset = self.base_offset
+        self.offset_index = []
+        self.time_index = []
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = -1
+        records: list[StoredRecord] = []
+        for index, (position, record) in enumerate(frames):
+            end = frames[index + 1][0] if index + 1 < len(frames) else valid_length
+            self.note_record(record.offset, record.timestamp_ms, position, end - position)
+            records.append(record)
+        self.write_indexes()
+        return records
+
+    def read_from(self, position: int) -> list[tuple[int, StoredRecord]]:
+        """Frames from ``position`` to the end of the segment, with their positions."""
+        with open(self.log_path, "rb") as handle:
+            handle.seek(position)
+            data = handle.read(self.size - position)
+        frames, _ = decode_frames(data)
+        return [(position + relative, record) for relative, record in frames]
+
+    def lookup_position(self, offset: int) -> int:
+        """Start position for ``offset``: the largest index entry at or below it, else 0.
+
+        Binary search over the sparse offset index: O(log entries).
+        """
+        relative = offset - self.base_offset
+        keys = [entry[0] for entry in self.offset_index]
+        slot = bisect.bisect_right(keys, relative) - 1
+        return self.offset_index[slot][1] if slot >= 0 else 0
+
+    def lookup_time(self, timestamp_ms: int) -> int:
+        """Start offset for a time search: the largest time entry at or below the target."""
+        keys = [entry[0] for entry in self.time_index]
+        slot = bisect.bisect_right(keys, timestamp_ms) - 1
+        return self.base_offset + self.time_index[slot][1] if slot >= 0 else self.base_offset
+
+
+class DiskLogStorage:
+    """A replica log persisted in Kafka's partition-directory layout (see the module docstring).
+
+    ``clock`` supplies timestamps for appends that do not pass one (the simulator passes its
+    simulated clock); without it such records carry Kafka's ``NO_TIMESTAMP`` (-1).
+    """
+
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str],
+        *,
+        topic: str = "ktk",
+        partition: int = 0,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+        clock: Callable[[], int] | None = None,
+        fsync: bool = False,
+    ) -> None:
+        if segment_bytes <= FRAME_OVERHEAD:
+            raise ValueError(f"segment_bytes must exceed the {FRAME_OVERHEAD}-byte frame header")
+        self.log_dir = Path(log_dir)
+        self.topic = topic
+        self.partition = partition
+        self.partition_dir = self.log_dir / f"{topic}-{partition}"
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.clock = clock
+        self.fsync = fsync
+        self.partition_dir.mkdir(parents=True, exist_ok=True)
+        self._segments: list[Segment] = []
+        self._load()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def segments(self) -> tuple[Segment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    def read(self, start_offset: int | None = None) -> list[StoredRecord]:
+        """Every record at or above ``start_offset`` (default: the whole log), in order."""
+        start = self.log_start_offset if start_offset is None else start_offset
+        found: list[StoredRecord] = []
+        first = self._segment_slot_for(start)
+        for slot in range(max(first, 0), len(self._segments)):
+            segment = self._segments[slot]
+            position = segment.lookup_position(start) if slot == first else 0
+            found += [r for _, r in segment.read_from(position) if r.offset >= start]
+        return found
+
+    def position_of(self, offset: int) -> SegmentPosition | None:
+        """Where the record with ``offset`` starts, found via the sparse index then a scan."""
+        slot = self._segment_slot_for(offset)
+        if slot < 0:
+            return None
+        segment = self._segments[slot]
+        for position, record in segment.read_from(segment.lookup_position(offset)):
+            if record.offset == offset:
+                return SegmentPosition(segment.base_offset, position)
+            if record.offset > offset:
+                return None
+        return None
+
+    def record_at(self, offset: int) -> StoredRecord | None:
+        """The record with ``offset``, or None."""
+        location = self.position_of(offset)
+        if location is None:
+            return None
+        segment = self._segments[self._segment_slot_for(offset)]
+        return segment.read_from(location.position)[0][1]
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        """The first offset whose timestamp is >= ``timestamp_ms`` (ListOffsets by time), or None.
+
+        As Kafka: the first segment whose largest timestamp reaches the target, then the time
+        index (binary search), the offset index (binary search) and a scan from there.
+        """
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp_ms:
+                continue
+            start_offset = segment.lookup_time(timestamp_ms)
+            for _, record in segment.read_from(segment.lookup_position(start_offset)):
+                if record.offset >= start_offset and record.timestamp_ms >= timestamp_ms:
+                    return record.offset
+        return None
+
+    def _segment_slot_for(self, offset: int) -> int:
+        """Index of the segment holding ``offset`` (the last with base offset <= it), or -1."""
+        bases = [segment.base_offset for segment in self._segments]
+        return bisect.bisect_right(bases, offset) - 1
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(
+        self, offset: int, leader_epoch: int, value: str, timestamp_ms: int | None = None
+    ) -> None:
+        """Append one record at ``offset`` (must be at or above the log end offset)."""
+        if offset < self.log_end_offset:
+            raise AppendOutOfOrderError(
+                f"append at offset {offset} below log end offset {self.log_end_offset}"
+            )
+        if timestamp_ms is None:
+            timestamp_ms = self.clock() if self.clock is not None else NO_TIMESTAMP
+        frame = encode_record(StoredRecord(offset, leader_epoch, timestamp_ms, value))
+        active = self._segments[-1]
+        if not active.is_empty() and active.size + len(frame) > self.segment_bytes:
+            active = self._roll(offset)
+        elif active.is_empty() and offset != active.base_offset:
+            active = self._restart_empty_active_at(offset)
+        with open(active.log_path, "ab") as handle:
+            handle.write(frame)
+        position = active.size
+        active.size += len(frame)
+        offset_entry, time_entry = active.note_record(offset, timestamp_ms, position, len(frame))
+        if offset_entry is not None:
+            with open(active.index_path, "ab") as handle:
+                handle.write(_OFFSET_INDEX_ENTRY.pack(*offset_entry))
+        if time_entry is not None:
+            with open(active.time_index_path, "ab") as handle:
+                handle.write(_TIME_INDEX_ENTRY.pack(*time_entry))
+
+    def truncate_to(self, end_offset: int) -> None:
+        """Drop every record at or above ``end_offset`` (Kafka's ``truncateTo``)."""
+        if end_offset >= self.log_end_offset:
+            return
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= end_offset:
+            self._segments.pop().delete_files()
+        active = self._segments[-1]
+        if active.base_offset >= end_offset:
+            # everything goes: start afresh at end_offset, as truncateFullyAndStartAt does
+            active.delete_files()
+            self._segments = [self._new_segment(end_offset)]
+            return
+        cut = active.size
+        for position, record in active.read_from(active.lookup_position(end_offset)):
+            if record.offset >= end_offset:
+                cut = position
+                break
+        with open(active.log_path, "r+b") as handle:
+            handle.truncate(cut)
+        active.flushed_size = min(active.flushed_size, cut)
+        active.rebuild()
+
+    def flush(self) -> None:
+        """Make everything written so far durable (survives ``recover(lose_unflushed=True)``)."""
+        for segment in self._segments:
+            if self.fsync and segment.flushed_size < segment.size:
+                with open(segment.log_path, "rb+") as handle:
+                    os.fsync(handle.fileno())
+            segment.flushed_size = segment.size
+
+    def write_checkpoints(
+        self, high_watermark: int, epoch_entries: Iterable[tuple[int, int]]
+    ) -> None:
+        """Write ``replication-offset-checkpoint`` and ``leader-epoch-checkpoint``."""
+        _write_atomically(
+            self.log_dir / HIGH_WATERMARK_CHECKPOINT,
+            format_offset_checkpoint([(self.topic, self.partition, high_watermark)]),
+            self.fsync,
+        )
+        _write_atomically(
+            self.partition_dir / LEADER_EPOCH_CHECKPOINT,
+            format_epoch_checkpoint(epoch_entries),
+            self.fsync,
+        )
+
+    def recover(
+        self, lose_unflushed: bool = False
+    ) -> tuple[list[LogRecord], int, list[EpochEntry]]:
+        """Restart after a hard crash: ``(records, high watermark, epoch entries)`` from disk.
+
+        With ``lose_unflushed`` every segment is first cut back to its last flushed length.
+        Indexes are rebuilt from the log files and everything recovered counts as flushed (Kafka
+        moves the recovery point to the log end). The high watermark and epoch entries are
+        returned as checkpointed (0 and none when a file is missing); clamping them to the
+        recovered log is the caller's rule (``ReplicaLog.recover_after_crash``).
+        """
+        if lose_unflushed:
+            for segment in self._segments:
+                if segment.size > segment.flushed_size:
+                    with open(segment.log_path, "r+b") as handle:
+                        handle.truncate(segment.flushed_size)
+        self._load()
+        records = [
+            LogRecord(record.offset, record.leader_epoch, record.value) for record in self.read()
+        ]
+        return records, self._read_high_watermark(), self._read_epoch_entries()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int) -> Segment:
+        segment = Segment(self.partition_dir, base_offset, self.index_interval_bytes)
+        segment.create_files()
+        return segment
+
+    def _roll(self, base_offset: int) -> Segment:
+        self._segments[-1].seal()
+        segment = self._new_segment(base_offset)
+        self._segments.append(segment)
+        return segment
+
+    def _restart_empty_active_at(self, base_offset: int) -> Segment:
+        """An empty active segment is renamed to start at the offset actually appended."""
+        self._segments.pop().delete_files()
+        segment = self._new_segment(base_offset)
+        self._segments.append(segment)
+        return segment
+
+    def _load(self) -> None:
+        """Find segment files, validate them, rebuild indexes; the log is cut at the first bad
+        frame and every later segment deleted, as Kafka's log recovery does."""
+        bases = sorted(
+            int(path.name[: -len(LOG_SUFFIX)])
+            for path in self.partition_dir.glob("*" + LOG_SUFFIX)
+            if path.name[: -len(LOG_SUFFIX)].isdigit()
+        )
+        segments: list[Segment] = []
+        for slot, base_offset in enumerate(bases):
+            segment = Segment(self.partition_dir, base_offset, self.index_interval_bytes)
+            if segments and base_offset < segments[-1].next_offset:
+                self._delete_from(bases[slot:])
+                break
+            size_on_disk = segment.log_path.stat().st_size
+            segment.rebuild()
+            segment.flushed_size = segment.size
+            if segment.is_empty() and segments:
+                self._delete_from(bases[slot:])
+                break
+            segments.append(segment)
+            if segment.size < size_on_disk:
+                self._delete_from(bases[slot + 1 :])
+                break
+        kept = {segment.base_offset for segment in segments}
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for stray in self.partition_dir.glob("*" + suffix):
+                stem = stray.name[: -len(suffix)]
+                if stem.isdigit() and int(stem) not in kept:
+                    stray.unlink()
+        if not segments:
+            segments = [self._new_segment(0)]
+        for segment in segments[:-1]:
+            segment.seal()
+        self._segments = segments
+
+    def _delete_from(self, bases: Iterable[int]) -> None:
+        for base_offset in bases:
+            Segment(self.partition_dir, base_offset, self.index_interval_bytes).delete_files()
+
+    def _read_high_watermark(self) -> int:
+        path = self.log_dir / HIGH_WATERMARK_CHECKPOINT
+        if not path.exists():
+            return 0
+        for topic, partition, offset in parse_offset_checkpoint(path.read_text("utf-8"), str(path)):
+            if topic == self.topic and partition == self.partition:
+                return offset
+        return 0
+
+    def _read_epoch_entries(self) -> list[EpochEntry]:
+        path = self.partition_dir / LEADER_EPOCH_CHECKPOINT
+        if not path.exists():
+            return []
+        entries = parse_epoch_checkpoint(path.read_text("utf-8"), str(path))
+        return [EpochEntry(epoch, start_offset) for epoch, start_offset in entries]
