@@ -1,0 +1,299 @@
+"""The range assignor: per topic, consecutive partitions to members in order (Java parity).
+
+For each topic, the members subscribing to it are put in order and the partitions are cut into
+contiguous ranges: each member gets ``P // C``, the first ``P % C`` members one more. Two
+consumers, two topics of three partitions each:
+
+>>> from assignors.model import Group, Member, Topic
+>>> group = Group(
+...     topics=(Topic("t0", 3), Topic("t1", 3)),
+...     members=(Member("c0", frozenset({"t0", "t1"})), Member("c1", frozenset({"t0", "t1"}))),
+... )
+>>> show(RangeAssignor().assign(group))
+{'c0': ['t0-0', 't0-1', 't1-0', 't1-1'], 'c1': ['t0-2', 't1-2']}
+
+Members are ordered by member id, except that static members (``group.instance.id``) come
+first, ordered by instance id, so a static member keeps its ranges across restarts that hand it
+a new member id:
+
+>>> static = Group(
+...     topics=(Topic("t0", 3), Topic("t1", 3)),
+...     members=(Member("c0", frozenset({"t0", "t1"}), instance_id="pod-1"),
+...              Member("c1", frozenset({"t0", "t1"}), instance_id="pod-0")),
+... )
+>>> show(RangeAssignor().assign(static))
+{'c0': ['t0-2', 't1-2'], 'c1': ['t0-0', 't0-1', 't1-0', 't1-1']}
+
+Racks (KIP-881) change the result only when consumer racks and replica racks are both known and
+some partition is not replicated on every rack. Then a first pass hands each member, within its
+per-topic quota, the partitions that have a replica on its rack; topics with the same partition
+count and the same subscribers stay co-partitioned (partition ``p`` of all of them goes to one
+member); a last pass gives out the rest by plain range order:
+
+>>> racks = (frozenset({"a"}), frozenset({"b"}), frozenset({"b"}))
+>>> racked = Group(
+...     topics=(Topic("t0", 3, replica_racks=racks), Topic("t1", 3, replica_racks=racks)),
+...     members=(Member("c0", frozenset({"t0", "t1"}), rack="b"),
+...              Member("c1", frozenset({"t0", "t1"}), rack="a")),
+... )
+>>> show(RangeAssignor().assign(racked))
+{'c0': ['t0-1', 't0-2', 't1-1', 't1-2'], 'c1': ['t0-0', 't1-0']}
+
+Goals in priority order: per-topic balance (no member more than one partition ahead within a
+topic), then co-partitioning, then rack locality; there is no stickiness beyond static ordering.
+
+Complexity: O(M log M) to order M members plus, per topic, O(C_t) without racks and
+O(C_t + P_t * R) with racks (C_t subscribers, P_t partitions, R replicas per partition): each
+partition is looked at a bounded number of times, never once per member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from assignors.base import RebalanceProtocol
+from assignors.model import Assignment, Group, Member, Topic, TopicPartition
+
+
+def java_string_key(text: str) -> bytes:
+    """Sort key that orders strings as Java's ``String.compareTo`` does (UTF-16 code units).
+
+    >>> sorted(["\\uffff", "\\U0001F600"], key=java_string_key) == ["\\U0001F600", "\\uffff"]
+    True
+    """
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def java_member_order(members: Iterable[Member]) -> list[Member]:
+    """Members in the order Java's ``MemberInfo`` sorts them: static members first, by instance
+    id, then dynamic members by member id."""
+    return sorted(
+        members,
+        key=lambda member: (
+            (0, java_string_key(member.instance_id))
+            if member.instance_id is not None
+            else (1, java_string_key(member.member_id))
+        ),
+    )
+
+
+def show(assignment: Assignment) -> dict[str, list[str]]:
+    """Compact ``topic-partition`` rendering used by the worked examples."""
+    return {
+        member_id: [f"{tp.topic}-{tp.partition}" for tp in partitions]
+        for member_id, partitions in assignment.partitions.items()
+    }
+
+
+@dataclass(slots=True)
+class _TopicState:
+    """Quota bookkeeping of one topic, mirroring Java's per-topic assignment state."""
+
+    topic: Topic
+    consumers: list[int]  # member positions in Java order
+    per_consumer: int
+    remaining_with_extra: int
+    assigned_count: dict[int, int]
+    taken: bytearray
+    owned: dict[int, list[int]] = field(default_factory=dict)
+    next_free: int = 0  # every partition below this index is taken
+
+    @classmethod
+    def of(cls, topic: Topic, consumers: list[int]) -> _TopicState:
+        count = topic.num_partitions
+        return cls(
+            topic=topic,
+            consumers=consumers,
+            per_consumer=count // len(consumers),
+            remaining_with_extra=count % len(consumers),
+            assigned_count=dict.fromkeys(consumers, 0),
+            taken=bytearray(count),
+        )
+
+    def max_assignable(self, consumer: int) -> int:
+        ceiling = self.per_consumer + (1 if self.remaining_with_extra > 0 else 0)
+        return max(0, ceiling - self.assigned_count[consumer])
+
+    def give(self, consumer: int, partitions: Sequence[int]) -> None:
+        self.owned.setdefault(consumer, []).extend(partitions)
+        for partition in partitions:
+            self.taken[partition] = 1
+        count = self.assigned_count[consumer] + len(partitions)
+        self.assigned_count[consumer] = count
+        if count > self.per_consumer:
+            self.remaining_with_extra -= 1
+
+    def take_free(self, candidates: Sequence[int], start: int, limit: int) -> tuple[list[int], int]:
+        """The first ``limit`` untaken partitions of ``candidates[start:]`` and the new start
+        (everything before it is taken, so later scans skip it)."""
+        chosen: list[int] = []
+        position, taken = start, self.taken
+        while position < len(candidates) and len(chosen) < limit:
+            partition = candidates[position]
+            position += 1
+            if not taken[partition]:
+                chosen.append(partition)
+        while position < len(candidates) and taken[candidates[position]]:
+            position += 1
+        return chosen, position
+
+
+class RangeAssignor:
+    """Kafka's ``range`` assignor, rack-aware as in KIP-881; see the module docstring."""
+
+    name = "range"
+    rebalance_protocol: RebalanceProtocol = "eager"
+
+    def assign(self, group: Group) -> Assignment:
+        ordered = java_member_order(group.members)
+        racks = [member.rack or None for member in ordered]  # Java ignores empty rack ids
+        subscribers: dict[str, list[int]] = {}
+        for position, member in enumerate(ordered):
+            for topic_name in member.topics:
+                subscribers.setdefault(topic_name, []).append(position)
+
+        states: list[_TopicState] = []
+        for topic in group.topics:
+            consumers = subscribers.get(topic.name)
+            if consumers and topic.num_partitions > 0:
+                states.append(_TopicState.of(topic, consumers))
+
+        rack_states = [state for state in states if _needs_rack_matching(state, racks)]
+        if rack_states:
+            _assign_with_rack_matching(states, racks)
+        for state in states:
+            _assign_ranges(state)
+        return _collect(group, ordered, states, sort_each=bool(rack_states))
+
+
+def _topic_replica_racks(topic: Topic) -> tuple[frozenset[str], ...]:
+    if topic.replica_racks is None:
+        return (frozenset(),) * topic.num_partitions
+    return topic.replica_racks
+
+
+def _needs_rack_matching(state: _TopicState, racks: Sequence[str | None]) -> bool:
+    """KIP-881: some subscriber rack holds a replica, and not every partition spans all racks."""
+    consumer_racks = {racks[consumer] for consumer in state.consumers} - {None}
+    if not consumer_racks:
+        return False
+    per_partition = _topic_replica_racks(state.topic)
+    all_partition_racks = frozenset().union(*per_partition)
+    if consumer_racks.isdisjoint(all_partition_racks):
+        return False
+    return any(partition_racks != all_partition_racks for partition_racks in per_partition)
+
+
+def _assign_with_rack_matching(states: Sequence[_TopicState], racks: Sequence[str | None]) -> None:
+    """Java's rack pass: group topics by subscribers, then by partition count; a group of several
+    topics is assigned co-partitioned, a lone topic by rack-matching ranges."""
+    by_subscribers: dict[tuple[int, ...], dict[int, list[_TopicState]]] = {}
+    for state in states:
+        if all(racks[consumer] is None for consumer in state.consumers):
+            continue  # Java keeps no partition racks for such topics: nothing can match
+        by_count = by_subscribers.setdefault(tuple(state.consumers), {})
+        by_count.setdefault(state.topic.num_partitions, []).append(state)
+    for by_count in by_subscribers.values():
+        for co_partitioned in by_count.values():
+            if len(co_partitioned) > 1:
+                _assign_co_partitioned(co_partitioned, racks)
+            elif _needs_rack_matching(co_partitioned[0], racks):
+                _assign_ranges(co_partitioned[0], racks)
+
+
+def _assign_ranges(state: _TopicState, racks: Sequence[str | None] | None = None) -> None:
+    """Each consumer in order takes its quota from the first free partitions (with ``racks``:
+    only those with a replica on its rack; a consumer without a rack matches everything)."""
+    if racks is None and not state.owned:
+        _assign_contiguous(state)
+        return
+    all_partitions = range(state.topic.num_partitions)
+    by_rack: dict[str | None, list[int]] = {}
+    start_by_rack: dict[str | None, int] = {}
+    if racks is not None:
+        for partition, partition_racks in enumerate(_topic_replica_racks(state.topic)):
+            for rack in partition_racks:
+                by_rack.setdefault(rack, []).append(partition)
+    for consumer in state.consumers:
+        if state.next_free >= len(all_partitions):
+            break
+        limit = state.max_assignable(consumer)
+        if limit == 0:
+            continue
+        rack = racks[consumer] if racks is not None else None
+        if rack is None:
+            chosen, state.next_free = state.take_free(all_partitions, state.next_free, limit)
+        else:
+            candidates = by_rack.get(rack, [])
+            chosen, start_by_rack[rack] = state.take_free(
+                candidates, start_by_rack.get(rack, 0), limit
+            )
+            while state.next_free < len(all_partitions) and state.taken[state.next_free]:
+                state.next_free += 1
+        if chosen:
+            state.give(consumer, chosen)
+
+
+def _assign_contiguous(state: _TopicState) -> None:
+    """The plain range cut, in O(consumers): same result as the quota walk on a fresh topic."""
+    per_consumer, with_extra = state.per_consumer, state.remaining_with_extra
+    for index, consumer in enumerate(state.consumers):
+        start = per_consumer * index + min(index, with_extra)
+        length = per_consumer + (1 if index < with_extra else 0)
+        if length:
+            state.owned[consumer] = list(range(start, start + length))
+            state.assigned_count[consumer] = length
+    state.remaining_with_extra = 0
+    state.next_free = state.topic.num_partitions
+    state.taken = bytearray(b"\x01") * state.topic.num_partitions
+
+
+def _assign_co_partitioned(states: Sequence[_TopicState], racks: Sequence[str | None]) -> None:
+    """Partition ``p`` of every topic goes to the first consumer with quota left whose rack holds
+    a replica of ``p`` in all of them (or that has no rack)."""
+    # the topics share subscribers and partition count and are fresh, so their quotas move together
+    lead = states[0]
+    by_rack: dict[str | None, list[int]] = {}
+    for consumer in lead.consumers:
+        by_rack.setdefault(racks[consumer], []).append(consumer)
+    head = dict.fromkeys(by_rack, 0)
+    rank = {consumer: index for index, consumer in enumerate(lead.consumers)}
+    per_topic_racks = [_topic_replica_racks(state.topic) for state in states]
+
+    def first_with_quota(rack: str | None) -> int | None:
+        queue, index = by_rack[rack], head[rack]
+        while index < len(queue) and lead.max_assignable(queue[index]) == 0:
+            index += 1  # quotas only shrink, so a consumer skipped once stays skipped
+        head[rack] = index
+        return queue[index] if index < len(queue) else None
+
+    for partition in range(lead.topic.num_partitions):
+        common = frozenset.intersection(*(racks_of[partition] for racks_of in per_topic_racks))
+        candidates = [None, *(rack for rack in common if rack in by_rack)]
+        best: int | None = None
+        for rack in candidates:
+            if rack not in by_rack:
+                continue
+            consumer = first_with_quota(rack)
+            if consumer is not None and (best is None or rank[consumer] < rank[best]):
+                best = consumer
+        if best is not None:
+            for state in states:
+                state.give(best, [partition])
+
+
+def _collect(
+    group: Group, ordered: Sequence[Member], states: Sequence[_TopicState], *, sort_each: bool
+) -> Assignment:
+    """Per-member partition lists, sorted, every member present (member ids sorted)."""
+    lists: dict[str, list[TopicPartition]] = {member.member_id: [] for member in group.members}
+    for state in states:  # group.topics is sorted by name, so lists come out sorted
+        name = state.topic.name
+        for consumer, partitions in state.owned.items():
+            if sort_each:
+                partitions.sort()
+            lists[ordered[consumer].member_id].extend(
+                TopicPartition(name, partition) for partition in partitions
+            )
+    return Assignment({member_id: tuple(tps) for member_id, tps in lists.items()})

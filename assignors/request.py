@@ -1,0 +1,428 @@
+"""The assignment-request JSON (the input of ``ktk assign``) in and out.
+
+A request names an assignor and describes one rebalance: topics with partition counts (optionally
+replica racks and load weights per partition) and members with subscriptions (optionally owned
+partitions with their generation, rack and static instance id). Input is JSON Lines (one request
+per line) or one JSON array of requests.
+
+>>> text = '{"name": "demo", "assignor": "range", "topics": [{"name": "t0", "partitions": 3}],'\\
+...        ' "members": [{"id": "c0", "topics": ["t0"]}, {"id": "c1", "topics": ["t0"]}]}'
+>>> [entry] = read_requests(text, source="demo.jsonl")
+>>> entry.request.name, entry.request.assignor, entry.line
+('demo', 'range', 1)
+>>> print(dumps(run(entry)))  # doctest: +NORMALIZE_WHITESPACE
+{"name": "demo", "assignor": "range",
+ "assignment": {"c0": [["t0", 0], ["t0", 1]], "c1": [["t0", 2]]}}
+
+Every validation error names the source, line, field path and bad value; an invalid request
+becomes an error result and the others still run:
+
+>>> [bad] = read_requests('{"assignor": "range", "topics": [{"name": "t0", "partitions": 0}],'
+...                       ' "members": []}', source="in.jsonl")
+>>> print(run(bad)["error"])
+in.jsonl:1: topics[0].partitions: a topic needs at least one partition (got 0)
+
+Owned partitions of topics the request does not list, or beyond a topic's partition count, are
+dropped without error: they are what members report after a topic was deleted or shrank.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from assignors import registry
+from assignors.base import Assignor
+from assignors.errors import InputError
+from assignors.model import NO_GENERATION, Assignment, Group, Member, Topic, TopicPartition
+
+REQUEST_FIELDS = frozenset({"name", "assignor", "topics", "members"})
+TOPIC_FIELDS = frozenset({"name", "partitions", "racks", "weights"})
+MEMBER_FIELDS = frozenset({"id", "topics", "owned", "generation", "rack", "instance_id"})
+
+
+class Request(NamedTuple):
+    """A parsed request: the echoed name, the assignor's protocol name and the group."""
+
+    name: str | None
+    assignor: str
+    group: Group
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One request of an input: parsed, or the error that made it invalid.
+
+    ``name`` is the request's name when it could be read even though the request is invalid.
+    """
+
+    line: int
+    name: str | None
+    request: Request | None = None
+    error: InputError | None = None
+
+
+def _fail(message: str, field: str | None, value: object = InputError._NO_VALUE) -> InputError:
+    return InputError(message, field=field, value=value)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _field_path(parent: str, key: str) -> str:
+    return f"{parent}.{key}" if parent else key
+
+
+def _check_keys(obj: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
+    for key in obj:
+        if key not in allowed:
+            raise _fail(
+                f"unknown field; expected one of {', '.join(sorted(allowed))}",
+                _field_path(path, str(key)),
+            )
+
+
+def parse_request(
+    obj: object,
+    *,
+    assignor_override: str | None = None,
+    known_assignors: Sequence[str] | None = None,
+) -> Request:
+    """Validate one decoded request object; raises InputError naming the field path.
+
+    ``assignor_override`` replaces the request's assignor (which may then be absent);
+    ``known_assignors`` defaults to every built-in and installed assignor.
+    """
+    if not isinstance(obj, dict):
+        raise _fail("a request must be a JSON object", None, _preview(obj))
+    _check_keys(obj, REQUEST_FIELDS, "")
+    name = obj.get("name")
+    if name is not None and not isinstance(name, str):
+        raise _fail("name must be a string", "name", name)
+
+    known = tuple(registry.names()) if known_assignors is None else tuple(known_assignors)
+    if assignor_override is not None:
+        assignor = assignor_override
+    elif "assignor" not in obj:
+        raise _fail("missing; say which assignor to run", "assignor")
+    else:
+        assignor = obj["assignor"]
+        if not isinstance(assignor, str):
+            raise _fail("assignor must be a string", "assignor", assignor)
+    if assignor not in known:
+        raise _fail(f"unknown assignor; known: {', '.join(known)}", "assignor", assignor)
+
+    topics = _parse_topics(obj.get("topics", _MISSING))
+    members = _parse_members(obj.get("members", _MISSING), {topic.name: topic for topic in topics})
+    return Request(name, assignor, Group(topics=topics, members=members))
+
+
+_MISSING = object()
+
+
+def _parse_topics(raw: object) -> tuple[Topic, ...]:
+    if raw is _MISSING:
+        raise _fail("missing; list the topics (may be empty)", "topics")
+    if not isinstance(raw, list):
+        raise _fail("topics must be a list of topic objects", "topics", _preview(raw))
+    topics: list[Topic] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(raw):
+        path = f"topics[{index}]"
+        if not isinstance(entry, dict):
+            raise _fail("a topic must be an object with name and partitions", path, _preview(entry))
+        _check_keys(entry, TOPIC_FIELDS, path)
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise _fail("a topic needs a non-empty string name", f"{path}.name", name)
+        if name in seen:
+            raise _fail("duplicate topic name", f"{path}.name", name)
+        seen.add(name)
+        if "partitions" not in entry:
+            raise _fail("missing; give the partition count", f"{path}.partitions")
+        count = entry["partitions"]
+        if not _is_int(count):
+            raise _fail("partitions must be an integer", f"{path}.partitions", count)
+        if count < 0:
+            raise _fail("a partition count cannot be negative", f"{path}.partitions", count)
+        if count == 0:
+            raise _fail("a topic needs at least one partition", f"{path}.partitions", count)
+        racks = _parse_per_partition(entry, "racks", count, path, _parse_rack_set)
+        weights = _parse_per_partition(entry, "weights", count, path, _parse_weight)
+        topics.append(Topic(name, count, racks, weights))
+    return tuple(topics)
+
+
+def _parse_per_partition(
+    entry: Mapping[str, Any],
+    key: str,
+    count: int,
+    path: str,
+    parse_one: Callable[[object, str], Any],
+) -> tuple[Any, ...] | None:
+    raw = entry.get(key)
+    if raw is None:
+        return None
+    field = f"{path}.{key}"
+    if not isinstance(raw, list):
+        raise _fail(f"{key} must be a list with one entry per partition", field, _preview(raw))
+    if len(raw) != count:
+        raise _fail(f"{key} needs one entry per partition ({count}), has {len(raw)}", field)
+    return tuple(parse_one(value, f"{field}[{index}]") for index, value in enumerate(raw))
+
+
+def _parse_rack_set(value: object, field: str) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(rack, str) and rack for rack in value):
+        raise _fail("replica racks must be a list of non-empty rack names", field, value)
+    return frozenset(value)
+
+
+def _parse_weight(value: object, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail("a weight must be a number", field, value)
+    if not math.isfinite(value) or value < 0:
+        raise _fail("a weight must be finite and >= 0", field, value)
+    return float(value)
+
+
+def _parse_members(raw: object, topics: Mapping[str, Topic]) -> tuple[Member, ...]:
+    if raw is _MISSING:
+        raise _fail("missing; list the members (may be empty)", "members")
+    if not isinstance(raw, list):
+        raise _fail("members must be a list of member objects", "members", _preview(raw))
+    members: list[Member] = []
+    seen_ids: set[str] = set()
+    seen_instances: set[str] = set()
+    for index, entry in enumerate(raw):
+        path = f"members[{index}]"
+        if not isinstance(entry, dict):
+            raise _fail("a member must be an object with id and topics", path, _preview(entry))
+        _check_keys(entry, MEMBER_FIELDS, path)
+        member_id = entry.get("id")
+        if not isinstance(member_id, str) or not member_id:
+            raise _fail("a member needs a non-empty string id", f"{path}.id", member_id)
+        if member_id in seen_ids:
+            raise _fail("duplicate member id", f"{path}.id", member_id)
+        seen_ids.add(member_id)
+        subscription = entry.get("topics", _MISSING)
+        if subscription is _MISSING:
+            raise _fail("missing; list the subscribed topic names", f"{path}.topics")
+        if not isinstance(subscription, list) or not all(isinstance(t, str) for t in subscription):
+            raise _fail(
+                "topics must be a list of topic names", f"{path}.topics", _preview(subscription)
+            )
+        generation = entry.get("generation", NO_GENERATION)
+        if generation is None:
+            generation = NO_GENERATION
+        if not _is_int(generation) or generation < NO_GENERATION:
+            raise _fail("generation must be an integer >= -1", f"{path}.generation", generation)
+        rack = _optional_name(entry, "rack", path)
+        instance_id = _optional_name(entry, "instance_id", path)
+        if instance_id is not None:
+            if instance_id in seen_instances:
+                raise _fail("duplicate instance_id", f"{path}.instance_id", instance_id)
+            seen_instances.add(instance_id)
+        owned = _parse_owned(entry.get("owned"), topics, f"{path}.owned")
+        members.append(
+            Member(
+                member_id=member_id,
+                topics=frozenset(subscription),
+                owned_partitions=owned,
+                generation=generation,
+                rack=rack,
+                instance_id=instance_id,
+            )
+        )
+    return tuple(members)
+
+
+def _optional_name(entry: Mapping[str, Any], key: str, path: str) -> str | None:
+    value = entry.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _fail(f"{key} must be a string", f"{path}.{key}", value)
+    return value or None  # Kafka treats an empty rack or instance id as absent
+
+
+def _parse_owned(
+    raw: object, topics: Mapping[str, Topic], field: str
+) -> tuple[TopicPartition, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _fail("owned must be a list of [topic, partition] pairs", field, _preview(raw))
+    owned: list[TopicPartition] = []
+    for index, pair in enumerate(raw):
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not isinstance(pair[0], str)
+            or not _is_int(pair[1])
+        ):
+            raise _fail("an owned partition is a [topic, partition] pair", f"{field}[{index}]",
+                        _preview(pair))
+        topic = topics.get(pair[0])
+        if topic is not None and 0 <= pair[1] < topic.num_partitions:
+            owned.append(TopicPartition(pair[0], pair[1]))
+    return tuple(owned)
+
+
+def _preview(value: object, limit: int = 60) -> object:
+    """The bad value itself when short, else its start (error lines stay one line)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _request_name(obj: object) -> str | None:
+    if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+        return obj["name"]
+    return None
+
+
+def read_requests(
+    text: str, *, source: str | None = None, assignor_override: str | None = None
+) -> list[Entry]:
+    """Every request of a JSON Lines text or a JSON array text, in order, each parsed or carrying
+    its error. Raises InputError when the text is not JSON at all (no line decodes, or an array
+    that does not)."""
+    known = tuple(registry.names())
+    decoded = list(_decode(text, source))
+    if decoded and all(isinstance(obj, InputError) for _, obj in decoded):
+        first = decoded[0][1]
+        assert isinstance(first, InputError)
+        raise InputError("input is not JSON Lines or a JSON array: " + first.message,
+                         source=source, line=first.line)
+    entries: list[Entry] = []
+    for line, obj in decoded:
+        if isinstance(obj, InputError):
+            entries.append(Entry(line, None, error=obj))
+            continue
+        try:
+            request = parse_request(obj, assignor_override=assignor_override, known_assignors=known)
+        except InputError as error:
+            located = error.located(source=source, line=line)
+            entries.append(Entry(line, _request_name(obj), error=located))
+        else:
+            entries.append(Entry(line, request.name, request=request))
+    return entries
+
+
+def _decode(text: str, source: str | None) -> Iterator[tuple[int, object]]:
+    """(line, decoded object or InputError) for each request of the text."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        yield from _decode_array(text, source)
+        return
+    for number, raw_line in enumerate(text.splitlines(), start=1):
+        if not raw_line.strip():
+            continue
+        try:
+            yield number, json.loads(raw_line)
+        except json.JSONDecodeError as error:
+            yield number, InputError(f"malformed JSON: {error.msg} at column {error.colno}",
+                                     source=source, line=number)
+
+
+def _decode_array(text: str, source: str | None) -> Iterator[tuple[int, object]]:
+    """The elements of a JSON array, each with the line it starts on."""
+    decoder = json.JSONDecoder()
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"malformed JSON array: {error.msg} at column {error.colno}",
+                         source=source, line=error.lineno) from None
+    position = text.index("[") + 1
+    while True:
+        position = _skip_blank(text, position)
+        if text[position] == "]":
+            return
+        if text[position] == ",":
+            position = _skip_blank(text, position + 1)
+        line = text.count("\n", 0, position) + 1
+        obj, position = decoder.raw_decode(text, position)
+        yield line, obj
+
+
+def _skip_blank(text: str, position: int) -> int:
+    while text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+def run(entry: Entry, assignor: Assignor | None = None) -> dict[str, object]:
+    """The result object of one entry: its assignment, or its error. ``assignor`` defaults to
+    the one the request names."""
+    if entry.request is None:
+        assert entry.error is not None
+        return error_result(entry.name, entry.error)
+    try:
+        chosen = assignor if assignor is not None else registry.get(entry.request.assignor)
+    except ImportError as error:
+        return error_result(entry.name, InputError(f"assignor is not available: {error}",
+                                                   field="assignor", value=entry.request.assignor))
+    try:
+        assignment = chosen.assign(entry.request.group)
+    except InputError as error:
+        return error_result(entry.name, error)
+    return assignment_result(entry.request.name, chosen.name, assignment, entry.request.group)
+
+
+def assignment_result(
+    name: str | None, assignor_name: str, assignment: Assignment, group: Group
+) -> dict[str, object]:
+    """``{"name", "assignor", "assignment"[, "withheld"]}`` with every member of the group
+    present, members sorted by id and partitions sorted."""
+    ordered = Assignment.build(
+        (member.member_id for member in group.members), assignment.partitions, assignment.withheld
+    )
+    result: dict[str, object] = {
+        "name": name,
+        "assignor": assignor_name,
+        "assignment": ordered.to_json(),
+    }
+    if ordered.withheld:
+        result["withheld"] = [[tp.topic, tp.partition] for tp in ordered.withheld]
+    return result
+
+
+def error_result(name: str | None, error: InputError) -> dict[str, object]:
+    return {"name": name, "error": str(error)}
+
+
+def dumps(result: Mapping[str, object], *, pretty: bool = False) -> str:
+    """One result as one line of JSON (or indented with ``pretty``)."""
+    return json.dumps(result, ensure_ascii=False, indent=2 if pretty else None)
+
+
+def group_to_request(group: Group, assignor: str, name: str | None = None) -> dict[str, object]:
+    """The request object describing ``group`` (the inverse of :func:`parse_request`)."""
+    request: dict[str, object] = {}
+    if name is not None:
+        request["name"] = name
+    request["assignor"] = assignor
+    topics: list[dict[str, object]] = []
+    for topic in group.topics:
+        entry: dict[str, object] = {"name": topic.name, "partitions": topic.num_partitions}
+        if topic.replica_racks is not None:
+            entry["racks"] = [sorted(racks) for racks in topic.replica_racks]
+        if topic.weights is not None:
+            entry["weights"] = list(topic.weights)
+        topics.append(entry)
+    members: list[dict[str, object]] = []
+    for member in group.members:
+        described: dict[str, object] = {"id": member.member_id, "topics": sorted(member.topics)}
+        if member.owned_partitions:
+            described["owned"] = [[tp.topic, tp.partition] for tp in member.owned_partitions]
+        if member.generation != NO_GENERATION:
+            described["generation"] = member.generation
+        if member.rack is not None:
+            described["rack"] = member.rack
+        if member.instance_id is not None:
+            described["instance_id"] = member.instance_id
+        members.append(described)
+    request["topics"] = topics
+    request["members"] = members
+    return request
