@@ -393,8 +393,34 @@ def error_result(name: str | None, error: InputError) -> dict[str, object]:
 
 
 def dumps(result: Mapping[str, object], *, pretty: bool = False) -> str:
-    """One result as one line of JSON (or indented with ``pretty``)."""
-    return json.dumps(result, ensure_ascii=False, indent=2 if pretty else None)
+    """One result as one line of JSON; ``pretty`` puts each field and each member on its own
+    line (partition lists stay on the member's line).
+
+    >>> print(dumps({"name": "n", "assignment": {"c0": [["t0", 0]], "c1": []}}, pretty=True))
+    {
+      "name": "n",
+      "assignment": {
+        "c0": [["t0", 0]],
+        "c1": []
+      }
+    }
+    """
+    if not pretty:
+        return json.dumps(result, ensure_ascii=False)
+    lines = []
+    for key, value in result.items():
+        if isinstance(value, dict) and value:
+            members = [
+                f"    {_json(member)}: {_json(partitions)}" for member, partitions in value.items()
+            ]
+            lines.append(f"  {_json(key)}: {{\n" + ",\n".join(members) + "\n  }")
+        else:
+            lines.append(f"  {_json(key)}: {_json(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def group_to_request(group: Group, assignor: str, name: str | None = None) -> dict[str, object]:

@@ -1,9 +1,61 @@
-"""`ktk assign`."""
+"""`ktk assign`: run assignors on assignment requests (JSON Lines or a JSON array)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import typer
+
+from ktk.console import fail, reported_errors, warn
+
+EXIT_SOME_FAILED = 1
+
+
+def _read_text(path: str) -> tuple[str, str]:
+    """The input text and the name errors should cite for it."""
+    if path == "-":
+        data, source = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        data, source = Path(path).read_bytes(), path
+    try:
+        return data.decode("utf-8-sig"), source
+    except UnicodeDecodeError as error:
+        raise fail(f"{source}: not UTF-8 text (byte {error.start})") from None
+
+
+def assign_command(
+    file: str = typer.Argument("-", metavar="[FILE|-]", help="Requests file; '-' reads stdin."),
+    assignor: str | None = typer.Option(
+        None, "--assignor", "-a", help="Run this assignor instead of the one each request names."
+    ),
+    pretty: bool = typer.Option(False, "--pretty", help="Indent each result."),
+) -> None:
+    """Print each request's assignment, one JSON result per request, in input order.
+
+    Exit 0 when every request was assigned, 1 when some were invalid (their result carries
+    "error"), 2 when the input cannot be read or is not JSON at all.
+    """
+    from assignors import registry
+    from assignors.request import dumps, read_requests, run
+
+    with reported_errors():
+        try:
+            chosen = registry.get(assignor) if assignor is not None else None
+        except ImportError as error:
+            raise fail(f"assignor {assignor!r} is not available: {error}") from None
+        text, source = _read_text(file)
+        entries = read_requests(text, source=source, assignor_override=assignor)
+
+    failed = 0
+    for entry in entries:
+        result = run(entry, chosen)
+        failed += "error" in result
+        typer.echo(dumps(result, pretty=pretty))
+    if failed:
+        warn(f"{failed} of {len(entries)} requests failed")
+        raise typer.Exit(EXIT_SOME_FAILED)
 
 
 def register(app: typer.Typer) -> None:
-    """Placeholder until the assign verb lands."""
+    app.command("assign")(assign_command)
