@@ -1,0 +1,616 @@
+"""Scores of one generation: validity, balance, churn, and the exact optimum to compare with.
+
+A generation is scored against the previous final assignment of the same assignor. Two consumers
+share topic ``t`` (3 partitions); ``c0`` owned all three before and now gets one:
+
+>>> from assignors.model import Group, Member, Topic, TopicPartition
+>>> both = frozenset({"t"})
+>>> group = Group((Topic("t", 3),), (Member("c0", both), Member("c1", both)))
+>>> t0, t1, t2 = (TopicPartition("t", p) for p in range(3))
+>>> row = score_generation(
+...     group, {"c0": [t0], "c1": [t1, t2]},
+...     trace_id="g", assignor="range", generation=2,
+...     previous_owner={TopicPartition("t", p): "c0" for p in range(3)})
+>>> row.max_load, row.optimal_max_load, row.moved, row.min_moved, row.revoked, row.balanced
+(2, 2, 2, 1, 3, True)
+
+``optimal_max_load`` is the smallest largest load any valid assignment reaches for these
+subscriptions, and ``min_moved`` the fewest moves any valid assignment needs at that load. With
+uniform subscriptions both have closed forms; otherwise they come from flows over classes of
+partitions (same subscribers, same previous owner), so a group of 10^5 partitions makes a network
+of a few thousand nodes: a max-flow feasibility search over the capacity for
+``optimal_max_load``, then one min-cost flow (cost 1 for leaving the previous owner) for
+``min_moved``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from assignors.base import RebalanceProtocol
+from assignors.model import Group, TopicPartition
+
+
+class ScoreRow(NamedTuple):
+    """One row of the score table (spec/traces.md), columns in the spec's order."""
+
+    trace_id: str
+    assignor: str
+    generation: int
+    members: int
+    partitions: int
+    unassigned: int
+    invalid: int
+    min_load: int
+    max_load: int
+    spread: int
+    balanced: bool
+    optimal_max_load: int
+    weight_skew: float | None
+    moved: int
+    forced: int
+    min_moved: int
+    revoked: int
+    rounds: int
+    rack_mismatch: int | None
+    assign_ms: float | None
+
+
+class SummaryRow(NamedTuple):
+    """One row per trace x assignor: totals over its generations."""
+
+    trace_id: str
+    assignor: str
+    generations: int
+    total_moved: int
+    total_forced: int
+    total_min_moved: int
+    total_revoked: int
+    total_rounds: int
+    max_spread: int
+    max_weight_skew: float | None
+    mean_assign_ms: float | None
+    invalid_generations: int
+    unbalanced_generations: int
+
+
+SCORE_SCHEMA = pa.schema(
+    [
+        pa.field("trace_id", pa.string(), nullable=False),
+        pa.field("assignor", pa.string(), nullable=False),
+        pa.field("generation", pa.int64(), nullable=False),
+        pa.field("members", pa.int64(), nullable=False),
+        pa.field("partitions", pa.int64(), nullable=False),
+        pa.field("unassigned", pa.int64(), nullable=False),
+        pa.field("invalid", pa.int64(), nullable=False),
+        pa.field("min_load", pa.int64(), nullable=False),
+        pa.field("max_load", pa.int64(), nullable=False),
+        pa.field("spread", pa.int64(), nullable=False),
+        pa.field("balanced", pa.bool_(), nullable=False),
+        pa.field("optimal_max_load", pa.int64(), nullable=False),
+        pa.field("weight_skew", pa.float64()),
+        pa.field("moved", pa.int64(), nullable=False),
+        pa.field("forced", pa.int64(), nullable=False),
+        pa.field("min_moved", pa.int64(), nullable=False),
+        pa.field("revoked", pa.int64(), nullable=False),
+        pa.field("rounds", pa.int64(), nullable=False),
+        pa.field("rack_mismatch", pa.int64()),
+        pa.field("assign_ms", pa.float64()),
+    ]
+)
+
+SUMMARY_SCHEMA = pa.schema(
+    [
+        pa.field("trace_id", pa.string(), nullable=False),
+        pa.field("assignor", pa.string(), nullable=False),
+        pa.field("generations", pa.int64(), nullable=False),
+        pa.field("total_moved", pa.int64(), nullable=False),
+        pa.field("total_forced", pa.int64(), nullable=False),
+        pa.field("total_min_moved", pa.int64(), nullable=False),
+        pa.field("total_revoked", pa.int64(), nullable=False),
+        pa.field("total_rounds", pa.int64(), nullable=False),
+        pa.field("max_spread", pa.int64(), nullable=False),
+        pa.field("max_weight_skew", pa.float64()),
+        pa.field("mean_assign_ms", pa.float64()),
+        pa.field("invalid_generations", pa.int64(), nullable=False),
+        pa.field("unbalanced_generations", pa.int64(), nullable=False),
+    ]
+)
+
+assert tuple(SCORE_SCHEMA.names) == ScoreRow._fields
+assert tuple(SUMMARY_SCHEMA.names) == SummaryRow._fields
+
+
+def scores_table(rows: Iterable[ScoreRow]) -> pa.Table:
+    return pa.Table.from_pylist([row._asdict() for row in rows], schema=SCORE_SCHEMA)
+
+
+def summary_table(rows: Iterable[SummaryRow]) -> pa.Table:
+    return pa.Table.from_pylist([row._asdict() for row in rows], schema=SUMMARY_SCHEMA)
+
+
+def score_key(row: ScoreRow) -> tuple[str, str, int]:
+    """The order of the score table: trace, assignor, generation."""
+    return (row.trace_id, row.assignor, row.generation)
+
+
+# ---------------------------------------------------------------------------------------------
+# exact references
+
+
+class _Classes(NamedTuple):
+    """Partitions grouped by the set of members (indexes) that may take them."""
+
+    subscribers: tuple[tuple[int, ...], ...]
+    sizes: tuple[int, ...]
+
+
+def _topic_classes(group: Group, considered: Sequence[int]) -> tuple[_Classes, dict[str, int]]:
+    """Classes of topics with identical subscriber sets; also topic name -> class index."""
+    subscribers_by_topic: dict[str, list[int]] = defaultdict(list)
+    for index in considered:
+        for topic in group.members[index].topics:
+            if group.num_partitions(topic) > 0:
+                subscribers_by_topic[topic].append(index)
+    class_of_subscribers: dict[tuple[int, ...], int] = {}
+    sizes: list[int] = []
+    class_by_topic: dict[str, int] = {}
+    for topic in sorted(subscribers_by_topic):
+        key = tuple(subscribers_by_topic[topic])
+        if key not in class_of_subscribers:
+            class_of_subscribers[key] = len(sizes)
+            sizes.append(0)
+        position = class_of_subscribers[key]
+        sizes[position] += group.num_partitions(topic)
+        class_by_topic[topic] = position
+    return _Classes(tuple(class_of_subscribers), tuple(sizes)), class_by_topic
+
+
+def _max_flow_fits(classes: _Classes, capacity: int) -> bool:
+    """Can every partition go to a subscriber with no member above ``capacity``?"""
+    from ortools.graph.python import max_flow
+
+    members = sorted({member for group in classes.subscribers for member in group})
+    member_node = {
+        member: len(classes.sizes) + 2 + position for position, member in enumerate(members)
+    }
+    source, sink = 0, 1
+    tails, heads, capacities = [], [], []
+    total = sum(classes.sizes)
+    for position, (subscribers, size) in enumerate(
+        zip(classes.subscribers, classes.sizes, strict=True)
+    ):
+        tails.append(source)
+        heads.append(2 + position)
+        capacities.append(size)
+        for member in subscribers:
+            tails.append(2 + position)
+            heads.append(member_node[member])
+            capacities.append(size)
+    for member in members:
+        tails.append(member_node[member])
+        heads.append(sink)
+        capacities.append(capacity)
+    solver = max_flow.SimpleMaxFlow()
+    solver.add_arcs_with_capacity(
+        np.array(tails, dtype=np.int32),
+        np.array(heads, dtype=np.int32),
+        np.array(capacities, dtype=np.int64),
+    )
+    if solver.solve(source, sink) != solver.OPTIMAL:
+        raise RuntimeError("max-flow solver failed")
+    return solver.optimal_flow() == total
+
+
+def optimal_max_load(group: Group) -> int:
+    """The smallest max load (partition count of the fullest member) of any valid assignment.
+
+    >>> from assignors.model import Member, Topic
+    >>> optimal_max_load(Group((Topic("a", 4), Topic("b", 1)),
+    ...     (Member("x", frozenset({"a"})), Member("y", frozenset({"a", "b"})))))
+    3
+    """
+    considered = _considered_members(group)
+    classes, _ = _topic_classes(group, considered)
+    return _optimal_max_load(classes, len(considered))
+
+
+def _optimal_max_load(classes: _Classes, num_considered: int) -> int:
+    total = sum(classes.sizes)
+    if total == 0:
+        return 0
+    if len(classes.sizes) == 1 and len(classes.subscribers[0]) == num_considered:
+        return math.ceil(total / num_considered)
+    # each class alone bounds the load from below; the union bound over all members too
+    lower = max(
+        math.ceil(total / num_considered),
+        *(math.ceil(size / len(group)) for group, size in zip(*classes, strict=True)),
+    )
+    if _max_flow_fits(classes, lower):
+        return lower
+    upper = lower * 2
+    while not _max_flow_fits(classes, upper):
+        lower, upper = upper, upper * 2
+    # invariant: lower does not fit, upper fits
+    while upper - lower > 1:
+        middle = (lower + upper) // 2
+        if _max_flow_fits(classes, middle):
+            upper = middle
+        else:
+            lower = middle
+    return upper
+
+
+def _min_moved_flow(
+    classes: _Classes,
+    counts: Mapping[tuple[int, str | None], int],
+    members_by_identity: Mapping[str, Sequence[int]],
+    capacity: int,
+) -> int:
+    """Min-cost flow: partitions (by class and previous owner) -> members, cost 1 to leave a
+    previous owner that could keep them, each member holding at most ``capacity``."""
+    from ortools.graph.python import min_cost_flow
+
+    members = sorted({member for group in classes.subscribers for member in group})
+    num_classes = len(classes.sizes)
+    source, sink = 0, 1
+    hub_base = 2
+    member_base = hub_base + num_classes
+    member_node = {member: member_base + position for position, member in enumerate(members)}
+    next_node = member_base + len(members)
+    tails: list[int] = []
+    heads: list[int] = []
+    capacities: list[int] = []
+    costs: list[int] = []
+
+    def arc(tail: int, head: int, arc_capacity: int, cost: int) -> None:
+        tails.append(tail)
+        heads.append(head)
+        capacities.append(arc_capacity)
+        costs.append(cost)
+
+    total = sum(classes.sizes)
+    for position, subscribers in enumerate(classes.subscribers):
+        for member in subscribers:
+            arc(hub_base + position, member_node[member], total, 0)
+    for (class_index, owner), count in sorted(
+        counts.items(), key=lambda item: (item[0][0], item[0][1] or "")
+    ):
+        node = next_node
+        next_node += 1
+        arc(source, node, count, 0)
+        subscribers = set(classes.subscribers[class_index])
+        keepers = (
+            [m for m in members_by_identity.get(owner, ()) if m in subscribers] if owner else []
+        )
+        for member in keepers:
+            arc(node, member_node[member], count, 0)
+        arc(node, hub_base + class_index, count, 1 if keepers else 0)
+    for member in members:
+        arc(member_node[member], sink, capacity, 0)
+    solver = min_cost_flow.SimpleMinCostFlow()
+    solver.add_arcs_with_capacity_and_unit_cost(
+        np.array(tails, dtype=np.int32),
+        np.array(heads, dtype=np.int32),
+        np.array(capacities, dtype=np.int64),
+        np.array(costs, dtype=np.int64),
+    )
+    supplies = np.zeros(next_node, dtype=np.int64)
+    supplies[source] = total
+    supplies[sink] = -total
+    solver.set_nodes_supplies(np.arange(next_node, dtype=np.int32), supplies)
+    status = solver.solve()
+    if status != solver.OPTIMAL:
+        raise RuntimeError(f"min-cost-flow solver failed with status {status}")
+    return int(solver.optimal_cost())
+
+
+def _exists(group: Group, tp: TopicPartition) -> bool:
+    return 0 <= tp.partition < group.num_partitions(tp.topic)
+
+
+def _considered_members(group: Group) -> list[int]:
+    """Indexes of members subscribed to at least one existing partition."""
+    return [
+        index
+        for index, member in enumerate(group.members)
+        if any(group.num_partitions(topic) > 0 for topic in member.topics)
+    ]
+
+
+def min_moved(group: Group, previous_owner: Mapping[TopicPartition, str] | None) -> int:
+    """The fewest partitions any valid assignment with max load = :func:`optimal_max_load` must
+    take from a previous owner (identity) that is still present and subscribed.
+
+    Member identities are ``instance_id`` when set, else ``member_id``.
+
+    >>> from assignors.model import Member, Topic
+    >>> subscription = frozenset({"a"})
+    >>> group = Group((Topic("a", 4),), (Member("x", subscription), Member("y", subscription)))
+    >>> min_moved(group, {TopicPartition("a", p): "x" for p in range(4)})
+    2
+    """
+    considered = _considered_members(group)
+    classes, class_by_topic = _topic_classes(group, considered)
+    capacity = _optimal_max_load(classes, len(considered))
+    return _min_moved(group, considered, classes, class_by_topic, capacity, previous_owner)
+
+
+def _identity(group: Group, index: int) -> str:
+    member = group.members[index]
+    return member.instance_id if member.instance_id is not None else member.member_id
+
+
+def _member_by_identity(group: Group) -> dict[str, int]:
+    """Identity -> index of the member speaking for it. Two members claiming one identity is a
+    broken group; the one with the greater member id speaks for it (the other keeps what it is
+    given, but nothing is carried forward or counted as kept through it)."""
+    return {_identity(group, index): index for index in range(len(group.members))}
+
+
+def _min_moved(
+    group: Group,
+    considered: Sequence[int],
+    classes: _Classes,
+    class_by_topic: Mapping[str, int],
+    capacity: int,
+    previous_owner: Mapping[TopicPartition, str] | None,
+) -> int:
+    if not previous_owner:
+        return 0
+    considered_set = set(considered)
+    members_by_identity = {
+        identity: [index]
+        for identity, index in _member_by_identity(group).items()
+        if index in considered_set
+    }
+    # partitions a present, still subscribed previous owner could keep, by (class, owner)
+    keepable: Counter[tuple[int, str]] = Counter()
+    for tp, owner in previous_owner.items():
+        class_index = class_by_topic.get(tp.topic)
+        if class_index is None or not 0 <= tp.partition < group.num_partitions(tp.topic):
+            continue
+        if any(tp.topic in group.members[m].topics for m in members_by_identity.get(owner, ())):
+            keepable[class_index, owner] += 1
+    if not keepable:
+        return 0
+    uniform = len(classes.sizes) == 1 and len(classes.subscribers[0]) == len(considered)
+    if uniform:
+        # everyone may take everything: each owner keeps up to `capacity`, the rest must move
+        return sum(max(0, count - capacity) for count in keepable.values())
+    counts: dict[tuple[int, str | None], int] = dict(keepable)
+    kept_by_class: Counter[int] = Counter()
+    for (class_index, _owner), count in keepable.items():
+        kept_by_class[class_index] += count
+    for class_index, size in enumerate(classes.sizes):
+        if size > kept_by_class[class_index]:
+            counts[class_index, None] = size - kept_by_class[class_index]
+    return _min_moved_flow(classes, counts, members_by_identity, capacity)
+
+
+# ---------------------------------------------------------------------------------------------
+# one generation
+
+
+def score_generation(
+    group: Group,
+    partitions_by_member: Mapping[str, Sequence[TopicPartition]],
+    *,
+    trace_id: str,
+    assignor: str,
+    generation: int,
+    previous_owner: Mapping[TopicPartition, str] | None = None,
+    protocol: RebalanceProtocol = "eager",
+    rounds: int = 1,
+    assign_ms: float | None = None,
+) -> ScoreRow:
+    """Score the final assignment of one generation (spec/traces.md, "Scores").
+
+    ``previous_owner`` maps each partition of the previous final assignment to the identity
+    (instance id, else member id) that held it; None for a trace's first generation.
+    ``protocol`` decides ``revoked``: eager members give up everything they owned, cooperative
+    members only what they no longer hold.
+    """
+    members = group.members
+    considered = _considered_members(group)
+    classes, class_by_topic = _topic_classes(group, considered)
+    num_partitions = sum(classes.sizes)
+
+    # validity
+    holders: Counter[TopicPartition] = Counter()
+    bad: set[TopicPartition] = set()
+    for member in members:
+        for tp in partitions_by_member.get(member.member_id, ()):
+            holders[tp] += 1
+            if tp.topic not in member.topics or not 0 <= tp.partition < group.num_partitions(
+                tp.topic
+            ):
+                bad.add(tp)
+    invalid = len(bad | {tp for tp, count in holders.items() if count > 1})
+    validly_held = sum(
+        1
+        for tp in holders
+        if tp not in bad
+        and tp.topic in class_by_topic
+        and 0 <= tp.partition < group.num_partitions(tp.topic)
+    )
+    unassigned = num_partitions - validly_held
+
+    # balance
+    loads = {
+        index: len(partitions_by_member.get(members[index].member_id, ())) for index in considered
+    }
+    min_load = min(loads.values(), default=0)
+    max_load = max(loads.values(), default=0)
+    balanced = _is_balanced(group, partitions_by_member, loads)
+    capacity = _optimal_max_load(classes, len(considered))
+
+    # churn against the previous final assignment
+    moved = forced = revoked = 0
+    if previous_owner:
+        speaker = _member_by_identity(group)
+        held_by_speaker: dict[int, frozenset[TopicPartition]] = {}
+        for tp, owner in previous_owner.items():
+            index = speaker.get(owner)
+            if index is None:
+                exists = tp.topic in class_by_topic and _exists(group, tp)
+                forced += 1 if exists else 0
+                continue
+            member = members[index]
+            if index not in held_by_speaker:
+                held_by_speaker[index] = frozenset(partitions_by_member.get(member.member_id, ()))
+            still_held = tp in held_by_speaker[index]
+            revoked += 1 if protocol == "eager" or not still_held else 0
+            if not (tp.topic in class_by_topic and _exists(group, tp)):
+                continue
+            if tp.topic not in member.topics:
+                forced += 1
+            elif not still_held:
+                moved += 1
+    minimum_moved = _min_moved(group, considered, classes, class_by_topic, capacity, previous_owner)
+
+    return ScoreRow(
+        trace_id=trace_id,
+        assignor=assignor,
+        generation=generation,
+        members=len(members),
+        partitions=num_partitions,
+        unassigned=unassigned,
+        invalid=invalid,
+        min_load=min_load,
+        max_load=max_load,
+        spread=max_load - min_load,
+        balanced=balanced,
+        optimal_max_load=capacity,
+        weight_skew=_weight_skew(group, partitions_by_member, considered, class_by_topic),
+        moved=moved,
+        forced=forced,
+        min_moved=minimum_moved,
+        revoked=revoked,
+        rounds=rounds,
+        rack_mismatch=_rack_mismatch(group, partitions_by_member),
+        assign_ms=assign_ms,
+    )
+
+
+def _is_balanced(
+    group: Group,
+    partitions_by_member: Mapping[str, Sequence[TopicPartition]],
+    loads: Mapping[int, int],
+) -> bool:
+    """Kafka's rule: a member holding more than one partition above another never holds a
+    partition the other subscribes to."""
+    if not loads or max(loads.values()) - min(loads.values()) <= 1:
+        return True
+    least_by_topic: dict[str, int] = {}
+    for index, load in loads.items():
+        for topic in group.members[index].topics:
+            if load < least_by_topic.get(topic, load + 1):
+                least_by_topic[topic] = load
+    for index, load in loads.items():
+        held_topics = {
+            tp.topic for tp in partitions_by_member.get(group.members[index].member_id, ())
+        }
+        for topic in held_topics:
+            least = least_by_topic.get(topic)
+            if least is not None and least < load - 1:
+                return False
+    return True
+
+
+def _weight_skew(
+    group: Group,
+    partitions_by_member: Mapping[str, Sequence[TopicPartition]],
+    considered: Sequence[int],
+    class_by_topic: Mapping[str, int],
+) -> float | None:
+    """Max member load / mean member load by partition weights; None unless every subscribed
+    topic carries weights."""
+    weighted = {name: group.topic(name) for name in class_by_topic}
+    if not weighted or any(topic is None or topic.weights is None for topic in weighted.values()):
+        return None
+    member_loads = []
+    for index in considered:
+        load = 0.0
+        for tp in partitions_by_member.get(group.members[index].member_id, ()):
+            topic = weighted.get(tp.topic)
+            if (
+                topic is not None
+                and topic.weights is not None
+                and 0 <= tp.partition < topic.num_partitions
+            ):
+                load += topic.weights[tp.partition]
+        member_loads.append(load)
+    mean = sum(member_loads) / len(member_loads)
+    if mean == 0:
+        return 1.0
+    return max(member_loads) / mean
+
+
+def _rack_mismatch(
+    group: Group, partitions_by_member: Mapping[str, Sequence[TopicPartition]]
+) -> int | None:
+    """Partitions held by a member whose rack has none of their replicas; None without racks."""
+    if not group.has_racks():
+        return None
+    mismatched = 0
+    for member in group.members:
+        if member.rack is None:
+            continue
+        for tp in partitions_by_member.get(member.member_id, ()):
+            topic = group.topic(tp.topic)
+            if (
+                topic is None
+                or topic.replica_racks is None
+                or not 0 <= tp.partition < topic.num_partitions
+            ):
+                continue
+            if member.rack not in topic.replica_racks[tp.partition]:
+                mismatched += 1
+    return mismatched
+
+
+# ---------------------------------------------------------------------------------------------
+# summary
+
+
+def summarize(rows: Iterable[ScoreRow]) -> list[SummaryRow]:
+    """One row per trace x assignor, sorted by both.
+
+    >>> rows = [ScoreRow("g", "range", gen, 2, 4, 0, 0, 2, 2, 0, True, 2, None, moved, 0, 0,
+    ...                  moved, 1, None, None) for gen, moved in ((1, 0), (2, 3))]
+    >>> summary = summarize(rows)[0]
+    >>> summary.generations, summary.total_moved, summary.mean_assign_ms
+    (2, 3, None)
+    """
+    grouped: dict[tuple[str, str], list[ScoreRow]] = defaultdict(list)
+    for row in rows:
+        grouped[row.trace_id, row.assignor].append(row)
+    summary = []
+    for (trace_id, assignor), group_rows in sorted(grouped.items()):
+        skews = [row.weight_skew for row in group_rows if row.weight_skew is not None]
+        timings = [row.assign_ms for row in group_rows if row.assign_ms is not None]
+        summary.append(
+            SummaryRow(
+                trace_id=trace_id,
+                assignor=assignor,
+                generations=len(group_rows),
+                total_moved=sum(row.moved for row in group_rows),
+                total_forced=sum(row.forced for row in group_rows),
+                total_min_moved=sum(row.min_moved for row in group_rows),
+                total_revoked=sum(row.revoked for row in group_rows),
+                total_rounds=sum(row.rounds for row in group_rows),
+                max_spread=max(row.spread for row in group_rows),
+                max_weight_skew=max(skews) if skews else None,
+                mean_assign_ms=sum(timings) / len(timings) if timings else None,
+                invalid_generations=sum(1 for row in group_rows if row.invalid or row.unassigned),
+                unbalanced_generations=sum(1 for row in group_rows if not row.balanced),
+            )
+        )
+    return summary

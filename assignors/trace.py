@@ -1,0 +1,691 @@
+"""Rebalance traces (format v1): the recorded history of consumer groups, one generation a row.
+
+A trace is one group's ordered generations. Files are JSON Lines (optionally gzipped) or Parquet
+with the same columns; rows of one trace may be spread over many files, so a trace is put
+together from all its rows and sorted by generation number.
+
+>>> row = {"trace_id": "payments", "generation": 1,
+...        "topics": [{"name": "orders", "partitions": 2}],
+...        "members": [{"member_id": "c-1", "topics": ["orders"]},
+...                    {"member_id": "c-2", "instance_id": "pod-2", "topics": ["orders"]}]}
+>>> generation = parse_generation(row, "payments.jsonl", 1)
+>>> [member.identity for member in generation.members]
+['c-1', 'pod-2']
+>>> trace = build_trace("payments", [generation])
+>>> trace_to_rows(trace)[0]["members"][1]
+{'member_id': 'c-2', 'instance_id': 'pod-2', 'rack': None, 'topics': ['orders']}
+
+Validation happens in two steps: :func:`parse_generation` checks one row field by field,
+:func:`build_trace` checks the rules that span rows (generation numbers unique and increasing,
+partition counts never shrinking while a topic exists). Both raise
+:class:`~assignors.errors.InputError` naming the file, line (Parquet: row number, from 1),
+trace and field.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assignors.errors import InputError
+from assignors.model import Topic, TopicPartition
+
+FORMAT_VERSION = 1
+TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
+
+_JSON_SEPARATORS = (",", ":")
+
+
+@dataclass(frozen=True, slots=True)
+class TraceMember:
+    """One member as a trace records it; ``assigned`` is what the real group gave it (or None)."""
+
+    member_id: str
+    topics: frozenset[str]
+    instance_id: str | None = None
+    rack: str | None = None
+    assigned: tuple[TopicPartition, ...] | None = None
+
+    @property
+    def identity(self) -> str:
+        """Who this member is across generations: the static instance id, else the member id."""
+        return self.instance_id if self.instance_id is not None else self.member_id
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One generation of a group: its topics and members. ``source``/``line`` say where the row
+    came from (for error messages) and take no part in equality."""
+
+    trace_id: str
+    generation: int
+    topics: tuple[Topic, ...]
+    members: tuple[TraceMember, ...]
+    timestamp_ms: int | None = None
+    protocol: str | None = None
+    reason: str | None = None
+    source: str | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False)
+
+    def has_recorded_assignment(self) -> bool:
+        return any(member.assigned is not None for member in self.members)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A group's generations, sorted by generation number."""
+
+    trace_id: str
+    generations: tuple[Generation, ...]
+
+    def has_recorded_assignment(self) -> bool:
+        """True when the trace carries what the real group assigned (the `recorded` assignor)."""
+        return any(generation.has_recorded_assignment() for generation in self.generations)
+
+
+class TraceFailure(NamedTuple):
+    """A trace (or an unattributable row) that could not be read; ``trace_id`` is None when the
+    row did not even name its trace."""
+
+    trace_id: str | None
+    file: str
+    line: int | None
+    reason: str
+
+
+# ---------------------------------------------------------------------------------------------
+# one row -> Generation
+
+
+def _fail(message: str, row_context: _RowContext, field_name: str, value: object) -> InputError:
+    return InputError(
+        message,
+        source=row_context.source,
+        line=row_context.line,
+        field=field_name,
+        value=value,
+        trace_id=row_context.trace_id,
+    )
+
+
+class _RowContext(NamedTuple):
+    source: str | None
+    line: int | None
+    trace_id: str | None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _optional_str(
+    row: Mapping[str, Any], key: str, where: _RowContext, field_name: str
+) -> str | None:
+    value = row.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _fail("must be a string or null", where, field_name, value)
+    return value
+
+
+def _parse_topic(raw: object, index: int, where: _RowContext) -> Topic:
+    prefix = f"topics[{index}]"
+    if not isinstance(raw, Mapping):
+        raise _fail("must be an object", where, prefix, raw)
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise _fail("must be a non-empty string", where, f"{prefix}.name", name)
+    count = raw.get("partitions")
+    if not _is_int(count) or count < 0:
+        raise _fail("must be an integer >= 0", where, f"{prefix}.partitions", count)
+    replica_racks = None
+    racks = raw.get("racks")
+    if racks is not None:
+        if not isinstance(racks, Sequence) or isinstance(racks, str) or len(racks) != count:
+            shown = len(racks) if isinstance(racks, Sequence) else racks
+            raise _fail(
+                f"must list the replica racks of each of the {count} partitions",
+                where,
+                f"{prefix}.racks",
+                shown,
+            )
+        parsed_racks = []
+        for partition, partition_racks in enumerate(racks):
+            if (
+                not isinstance(partition_racks, Sequence)
+                or isinstance(partition_racks, str)
+                or not all(isinstance(rack, str) for rack in partition_racks)
+            ):
+                raise _fail(
+                    "must be a list of rack names",
+                    where,
+                    f"{prefix}.racks[{partition}]",
+                    partition_racks,
+                )
+            parsed_racks.append(frozenset(partition_racks))
+        replica_racks = tuple(parsed_racks)
+    weights = raw.get("weights")
+    parsed_weights = None
+    if weights is not None:
+        if not isinstance(weights, Sequence) or isinstance(weights, str) or len(weights) != count:
+            shown = len(weights) if isinstance(weights, Sequence) else weights
+            raise _fail(
+                f"must hold one weight for each of the {count} partitions",
+                where,
+                f"{prefix}.weights",
+                shown,
+            )
+        for partition, weight in enumerate(weights):
+            if (
+                isinstance(weight, bool)
+                or not isinstance(weight, int | float)
+                or not math.isfinite(weight)
+                or weight < 0
+            ):
+                raise _fail(
+                    "must be a finite number >= 0", where, f"{prefix}.weights[{partition}]", weight
+                )
+        parsed_weights = tuple(float(weight) for weight in weights)
+    return Topic(name, count, replica_racks, parsed_weights)
+
+
+def _parse_pair(raw: object) -> TopicPartition | None:
+    """["orders", 3] (JSON) or {"topic": "orders", "partition": 3} (Parquet struct)."""
+    if isinstance(raw, Mapping):
+        topic, partition = raw.get("topic"), raw.get("partition")
+    elif isinstance(raw, Sequence) and not isinstance(raw, str) and len(raw) == 2:
+        topic, partition = raw[0], raw[1]
+    else:
+        return None
+    if not isinstance(topic, str) or not _is_int(partition):
+        return None
+    return TopicPartition(topic, partition)
+
+
+def _parse_member(
+    raw: object, index: int, where: _RowContext, partition_counts: Mapping[str, int]
+) -> TraceMember:
+    prefix = f"members[{index}]"
+    if not isinstance(raw, Mapping):
+        raise _fail("must be an object", where, prefix, raw)
+    member_id = raw.get("member_id")
+    if not isinstance(member_id, str) or not member_id:
+        raise _fail("must be a non-empty string", where, f"{prefix}.member_id", member_id)
+    instance_id = _optional_str(raw, "instance_id", where, f"{prefix}.instance_id")
+    if instance_id == "":
+        raise _fail(
+            "must be a non-empty string or null", where, f"{prefix}.instance_id", instance_id
+        )
+    rack = _optional_str(raw, "rack", where, f"{prefix}.rack")
+    topics = raw.get("topics")
+    if (
+        not isinstance(topics, Sequence)
+        or isinstance(topics, str)
+        or not all(isinstance(topic, str) and topic for topic in topics)
+    ):
+        raise _fail("must be a list of topic names", where, f"{prefix}.topics", topics)
+    assigned_raw = raw.get("assigned")
+    assigned = None
+    if assigned_raw is not None:
+        if not isinstance(assigned_raw, Sequence) or isinstance(assigned_raw, str):
+            raise _fail(
+                "must be a list of [topic, partition]", where, f"{prefix}.assigned", assigned_raw
+            )
+        pairs = []
+        for position, pair_raw in enumerate(assigned_raw):
+            pair = _parse_pair(pair_raw)
+            field_name = f"{prefix}.assigned[{position}]"
+            if pair is None:
+                raise _fail("must be [topic, partition]", where, field_name, pair_raw)
+            if not 0 <= pair.partition < partition_counts.get(pair.topic, 0):
+                raise _fail("names a partition that does not exist", where, field_name, list(pair))
+            pairs.append(pair)
+        assigned = tuple(pairs)
+    return TraceMember(member_id, frozenset(topics), instance_id, rack, assigned)
+
+
+def parse_generation(row: Mapping[str, Any], source: str | None, line: int | None) -> Generation:
+    """Check one trace row field by field and turn it into a :class:`Generation`.
+
+    >>> parse_generation({"trace_id": "g", "generation": 1, "topics": [],
+    ...                   "members": [{"member_id": "a", "topics": []},
+    ...                               {"member_id": "a", "topics": []}]}, "f.jsonl", 7)
+    Traceback (most recent call last):
+    ...
+    assignors.errors.InputError: f.jsonl:7: trace g: members[1].member_id: member id appears \
+twice in this generation (got 'a')
+    """
+    where = _RowContext(source, line, None)
+    if not isinstance(row, Mapping):
+        raise _fail("a trace row must be a JSON object", where, "row", type(row).__name__)
+    trace_id = row.get("trace_id")
+    if not isinstance(trace_id, str) or not trace_id:
+        raise _fail("must be a non-empty string", where, "trace_id", trace_id)
+    where = _RowContext(source, line, trace_id)
+    generation = row.get("generation")
+    if not _is_int(generation):
+        raise _fail("must be an integer", where, "generation", generation)
+    timestamp_ms = row.get("timestamp_ms")
+    if timestamp_ms is not None and not _is_int(timestamp_ms):
+        raise _fail("must be an integer or null", where, "timestamp_ms", timestamp_ms)
+    protocol = _optional_str(row, "protocol", where, "protocol")
+    reason = _optional_str(row, "reason", where, "reason")
+
+    topics_raw = row.get("topics")
+    if not isinstance(topics_raw, Sequence) or isinstance(topics_raw, str):
+        raise _fail("must be a list of topics", where, "topics", topics_raw)
+    topics: list[Topic] = []
+    partition_counts: dict[str, int] = {}
+    for index, raw in enumerate(topics_raw):
+        topic = _parse_topic(raw, index, where)
+        if topic.name in partition_counts:
+            raise _fail(
+                "topic appears twice in this generation", where, f"topics[{index}].name", topic.name
+            )
+        partition_counts[topic.name] = topic.num_partitions
+        topics.append(topic)
+
+    members_raw = row.get("members")
+    if not isinstance(members_raw, Sequence) or isinstance(members_raw, str):
+        raise _fail("must be a list of members", where, "members", members_raw)
+    members: list[TraceMember] = []
+    seen_ids: set[str] = set()
+    for index, raw in enumerate(members_raw):
+        member = _parse_member(raw, index, where, partition_counts)
+        if member.member_id in seen_ids:
+            raise _fail(
+                "member id appears twice in this generation",
+                where,
+                f"members[{index}].member_id",
+                member.member_id,
+            )
+        seen_ids.add(member.member_id)
+        members.append(member)
+    return Generation(
+        trace_id=trace_id,
+        generation=generation,
+        topics=tuple(sorted(topics, key=lambda topic: topic.name)),
+        members=tuple(sorted(members, key=lambda member: member.member_id)),
+        timestamp_ms=timestamp_ms,
+        protocol=protocol,
+        reason=reason,
+        source=source,
+        line=line,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# rows of one trace -> Trace
+
+
+def _located(generation: Generation, field_name: str, message: str, value: object) -> InputError:
+    return InputError(
+        message,
+        source=generation.source,
+        line=generation.line,
+        field=field_name,
+        value=value,
+        trace_id=generation.trace_id,
+    )
+
+
+def _where(generation: Generation) -> str:
+    if generation.source is None:
+        return "another row"
+    return (
+        generation.source if generation.line is None else f"{generation.source}:{generation.line}"
+    )
+
+
+def build_trace(trace_id: str, generations: Iterable[Generation]) -> Trace:
+    """Put a trace together from its rows (in any order) and check the rules spanning rows.
+
+    Rows are sorted by generation number; a number appearing twice breaks "strictly
+    increasing". A topic present in two consecutive generations must not lose partitions (a
+    deleted and re-created topic is absent for at least one generation in between).
+    """
+    ordered = sorted(generations, key=lambda generation: generation.generation)
+    for generation in ordered:
+        if generation.trace_id != trace_id:
+            raise _located(
+                generation,
+                "trace_id",
+                f"row belongs to another trace than {trace_id!r}",
+                generation.trace_id,
+            )
+    for previous, current in itertools.pairwise(ordered):
+        if current.generation == previous.generation:
+            raise _located(
+                current,
+                "generation",
+                f"generation numbers must be strictly increasing; this one also appears at "
+                f"{_where(previous)}",
+                current.generation,
+            )
+        previous_counts = {topic.name: topic.num_partitions for topic in previous.topics}
+        for index, topic in enumerate(current.topics):
+            before = previous_counts.get(topic.name)
+            if before is not None and topic.num_partitions < before:
+                raise _located(
+                    current,
+                    f"topics[{index}].partitions",
+                    f"partition count of {topic.name!r} decreased from {before} in generation "
+                    f"{previous.generation} (a topic never loses partitions while it exists)",
+                    topic.num_partitions,
+                )
+    return Trace(trace_id, tuple(ordered))
+
+
+# ---------------------------------------------------------------------------------------------
+# files -> rows -> traces
+
+
+def is_trace_file(path: Path) -> bool:
+    return path.name.endswith(TRACE_SUFFIXES)
+
+
+def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The trace files named by ``paths``: files as given, directories searched recursively for
+    .jsonl, .jsonl.gz and .parquet files (sorted, hidden entries skipped)."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    candidate
+                    for candidate in path.rglob("*")
+                    if candidate.is_file()
+                    and is_trace_file(candidate)
+                    and not any(part.startswith(".") for part in candidate.relative_to(path).parts)
+                )
+            )
+        elif path.exists():
+            found.append(path)
+        else:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+    return found
+
+
+def iter_trace_rows(
+    path: str | os.PathLike[str], bad_lines: list[InputError] | None = None
+) -> Iterator[tuple[str, int, Any]]:
+    """Yield ``(source, line, row)`` for every row of a .jsonl, .jsonl.gz or .parquet file.
+
+    Blank lines are skipped. A line that is not JSON raises InputError naming it, or, when
+    ``bad_lines`` is given, is appended there (with the trace id it seems to name, if any) and
+    skipped. Parquet rows are numbered from 1 and come back as plain dicts.
+    """
+    source = str(path)
+    name = Path(path).name
+    if name.endswith(".parquet"):
+        parquet = pq.ParquetFile(path)
+        line = 0
+        for batch in parquet.iter_batches(batch_size=4096):
+            for row in batch.to_pylist():
+                line += 1
+                yield source, line, row
+        return
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
+        for line, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as error:
+                guessed = _TRACE_ID_PATTERN.search(text)
+                problem = InputError(
+                    f"not valid JSON: {error.msg} at column {error.colno}",
+                    source=source,
+                    line=line,
+                    field="row",
+                    trace_id=guessed.group(1) if guessed else None,
+                )
+                if bad_lines is None:
+                    raise problem from None
+                bad_lines.append(problem)
+                continue
+            yield source, line, row
+
+
+_TRACE_ID_PATTERN = re.compile(r'"trace_id"\s*:\s*"([^"\\]+)"')
+
+
+def read_traces(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Trace], list[TraceFailure]]:
+    """Read every trace under ``paths`` (files or directories); a trace's rows may be spread
+    over several files. A trace with any bad row is reported once (its first error) and
+    skipped; the others are returned sorted by trace id. Missing paths raise
+    FileNotFoundError; unreadable files and rows naming no trace become failures without a
+    trace id."""
+    rows_by_trace: dict[str, list[Generation]] = {}
+    failures: dict[str, TraceFailure] = {}
+    unattributed: list[TraceFailure] = []
+
+    def record(trace_id: str | None, source: str, line: int | None, reason: str) -> None:
+        if trace_id is None:
+            unattributed.append(TraceFailure(None, source, line, reason))
+        elif trace_id not in failures:
+            failures[trace_id] = TraceFailure(trace_id, source, line, reason)
+
+    for path in trace_files(paths):
+        bad_lines: list[InputError] = []
+        try:
+            for source, line, row in iter_trace_rows(path, bad_lines):
+                trace_id = row.get("trace_id") if isinstance(row, Mapping) else None
+                if not isinstance(trace_id, str) or not trace_id:
+                    record(None, source, line, f"{source}:{line}: row has no trace_id")
+                    continue
+                if trace_id in failures:
+                    continue
+                try:
+                    rows_by_trace.setdefault(trace_id, []).append(
+                        parse_generation(row, source, line)
+                    )
+                except InputError as error:
+                    record(trace_id, source, line, str(error))
+        except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as error:
+            record(None, str(path), None, f"{path}: unreadable file: {error}")
+        for problem in bad_lines:
+            record(problem.trace_id, str(path), problem.line, str(problem))
+    traces: list[Trace] = []
+    for trace_id in sorted(rows_by_trace):
+        if trace_id in failures:
+            continue
+        try:
+            traces.append(build_trace(trace_id, rows_by_trace[trace_id]))
+        except InputError as error:
+            record(trace_id, error.source or "", error.line, str(error))
+    ordered_failures = sorted(failures.values(), key=_failure_key) + sorted(
+        unattributed, key=_failure_key
+    )
+    return traces, ordered_failures
+
+
+def _failure_key(failure: TraceFailure) -> tuple[str, str, int]:
+    return (failure.trace_id or "", failure.file, failure.line or 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trace -> rows -> files
+
+
+def generation_to_row(generation: Generation) -> dict[str, Any]:
+    """The format-v1 row of a generation (optional fields only when set)."""
+    row: dict[str, Any] = {"trace_id": generation.trace_id, "generation": generation.generation}
+    if generation.timestamp_ms is not None:
+        row["timestamp_ms"] = generation.timestamp_ms
+    if generation.protocol is not None:
+        row["protocol"] = generation.protocol
+    if generation.reason is not None:
+        row["reason"] = generation.reason
+    topics = []
+    for topic in generation.topics:
+        topic_row: dict[str, Any] = {"name": topic.name, "partitions": topic.num_partitions}
+        if topic.replica_racks is not None:
+            topic_row["racks"] = [sorted(racks) for racks in topic.replica_racks]
+        if topic.weights is not None:
+            topic_row["weights"] = list(topic.weights)
+        topics.append(topic_row)
+    row["topics"] = topics
+    members = []
+    for member in generation.members:
+        member_row: dict[str, Any] = {
+            "member_id": member.member_id,
+            "instance_id": member.instance_id,
+            "rack": member.rack,
+            "topics": sorted(member.topics),
+        }
+        if member.assigned is not None:
+            member_row["assigned"] = [[tp.topic, tp.partition] for tp in member.assigned]
+        members.append(member_row)
+    row["members"] = members
+    return row
+
+
+def trace_to_rows(trace: Trace) -> list[dict[str, Any]]:
+    return [generation_to_row(generation) for generation in trace.generations]
+
+
+def _rows(rows_or_traces: Iterable[Mapping[str, Any] | Trace]) -> Iterator[Mapping[str, Any]]:
+    for item in rows_or_traces:
+        if isinstance(item, Trace):
+            yield from trace_to_rows(item)
+        else:
+            yield item
+
+
+def _atomic_target(path: Path) -> tuple[int, str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+
+
+def write_traces_jsonl(
+    rows_or_traces: Iterable[Mapping[str, Any] | Trace], path: str | os.PathLike[str]
+) -> int:
+    """Write format-v1 rows (or whole traces) as JSON Lines, gzipped when the name ends in .gz.
+
+    The file appears atomically (written beside it, then renamed); gzip output carries no
+    timestamp, so the same rows give the same bytes. Returns the number of rows written.
+    """
+    target = Path(path)
+    handle_fd, temp_name = _atomic_target(target)
+    count = 0
+    try:
+        with os.fdopen(handle_fd, "wb") as raw_handle:
+            if target.name.endswith(".gz"):
+                stream: Any = gzip.GzipFile(filename="", mode="wb", fileobj=raw_handle, mtime=0)
+            else:
+                stream = raw_handle
+            for row in _rows(rows_or_traces):
+                stream.write(
+                    json.dumps(row, separators=_JSON_SEPARATORS, ensure_ascii=False).encode()
+                )
+                stream.write(b"\n")
+                count += 1
+            if stream is not raw_handle:
+                stream.close()
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return count
+
+
+_ASSIGNED_TYPE = pa.list_(pa.struct([("topic", pa.string()), ("partition", pa.int32())]))
+
+TRACE_SCHEMA = pa.schema(
+    [
+        ("trace_id", pa.string()),
+        ("generation", pa.int64()),
+        ("timestamp_ms", pa.int64()),
+        ("protocol", pa.string()),
+        ("reason", pa.string()),
+        (
+            "topics",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("name", pa.string()),
+                        ("partitions", pa.int32()),
+                        ("racks", pa.list_(pa.list_(pa.string()))),
+                        ("weights", pa.list_(pa.float64())),
+                    ]
+                )
+            ),
+        ),
+        (
+            "members",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("member_id", pa.string()),
+                        ("instance_id", pa.string()),
+                        ("rack", pa.string()),
+                        ("topics", pa.list_(pa.string())),
+                        ("assigned", _ASSIGNED_TYPE),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
+"""Parquet columns of format v1; ``assigned`` pairs become {topic, partition} structs."""
+
+
+def _parquet_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    members = []
+    for member in row.get("members") or ():
+        member_row = dict(member)
+        assigned = member_row.get("assigned")
+        if assigned is not None:
+            member_row["assigned"] = [
+                pair if isinstance(pair, Mapping) else {"topic": pair[0], "partition": pair[1]}
+                for pair in assigned
+            ]
+        members.append(member_row)
+    return {**row, "members": members}
+
+
+def traces_table(rows_or_traces: Iterable[Mapping[str, Any] | Trace]) -> pa.Table:
+    """Format-v1 rows as an Arrow table with :data:`TRACE_SCHEMA`."""
+    return pa.Table.from_pylist(
+        [_parquet_row(row) for row in _rows(rows_or_traces)], schema=TRACE_SCHEMA
+    )
+
+
+def write_traces_parquet(
+    rows_or_traces: Iterable[Mapping[str, Any] | Trace], path: str | os.PathLike[str]
+) -> int:
+    """Write format-v1 rows (or traces) as one Parquet file, atomically. Returns the row count."""
+    target = Path(path)
+    table = traces_table(rows_or_traces)
+    handle_fd, temp_name = _atomic_target(target)
+    os.close(handle_fd)
+    try:
+        pq.write_table(table, temp_name, compression="zstd")
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return table.num_rows
+
+
+def write_traces(
+    rows_or_traces: Iterable[Mapping[str, Any] | Trace], path: str | os.PathLike[str]
+) -> int:
+    """Write by file name: .parquet -> Parquet, .jsonl / .jsonl.gz -> JSON Lines."""
+    if str(path).endswith(".parquet"):
+        return write_traces_parquet(rows_or_traces, path)
+    return write_traces_jsonl(rows_or_traces, path)
