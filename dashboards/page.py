@@ -1,0 +1,170 @@
+"""Building blocks shared by the dashboards: escaping, embedded JSON, plotly divs, atomic writes.
+
+Every page is one self-contained HTML file: plotly's JavaScript is embedded once (with the first
+figure) and nothing is fetched from the network.
+
+>>> escape('<img src=x onerror=alert(1)>')
+'&lt;img src=x onerror=alert(1)&gt;'
+>>> embed_json({"id": "</script><!--"})
+'{"id": "\\\\u003c/script\\\\u003e\\\\u003c!--"}'
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+
+# one colour per assignor, stable across all charts of a page; `recorded` is always near-black
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+)
+RECORDED_COLOUR = "#222222"
+
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+
+_JSON_UNSAFE = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
+       color: #1d1d1f; background: #fafafa; }
+header { background: #233044; color: #fff; padding: 18px 32px; }
+header h1 { margin: 0 0 4px 0; font-size: 24px; }
+header p { margin: 0; color: #c9d3e0; }
+main { padding: 8px 32px 40px 32px; max-width: 1400px; }
+section { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 12px 20px;
+          margin: 18px 0; }
+section h2 { font-size: 18px; margin: 6px 0 6px 0; }
+section p.note { color: #555; margin: 4px 0 10px 0; font-size: 14px; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+th, td { border-bottom: 1px solid #e6e6e6; padding: 4px 8px; text-align: right;
+         white-space: nowrap; }
+th { background: #f0f2f5; white-space: normal; max-width: 7.5em; vertical-align: bottom; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
+th:first-child, td:first-child { text-align: left; }
+td.text { text-align: left; white-space: normal; }
+td.best { background: #d3f2dc; font-weight: 600; }
+tr.recorded td { font-style: italic; }
+tr.marked td { background: #fff4e0; }
+tr.violation td { background: #fde2e1; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px;
+          margin-right: 6px; }
+.controls { display: flex; gap: 12px; align-items: center; flex-wrap: wrap; margin: 6px 0; }
+.controls input, .controls select { font-size: 14px; padding: 4px 6px; }
+.controls select { min-width: 420px; }
+.lost { color: #b3261e; font-weight: 600; }
+.acked { color: #1b7f3b; }
+.ok { color: #1b7f3b; font-weight: 600; }
+.bad { color: #b3261e; font-weight: 600; }
+code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
+"""
+
+
+def escape(text: object) -> str:
+    """Text safe to put into HTML markup (and into plotly labels, which decode entities)."""
+    return html.escape(str(text), quote=True)
+
+
+def embed_json(value: Any) -> str:
+    """JSON safe inside a <script> element: no `</`, `<!--` or line separators survive."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=False)
+    for unsafe, safe in _JSON_UNSAFE:
+        text = text.replace(unsafe, safe)
+    return text
+
+
+def assignor_colours(names: Sequence[str]) -> dict[str, str]:
+    """A colour per assignor name in the given order; the pseudo-assignor `recorded` is black."""
+    colours: dict[str, str] = {}
+    index = 0
+    for name in names:
+        if name == "recorded":
+            colours[name] = RECORDED_COLOUR
+        else:
+            colours[name] = PALETTE[index % len(PALETTE)]
+            index += 1
+    return colours
+
+
+def figure_divs(figures: Iterable[tuple[str, go.Figure]]) -> dict[str, str]:
+    """HTML for each (div id, figure); plotly.js is embedded with the first figure only."""
+    rendered: dict[str, str] = {}
+    for position, (div_id, figure) in enumerate(figures):
+        rendered[div_id] = figure.to_html(
+            full_html=False,
+            include_plotlyjs=position == 0,
+            div_id=div_id,
+            config=PLOTLY_CONFIG,
+            default_width="100%",
+        )
+    return rendered
+
+
+def format_number(value: object, digits: int = 0) -> str:
+    """A table cell: thousands separators, fixed decimals, an em dash for missing values."""
+    if value is None:
+        return "—"
+    number = float(value)  # type: ignore[arg-type]
+    if math.isnan(number):
+        return "—"
+    if digits == 0:
+        return f"{round(number):,}"
+    return f"{number:,.{digits}f}"
+
+
+def document(title: str, subtitle: str, body: str, script: str = "") -> str:
+    """A full HTML page; `title` and `subtitle` are plain text, `body` and `script` are markup."""
+    script_block = f"<script>\n{script}\n</script>\n" if script else ""
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        f"<header><h1>{escape(title)}</h1><p>{escape(subtitle)}</p></header>\n"
+        f"<main>\n{body}\n</main>\n{script_block}</body>\n</html>\n"
+    )
+
+
+def write_atomically(path: str | os.PathLike[str], text: str) -> Path:
+    """Write `text` to `path` through a temporary file in the same directory and a rename."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=directory, prefix=f".{target.name}.", suffix=".tmp", delete=False
+    ) as handle:
+        temporary = Path(handle.name)
+        try:
+            handle.write(text)
+        except BaseException:
+            handle.close()
+            temporary.unlink(missing_ok=True)
+            raise
+    try:
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return target

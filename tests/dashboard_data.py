@@ -1,0 +1,152 @@
+"""Test fixtures for the dashboard tests: synthetic replay results written with pyarrow.
+
+The numbers are made up (seeded) but keep the relations the replay guarantees: the first
+generation moves nothing, eager assignors revoke everything the survivors owned while
+cooperative ones revoke exactly what moved and need an extra round to hand it over,
+min_moved <= moved and optimal_max_load <= max_load.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ASSIGNORS = ("cooperative-sticky", "range", "roundrobin", "sticky")
+COOPERATIVE = frozenset({"cooperative-sticky"})
+# fraction of partitions each assignor moves per rebalance, and its spread on top of the optimum
+CHURN = {
+    "range": 0.45,
+    "roundrobin": 0.6,
+    "sticky": 0.12,
+    "cooperative-sticky": 0.12,
+    "recorded": 0.3,
+}
+EXTRA_SPREAD = {"range": 3, "roundrobin": 1, "sticky": 0, "cooperative-sticky": 0, "recorded": 2}
+
+
+def synthetic_scores(
+    num_traces: int,
+    *,
+    assignors: Sequence[str] = ASSIGNORS,
+    seed: int = 7,
+    recorded_every: int = 3,
+    trace_prefix: str = "trace-",
+) -> pd.DataFrame:
+    """Score rows for `num_traces` traces x assignors (+ `recorded` on every n-th trace)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, 11, size=num_traces)
+    trace_index = np.repeat(np.arange(num_traces), lengths)
+    starts = np.cumsum(lengths) - lengths
+    position = np.arange(len(trace_index)) - np.repeat(starts, lengths)
+    generation = position + 1
+    partitions = np.repeat(rng.integers(6, 200, size=num_traces), lengths)
+    members = rng.integers(1, 13, size=len(trace_index))
+    members = np.minimum(members, partitions)
+    first = position == 0
+    has_weights = np.repeat(rng.random(num_traces) < 0.5, lengths)
+    has_racks = np.repeat(rng.random(num_traces) < 0.5, lengths)
+    optimal_max = -(-partitions // members)
+    trace_ids = np.array([f"{trace_prefix}{index:05d}" for index in range(num_traces)])
+
+    frames = []
+    names = list(assignors)
+    if recorded_every:
+        names.append("recorded")
+    for offset, assignor in enumerate(names):
+        noise = rng.random(len(trace_index))
+        keep = np.ones(len(trace_index), dtype=bool)
+        if assignor == "recorded":
+            keep = trace_index % recorded_every == 0
+        moved = np.where(first, 0, np.floor(partitions * CHURN[assignor] * noise)).astype(int)
+        min_moved = np.floor(moved * 0.6).astype(int)
+        if assignor == "sticky" or assignor == "cooperative-sticky":
+            min_moved = moved - (noise > 0.8)
+            min_moved = np.maximum(min_moved, 0)
+        forced = np.where(first, 0, rng.integers(0, 4, size=len(trace_index)))
+        spread = np.minimum(
+            (partitions % members > 0).astype(int)
+            + rng.integers(0, EXTRA_SPREAD[assignor] + 1, size=len(trace_index)),
+            partitions,
+        )
+        max_load = optimal_max + (spread > 1) * (spread - 1)
+        if assignor in COOPERATIVE:
+            revoked = moved
+            rounds = 1 + (moved > 0)
+        else:
+            owned_by_survivors = np.where(first, 0, partitions - forced)
+            revoked = np.maximum(owned_by_survivors, moved)
+            rounds = np.ones(len(trace_index), dtype=int)
+        frame = pd.DataFrame(
+            {
+                "trace_id": trace_ids[trace_index],
+                "assignor": assignor,
+                "generation": generation,
+                "members": members,
+                "partitions": partitions,
+                "unassigned": 0,
+                "invalid": 0,
+                "min_load": max_load - spread,
+                "max_load": max_load,
+                "spread": spread,
+                "balanced": spread <= 1,
+                "optimal_max_load": optimal_max,
+                "weight_skew": np.where(
+                    has_weights, 1.0 + spread / np.maximum(max_load, 1), np.nan
+                ),
+                "moved": moved,
+                "forced": forced,
+                "min_moved": min_moved,
+                "revoked": revoked,
+                "rounds": rounds,
+                "rack_mismatch": np.where(
+                    has_racks, (noise * 3 * (offset + 1)).astype(int), np.nan
+                ),
+                "assign_ms": np.where(
+                    assignor == "recorded", np.nan, np.round(0.05 + noise * (offset + 1), 3)
+                ),
+            }
+        )
+        frames.append(frame[keep])
+    scores = pd.concat(frames, ignore_index=True)
+    rack_values = scores["rack_mismatch"]
+    scores["rack_mismatch"] = pd.array(
+        [None if np.isnan(value) else int(value) for value in rack_values], dtype="Int64"
+    )
+    return scores
+
+
+def write_results(
+    directory: Path,
+    scores: pd.DataFrame,
+    *,
+    partitioned: bool = False,
+    errors: Sequence[dict] = (),
+) -> Path:
+    """Write a results directory the way the replay does: scores.parquet (+ summary, errors)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pandas(scores, preserve_index=False)
+    summary = (
+        scores.groupby(["trace_id", "assignor"], sort=True)
+        .agg(moved=("moved", "sum"), spread=("spread", "max"))
+        .reset_index()
+    )
+    summary_table = pa.Table.from_pandas(summary, preserve_index=False)
+    if partitioned:
+        pq.write_to_dataset(table, directory / "scores.parquet", partition_cols=["assignor"])
+        pq.write_to_dataset(
+            summary_table, directory / "summary.parquet", partition_cols=["assignor"]
+        )
+        (directory / "scores.parquet" / "_SUCCESS").write_text("")
+    else:
+        pq.write_table(table, directory / "scores.parquet")
+        pq.write_table(summary_table, directory / "summary.parquet")
+    with (directory / "errors.jsonl").open("w", encoding="utf-8") as handle:
+        for error in errors:
+            handle.write(json.dumps(error) + "\n")
+    return directory
