@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group, Member, Topic, TopicPartition
@@ -96,7 +97,7 @@ class _TopicState:
     remaining_with_extra: int
     assigned_count: dict[int, int]
     taken: bytearray
-    owned: dict[int, list[int]] = field(default_factory=dict)
+    owned: dict[int, Sequence[int]] = field(default_factory=dict)
     next_free: int = 0  # every partition below this index is taken
 
     @classmethod
@@ -116,7 +117,7 @@ class _TopicState:
         return max(0, ceiling - self.assigned_count[consumer])
 
     def give(self, consumer: int, partitions: Sequence[int]) -> None:
-        self.owned.setdefault(consumer, []).extend(partitions)
+        self.owned.setdefault(consumer, []).extend(partitions)  # type: ignore[attr-defined]
         for partition in partitions:
             self.taken[partition] = 1
         count = self.assigned_count[consumer] + len(partitions)
@@ -242,7 +243,7 @@ def _assign_contiguous(state: _TopicState) -> None:
         start = per_consumer * index + min(index, with_extra)
         length = per_consumer + (1 if index < with_extra else 0)
         if length:
-            state.owned[consumer] = list(range(start, start + length))
+            state.owned[consumer] = range(start, start + length)
             state.assigned_count[consumer] = length
     state.remaining_with_extra = 0
     state.next_free = state.topic.num_partitions
@@ -291,9 +292,9 @@ def _collect(
     for state in states:  # group.topics is sorted by name, so lists come out sorted
         name = state.topic.name
         for consumer, partitions in state.owned.items():
-            if sort_each:
-                partitions.sort()
+            in_order = sorted(partitions) if sort_each else partitions
+            # tuple.__new__ builds the NamedTuple in C, without its Python-level __new__
             lists[ordered[consumer].member_id].extend(
-                TopicPartition(name, partition) for partition in partitions
+                map(tuple.__new__, repeat(TopicPartition), zip(repeat(name), in_order))
             )
     return Assignment({member_id: tuple(tps) for member_id, tps in lists.items()})
