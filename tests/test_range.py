@@ -1,0 +1,183 @@
+"""The range assignor: per-topic ranges, Java member order, KIP-881 rack matching, scale."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given, settings
+from strategies import groups
+
+from assignors.model import Group, Member, Topic
+from assignors.range import RangeAssignor, java_member_order, show
+
+
+def _members(*specs: tuple[str, tuple[str, ...]]) -> tuple[Member, ...]:
+    return tuple(Member(member_id, frozenset(topics)) for member_id, topics in specs)
+
+
+def assign(group: Group) -> dict[str, list[str]]:
+    return show(RangeAssignor().assign(group))
+
+
+def test_range_gives_first_members_the_extras():
+    group = Group((Topic("t0", 7),), _members(("c0", ("t0",)), ("c1", ("t0",)), ("c2", ("t0",))))
+    assert assign(group) == {
+        "c0": ["t0-0", "t0-1", "t0-2"],
+        "c1": ["t0-3", "t0-4"],
+        "c2": ["t0-5", "t0-6"],
+    }
+
+
+def test_range_with_many_topics_piles_every_extra_on_the_first_member():
+    topics = tuple(Topic(f"t{index}", 4) for index in range(5))
+    names = tuple(topic.name for topic in topics)
+    group = Group(topics, _members(("c0", names), ("c1", names), ("c2", names)))
+    counts = {member: len(tps) for member, tps in assign(group).items()}
+    assert counts == {"c0": 10, "c1": 5, "c2": 5}
+
+
+def test_range_orders_members_by_id_as_strings_not_numbers():
+    group = Group((Topic("t0", 3),), _members(("consumer-9", ("t0",)), ("consumer-10", ("t0",))))
+    assert assign(group) == {"consumer-10": ["t0-0", "t0-1"], "consumer-9": ["t0-2"]}
+
+
+def test_range_puts_static_members_first_ordered_by_instance_id():
+    group = Group(
+        (Topic("t0", 3),),
+        (
+            Member("a", frozenset({"t0"})),
+            Member("b", frozenset({"t0"}), instance_id="pod-2"),
+            Member("c", frozenset({"t0"}), instance_id="pod-1"),
+        ),
+    )
+    assert assign(group) == {"a": ["t0-2"], "b": ["t0-1"], "c": ["t0-0"]}
+
+
+def test_member_order_compares_utf16_code_units_like_java():
+    # U+1F600 is a surrogate pair (0xD83D...) in UTF-16, so Java sorts it before U+FFFF
+    members = [Member("\uffff", frozenset()), Member("\U0001f600", frozenset())]
+    assert [m.member_id for m in java_member_order(members)] == ["\U0001f600", "\uffff"]
+
+
+def test_range_splits_each_topic_among_its_own_subscribers():
+    group = Group(
+        (Topic("t0", 2), Topic("t1", 2)),
+        _members(("c0", ("t0",)), ("c1", ("t0", "t1")), ("c2", ("t1",))),
+    )
+    assert assign(group) == {"c0": ["t0-0"], "c1": ["t0-1", "t1-0"], "c2": ["t1-1"]}
+
+
+def test_range_skips_topics_the_group_does_not_know():
+    group = Group((Topic("t0", 2),), _members(("c0", ("t0", "gone")), ("c1", ("gone",))))
+    assert assign(group) == {"c0": ["t0-0", "t0-1"], "c1": []}
+
+
+def test_range_gives_nothing_to_an_empty_group():
+    assert assign(Group((Topic("t0", 3),), ())) == {}
+
+
+RACKS_AB = (frozenset({"a"}), frozenset({"b"}), frozenset({"a"}), frozenset({"b"}))
+
+
+def test_range_hands_out_rack_local_partitions_within_the_quota():
+    group = Group(
+        (Topic("t0", 4, replica_racks=RACKS_AB),),
+        (Member("c0", frozenset({"t0"}), rack="b"), Member("c1", frozenset({"t0"}), rack="a")),
+    )
+    assert assign(group) == {"c0": ["t0-1", "t0-3"], "c1": ["t0-0", "t0-2"]}
+
+
+def test_range_ignores_racks_when_every_partition_is_on_every_rack():
+    everywhere = (frozenset({"a", "b"}),) * 4
+    group = Group(
+        (Topic("t0", 4, replica_racks=everywhere),),
+        (Member("c0", frozenset({"t0"}), rack="b"), Member("c1", frozenset({"t0"}), rack="a")),
+    )
+    assert assign(group) == {"c0": ["t0-0", "t0-1"], "c1": ["t0-2", "t0-3"]}
+
+
+def test_range_ignores_racks_when_no_consumer_rack_holds_a_replica():
+    group = Group(
+        (Topic("t0", 4, replica_racks=RACKS_AB),),
+        (Member("c0", frozenset({"t0"}), rack="x"), Member("c1", frozenset({"t0"}), rack="y")),
+    )
+    assert assign(group) == {"c0": ["t0-0", "t0-1"], "c1": ["t0-2", "t0-3"]}
+
+
+def test_range_ignores_replica_racks_when_no_consumer_has_a_rack():
+    group = Group(
+        (Topic("t0", 4, replica_racks=RACKS_AB),),
+        (Member("c0", frozenset({"t0"})), Member("c1", frozenset({"t0"}), rack="")),
+    )
+    assert assign(group) == {"c0": ["t0-0", "t0-1"], "c1": ["t0-2", "t0-3"]}
+
+
+def test_range_keeps_balance_before_rack_locality():
+    # three of four partitions live on rack a; the consumer on rack b still gets half
+    on_a = (frozenset({"a"}), frozenset({"a"}), frozenset({"a"}), frozenset({"b"}))
+    group = Group(
+        (Topic("t0", 4, replica_racks=on_a),),
+        (Member("c0", frozenset({"t0"}), rack="a"), Member("c1", frozenset({"t0"}), rack="b")),
+    )
+    assert assign(group) == {"c0": ["t0-0", "t0-1"], "c1": ["t0-2", "t0-3"]}
+
+
+def test_range_keeps_co_partitioned_topics_together_before_racks():
+    # t0 alone would give c0 partition 1 (rack b); co-partitioning with t1 wins
+    t0_racks = (frozenset({"a"}), frozenset({"b"}))
+    t1_racks = (frozenset({"b"}), frozenset({"a"}))
+    group = Group(
+        (Topic("t0", 2, replica_racks=t0_racks), Topic("t1", 2, replica_racks=t1_racks)),
+        (
+            Member("c0", frozenset({"t0", "t1"}), rack="b"),
+            Member("c1", frozenset({"t0", "t1"}), rack="a"),
+        ),
+    )
+    assert assign(group) == {"c0": ["t0-0", "t1-0"], "c1": ["t0-1", "t1-1"]}
+
+
+def test_range_matches_racks_per_topic_when_topics_are_not_co_partitioned():
+    t0_racks = (frozenset({"a"}), frozenset({"b"}))
+    group = Group(
+        (Topic("t0", 2, replica_racks=t0_racks), Topic("t1", 3)),
+        (
+            Member("c0", frozenset({"t0", "t1"}), rack="b"),
+            Member("c1", frozenset({"t0", "t1"}), rack="a"),
+        ),
+    )
+    assert assign(group) == {"c0": ["t0-1", "t1-0", "t1-1"], "c1": ["t0-0", "t1-2"]}
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(group=groups(racks=True))
+def test_range_keeps_per_topic_balance_with_racks(group: Group):
+    assignment = RangeAssignor().assign(group)
+    for topic in group.topics:
+        subscribers = [m.member_id for m in group.members if topic.name in m.topics]
+        if not subscribers:
+            continue
+        counts = sorted(
+            sum(1 for tp in assignment.partitions[member_id] if tp.topic == topic.name)
+            for member_id in subscribers
+        )
+        per_member, extra = divmod(topic.num_partitions, len(subscribers))
+        assert counts == [per_member] * (len(subscribers) - extra) + [per_member + 1] * extra
+
+
+def test_range_assigns_a_hundred_thousand_partitions_with_racks_in_linear_time():
+    racks = ("a", "b", "c")
+    topics = tuple(
+        Topic(f"t{index:02d}", 2_000,
+              replica_racks=tuple(frozenset({racks[p % 3], racks[(p + index) % 3]})
+                                  for p in range(2_000)))
+        for index in range(50)
+    )
+    names = frozenset(topic.name for topic in topics)
+    members = tuple(
+        Member(f"c{index:04d}", names, rack=racks[index % 3]) for index in range(1_000)
+    )
+    started = time.perf_counter()
+    assignment = RangeAssignor().assign(Group(topics, members))
+    elapsed = time.perf_counter() - started
+    assert sum(len(tps) for tps in assignment.partitions.values()) == 100_000
+    assert elapsed < 5.0, f"{elapsed:.2f} s for 100,000 partitions"
