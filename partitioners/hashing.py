@@ -1,0 +1,460 @@
+"""Key hashes of the Kafka producers, bit-exact: murmur2 (Java client, librdkafka ``murmur2``),
+CRC32 (librdkafka ``consistent``), FNV-1a (librdkafka ``fnv1a``, Sarama) and murmur3 (mmh3).
+
+Kafka uses MurmurHash2, not MurmurHash3: ``murmur3`` is here only to show that the two differ.
+The Java client's own test vectors (``UtilsTest.testMurmur2``), plus the empty key:
+
+>>> [murmur2(k) for k in (b"21", b"foobar", b"a-little-bit-long-string")]
+[-973932308, -790332482, -985981536]
+>>> [murmur2(k) for k in (b"a-little-bit-longer-string", b"abc", b"")]
+[-1486304829, 479470107, 275646681]
+>>> murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8")
+-58897971
+>>> murmur2_array([b"21", b"foobar", b"abc", b""]).tolist()
+[-973932308, -790332482, 479470107, 275646681]
+>>> to_positive(murmur2(b"TT0124")) % 15, crc32(b"TT0124") % 15
+(10, 9)
+
+The array functions take a pyarrow binary array, a sequence of ``bytes`` (``str`` is encoded as
+UTF-8, the Java ``StringSerializer`` default) or a 2-D ``uint8`` array of equal-length keys, and
+never loop over keys in Python: keys are grouped by length and each 4-byte block position is
+mixed column-wise over all keys of that length with uint32 wrap-around, in cache-sized chunks
+and in place. Cost is O(total key bytes); null entries hash like empty keys (callers that treat
+null differently mask them with ``null_mask``).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import mmh3
+import numpy as np
+import pyarrow as pa
+
+MURMUR2_SEED = 0x9747B28C
+MURMUR2_M = 0x5BD1E995
+FNV1A_OFFSET_BASIS = 0x811C9DC5
+FNV1A_PRIME = 0x01000193
+
+_U32 = 0xFFFFFFFF
+_M32 = np.uint32(MURMUR2_M)
+# rows mixed per pass: three uint32 work columns of this length stay in L2
+_CHUNK_ROWS = 32768
+# key bytes per pass when keys of mixed lengths are mixed block-wise
+_SPAN_BYTES = 1 << 22
+
+KeyInput = pa.Array | pa.ChunkedArray | np.ndarray | Sequence[Any]
+
+
+def _signed32(value: int) -> int:
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def to_positive(value: Any) -> Any:
+    """Kafka's ``Utils.toPositive``: clear the sign bit (not ``abs``); ints or numpy arrays.
+
+    >>> to_positive(-1), to_positive(-2147483648), to_positive(5)
+    (2147483647, 0, 5)
+    """
+    if isinstance(value, np.ndarray):
+        return (value.astype(np.int64, copy=False) & 0x7FFFFFFF).astype(np.int32)
+    return value & 0x7FFFFFFF
+
+
+def murmur2(key: bytes | bytearray | memoryview) -> int:
+    """Kafka's ``Utils.murmur2`` of one key as a signed 32-bit int (pure Python, O(len))."""
+    data = bytes(key)
+    length = len(data)
+    h = (MURMUR2_SEED ^ length) & _U32
+    block_count = length // 4
+    for k in struct.unpack_from(f"<{block_count}I", data):
+        k = (k * MURMUR2_M) & _U32
+        k ^= k >> 24
+        k = (k * MURMUR2_M) & _U32
+        h = ((h * MURMUR2_M) & _U32) ^ k
+    tail = length & 3
+    base = block_count * 4
+    if tail:
+        if tail == 3:
+            h ^= data[base + 2] << 16
+        if tail >= 2:
+            h ^= data[base + 1] << 8
+        h ^= data[base]
+        h = (h * MURMUR2_M) & _U32
+    h ^= h >> 13
+    h = (h * MURMUR2_M) & _U32
+    h ^= h >> 15
+    return _signed32(h)
+
+
+def crc32(key: bytes | bytearray | memoryview) -> int:
+    """IEEE CRC-32 as zlib and librdkafka's ``rd_crc32`` compute it (unsigned)."""
+    return zlib.crc32(key) & _U32
+
+
+def fnv1a(key: bytes | bytearray | memoryview) -> int:
+    """32-bit FNV-1a as a signed int32, before librdkafka takes the absolute value.
+
+    >>> fnv1a(b""), fnv1a(b"a")
+    (-2128831035, -468965076)
+    """
+    h = FNV1A_OFFSET_BASIS
+    for byte in bytes(key):
+        h = ((h ^ byte) * FNV1A_PRIME) & _U32
+    return _signed32(h)
+
+
+def fnv1a_positive(key: bytes | bytearray | memoryview) -> int:
+    """librdkafka's ``rd_fnv1a``: |signed FNV-1a| with C wrap-around (INT_MIN stays 2**31)."""
+    return abs(fnv1a(key)) & _U32
+
+
+def murmur3(key: bytes | bytearray | memoryview, seed: int = 0) -> int:
+    """MurmurHash3 x86_32 (mmh3), signed. Not what Kafka uses; see ``murmur2``."""
+    return mmh3.hash(bytes(key), seed, signed=True)
+
+
+# ---------------------------------------------------------------- vectorized key handling
+
+
+def as_binary_array(keys: KeyInput) -> pa.Array:
+    """Keys as one pyarrow binary (or large_binary) array; ``str`` items become UTF-8."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
+    if isinstance(keys, pa.Array):
+        if pa.types.is_string(keys.type):
+            return keys.cast(pa.binary())
+        if pa.types.is_large_string(keys.type):
+            return keys.cast(pa.large_binary())
+        if pa.types.is_binary(keys.type) or pa.types.is_large_binary(keys.type):
+            return keys
+        if pa.types.is_null(keys.type):
+            return pa.nulls(len(keys), pa.binary())
+        raise TypeError(f"keys must be binary or string, not {keys.type}")
+    items = keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
+    encoded = [_key_bytes(item) for item in items]
+    wide = _total_len(encoded) >= 2**31
+    return pa.array(encoded, type=pa.large_binary() if wide else pa.binary())
+
+
+def _key_bytes(item: Any) -> bytes | None:
+    if item is None:
+        return None
+    if isinstance(item, str):
+        return item.encode("utf-8")
+    return bytes(item)
+
+
+def _total_len(items: Iterable[bytes | None]) -> int:
+    return sum(len(item) for item in items if item is not None)
+
+
+def null_mask(keys: KeyInput) -> np.ndarray:
+    """True where a key is null (no key), as opposed to empty."""
+    array = as_binary_array(keys)
+    if array.null_count == 0:
+        return np.zeros(len(array), dtype=bool)
+    return np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _arrow_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (one per key plus one) and the data bytes of a binary array, zero-copy."""
+    offset_type = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+    buffers = array.buffers()
+    all_offsets = np.frombuffer(buffers[1], dtype=offset_type)
+    offsets = all_offsets[array.offset : array.offset + len(array) + 1]
+    data = (
+        np.frombuffer(buffers[2], dtype=np.uint8)
+        if buffers[2] is not None
+        else np.zeros(0, dtype=np.uint8)
+    )
+    return offsets, data
+
+
+def _layout(keys: KeyInput) -> tuple[int, np.ndarray | None, np.ndarray, np.ndarray]:
+    """(key count, equal-length uint8 matrix or None, offsets, data bytes).
+
+    The matrix is returned (zero-copy where the keys lie back to back, the usual fixed-width
+    case) when every key has the same length; otherwise offsets and data describe the keys.
+    """
+    empty = np.zeros(0, dtype=np.uint8)
+    if isinstance(keys, np.ndarray) and keys.ndim == 2 and keys.dtype == np.uint8:
+        matrix = np.ascontiguousarray(keys)
+        return len(matrix), matrix, np.zeros(1, dtype=np.int64), empty
+    array = as_binary_array(keys)
+    count = len(array)
+    if count == 0:
+        return 0, np.zeros((0, 0), dtype=np.uint8), np.zeros(1, dtype=np.int64), empty
+    offsets, data = _arrow_layout(array)
+    common_length = _common_length(offsets)
+    if common_length is not None:
+        start = int(offsets[0])
+        matrix = data[start : start + count * common_length].reshape(count, common_length)
+        return count, matrix, offsets, data
+    return count, None, offsets, data
+
+
+def _common_length(offsets: np.ndarray) -> int | None:
+    """The length shared by all keys, or None; checked in cache-sized chunks, no big temporary."""
+    first_length = int(offsets[1] - offsets[0])
+    if int(offsets[-1] - offsets[0]) != first_length * (len(offsets) - 1):
+        return None
+    step = _CHUNK_ROWS
+    lengths = np.empty(step, dtype=offsets.dtype)
+    for start in range(0, len(offsets) - 1, step):
+        stop = min(start + step, len(offsets) - 1)
+        chunk = lengths[: stop - start]
+        np.subtract(offsets[start + 1 : stop + 1], offsets[start:stop], out=chunk)
+        if not np.all(chunk == first_length):
+            return None
+    return first_length
+
+
+class _MixedChunk:
+    """Keys of one chunk sorted by length, longest first, so the keys that still have a byte
+    (or block) at any position form a prefix and each position is one column-wise step."""
+
+    __slots__ = ("lengths", "rows", "starts")
+
+    def __init__(self, rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
+        self.rows = rows
+        self.starts = starts
+        self.lengths = lengths
+
+    def prefix_counts(self, units: np.ndarray, positions: int) -> np.ndarray:
+        """For each position j < positions, how many keys have more than j units."""
+        ascending = units[::-1]
+        return len(units) - np.searchsorted(ascending, np.arange(positions), side="right")
+
+
+def _mixed_chunks(offsets: np.ndarray, rows_per_chunk: int) -> Iterator[_MixedChunk]:
+    starts = offsets[:-1].astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    for chunk_start in range(0, len(order), rows_per_chunk):
+        rows = order[chunk_start : chunk_start + rows_per_chunk]
+        yield _MixedChunk(rows, starts[rows], lengths[rows])
+
+
+def murmur2_array(keys: KeyInput) -> np.ndarray:
+    """Kafka murmur2 of every key as ``int32`` (null entries hash like empty keys)."""
+    count, matrix, offsets, data = _layout(keys)
+    if matrix is not None:
+        return _murmur2_matrix(matrix).view(np.int32)
+    return _murmur2_mixed(count, offsets, data).view(np.int32)
+
+
+def _mix_block(h: np.ndarray, k: np.ndarray, t: np.ndarray) -> None:
+    """One murmur2 block step over columns, in place: k is the block word, t scratch."""
+    np.multiply(k, _M32, out=k)
+    np.right_shift(k, 24, out=t)
+    np.bitwise_xor(k, t, out=k)
+    np.multiply(k, _M32, out=k)
+    np.multiply(h, _M32, out=h)
+    np.bitwise_xor(h, k, out=h)
+
+
+def _finalize(h: np.ndarray, t: np.ndarray, out: np.ndarray) -> None:
+    np.right_shift(h, 13, out=t)
+    np.bitwise_xor(h, t, out=h)
+    np.multiply(h, _M32, out=h)
+    np.right_shift(h, 15, out=t)
+    np.bitwise_xor(h, t, out=out)
+
+
+def _murmur2_matrix(matrix: np.ndarray) -> np.ndarray:
+    """murmur2 of each row of a C-contiguous (keys, key_length) uint8 matrix."""
+    key_count, key_length = matrix.shape
+    block_count = key_length // 4
+    tail_length = key_length & 3
+    out = np.empty(key_count, dtype=np.uint32)
+    # unaligned strided uint32 view: row i, block j = little-endian bytes 4j..4j+3 of key i
+    words = (
+        np.ndarray(
+            (key_count, block_count),
+            dtype="<u4",
+            buffer=matrix,
+            offset=0,
+            strides=(key_length, 4),
+        )
+        if block_count and key_count
+        else None
+    )
+    rows_per_pass = min(_CHUNK_ROWS, max(key_count, 1))
+    h_buf = np.empty(rows_per_pass, dtype=np.uint32)
+    k_buf = np.empty(rows_per_pass, dtype=np.uint32)
+    t_buf = np.empty(rows_per_pass, dtype=np.uint32)
+    initial = np.uint32((MURMUR2_SEED ^ key_length) & _U32)
+    for start in range(0, key_count, rows_per_pass):
+        stop = min(start + rows_per_pass, key_count)
+        n = stop - start
+        h, k, t = h_buf[:n], k_buf[:n], t_buf[:n]
+        h.fill(initial)
+        for block in range(block_count):
+            np.copyto(k, words[start:stop, block])
+            _mix_block(h, k, t)
+        if tail_length:
+            base = block_count * 4
+            for position in range(tail_length - 1, -1, -1):
+                np.copyto(t, matrix[start:stop, base + position])
+                if position:
+                    np.left_shift(t, 8 * position, out=t)
+                np.bitwise_xor(h, t, out=h)
+            np.multiply(h, _M32, out=h)
+        _finalize(h, t, out[start:stop])
+    return out
+
+
+def _murmur2_mixed(count: int, offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """murmur2 of keys of mixed lengths, a span of neighbouring keys (about 4 MB) at a time.
+
+    Each span's bytes are copied four times, shifted by 0-3 bytes, into aligned uint32 rows,
+    so block j of any key is one aligned gather; within the span keys are sorted longest
+    first, so the keys that still have a block j are a prefix and each j is one column step.
+    """
+    out = np.empty(count, dtype=np.uint32)
+    starts = offsets[:-1].astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64)
+    first = 0
+    while first < count:
+        span_end = int(np.searchsorted(offsets, offsets[first] + _SPAN_BYTES, side="right")) - 1
+        last = min(max(span_end, first + 1), count)
+        _murmur2_span(starts[first:last], lengths[first:last], data, out[first:last])
+        first = last
+    return out
+
+
+def _murmur2_span(
+    starts: np.ndarray, lengths: np.ndarray, data: np.ndarray, out: np.ndarray
+) -> None:
+    low = int(starts[0])
+    segment = data[low : int(starts[-1] + lengths[-1])]
+    words_per_shift = len(segment) // 4 + 1
+    shifted = np.zeros((4, words_per_shift), dtype=np.uint32)
+    for shift in range(4):
+        word_count = max(len(segment) - shift, 0) // 4
+        shifted[shift, :word_count] = segment[shift : shift + 4 * word_count].view("<u4")
+    words = shifted.reshape(-1)
+    order = np.argsort(-lengths, kind="stable")
+    relative = starts[order] - low
+    key_lengths = lengths[order]
+    first_word = (relative & 3) * words_per_shift + (relative >> 2)
+    blocks = key_lengths >> 2
+    h = ((MURMUR2_SEED ^ key_lengths) & _U32).astype(np.uint32)
+    block_count = int(blocks[0])
+    active_counts = len(blocks) - np.searchsorted(blocks[::-1], np.arange(block_count), "right")
+    index_buf = np.empty(len(h), dtype=np.int64)
+    k_buf = np.empty(len(h), dtype=np.uint32)
+    t_buf = np.empty(len(h), dtype=np.uint32)
+    for block, active in enumerate(active_counts):
+        index, k = index_buf[:active], k_buf[:active]
+        np.add(first_word[:active], block, out=index)
+        np.take(words, index, out=k)
+        _mix_block(h[:active], k, t_buf[:active])
+    tails = key_lengths & 3
+    tail_base = relative + 4 * blocks
+    for position in (2, 1, 0):
+        having = np.flatnonzero(tails > position)
+        if len(having):
+            tail_bytes = segment[tail_base[having] + position].astype(np.uint32)
+            h[having] ^= tail_bytes << np.uint32(8 * position)
+    h[tails > 0] *= _M32
+    _finalize(h, t_buf, h)
+    out[order] = h
+
+
+def _crc32_table() -> np.ndarray:
+    table = np.empty(256, dtype=np.uint32)
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xEDB88320 if crc & 1 else crc >> 1
+        table[byte] = crc
+    return table
+
+
+_CRC32_TABLE = _crc32_table()
+
+
+def _bytewise(
+    keys: KeyInput, initial: int, step: Any, final_xor: int
+) -> np.ndarray:
+    """A byte-at-a-time hash over every key, column-wise: ``step(h, byte_column)`` in place."""
+    count, matrix, offsets, data = _layout(keys)
+    result = np.empty(count, dtype=np.uint32)
+    if matrix is not None:
+        for start in range(0, count, _CHUNK_ROWS):
+            h = np.full(min(_CHUNK_ROWS, count - start), initial, dtype=np.uint32)
+            for position in range(matrix.shape[1]):
+                step(h, matrix[start : start + len(h), position])
+            result[start : start + len(h)] = h
+    else:
+        for chunk in _mixed_chunks(offsets, _CHUNK_ROWS):
+            h = np.full(len(chunk.rows), initial, dtype=np.uint32)
+            longest = int(chunk.lengths[0]) if len(chunk.lengths) else 0
+            for position, active in enumerate(chunk.prefix_counts(chunk.lengths, longest)):
+                step(h[:active], data[chunk.starts[:active] + position])
+            result[chunk.rows] = h
+    if final_xor:
+        np.bitwise_xor(result, np.uint32(final_xor), out=result)
+    return result
+
+
+def _crc32_step(crc: np.ndarray, byte_column: np.ndarray) -> None:
+    index = np.bitwise_xor(crc, byte_column, casting="unsafe", dtype=np.uint32)
+    np.bitwise_and(index, 0xFF, out=index)
+    np.right_shift(crc, 8, out=crc)
+    np.bitwise_xor(crc, _CRC32_TABLE[index], out=crc)
+
+
+def _fnv1a_step(h: np.ndarray, byte_column: np.ndarray) -> None:
+    np.bitwise_xor(h, byte_column, out=h, casting="unsafe")
+    np.multiply(h, np.uint32(FNV1A_PRIME), out=h)
+
+
+# above this mean key length one zlib call per key beats column-wise table lookups
+_CRC32_VECTOR_MAX_MEAN_LENGTH = 24
+
+
+def crc32_array(keys: KeyInput) -> np.ndarray:
+    """IEEE CRC-32 (zlib) of every key as ``uint32``.
+
+    Short keys: column-wise table lookups over all keys; long keys (mean length above 24
+    bytes): one ``zlib.crc32`` call per key, which is faster there. Null entries give 0.
+    """
+    array = keys if isinstance(keys, np.ndarray) and keys.ndim == 2 else as_binary_array(keys)
+    count = len(array)
+    if isinstance(array, pa.Array) and count:
+        offsets, _ = _arrow_layout(array)
+        mean_length = int(offsets[-1] - offsets[0]) / count
+        if mean_length > _CRC32_VECTOR_MAX_MEAN_LENGTH:
+            return np.fromiter(
+                (zlib.crc32(key) if key is not None else 0 for key in array.to_pylist()),
+                dtype=np.uint32,
+                count=count,
+            )
+    return _bytewise(array, _U32, _crc32_step, _U32)
+
+
+def fnv1a_array(keys: KeyInput) -> np.ndarray:
+    """Signed 32-bit FNV-1a of every key as ``int32`` (before librdkafka's absolute value)."""
+    return _bytewise(keys, FNV1A_OFFSET_BASIS, _fnv1a_step, 0).view(np.int32)
+
+
+def fnv1a_positive_array(keys: KeyInput) -> np.ndarray:
+    """librdkafka's ``rd_fnv1a`` of every key as ``uint32`` (|h| with C wrap-around)."""
+    signed = fnv1a_array(keys).astype(np.int64)
+    return (np.abs(signed) & _U32).astype(np.uint32)
+
+
+def murmur3_array(keys: KeyInput, seed: int = 0) -> np.ndarray:
+    """MurmurHash3 x86_32 of every key (mmh3, one call per key), ``int32``."""
+    array = as_binary_array(keys)
+    return np.fromiter(
+        (mmh3.hash(key or b"", seed, signed=True) for key in array.to_pylist()),
+        dtype=np.int32,
+        count=len(array),
+    )
