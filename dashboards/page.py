@@ -147,6 +147,12 @@ def document(title: str, subtitle: str, body: str, script: str = "") -> str:
     )
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path: str | os.PathLike[str], text: str) -> Path:
     """Write `text` to `path` through a temporary file in the same directory and a rename."""
     target = Path(path)
@@ -163,6 +169,8 @@ def write_atomically(path: str | os.PathLike[str], text: str) -> Path:
             temporary.unlink(missing_ok=True)
             raise
     try:
+        # temporary files are private (0600); the page gets the mode a plain open() would give
+        os.chmod(temporary, 0o666 & ~_current_umask())
         os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)

@@ -410,7 +410,11 @@ def rebalance_rows(scores: pd.DataFrame) -> pd.DataFrame:
 
 def revoked_distribution(rebalances: pd.DataFrame) -> pd.DataFrame:
     """Per assignor: min, quartiles, max and mean of partitions revoked per rebalance."""
-    grouped = rebalances.dropna(subset=["revoked"]).groupby("assignor", sort=True)["revoked"]
+    rows = rebalances.dropna(subset=["revoked"])
+    if rows.empty:
+        columns = ["min", "q1", "median", "q3", "max", "mean", "rebalances"]
+        return pd.DataFrame(columns=columns, dtype="float64")
+    grouped = rows.groupby("assignor", sort=True)["revoked"]
     quantiles = grouped.quantile([0.0, 0.25, 0.5, 0.75, 1.0]).unstack()
     quantiles.columns = ["min", "q1", "median", "q3", "max"]
     quantiles["mean"] = grouped.mean()
@@ -421,6 +425,8 @@ def revoked_distribution(rebalances: pd.DataFrame) -> pd.DataFrame:
 def rounds_distribution(rebalances: pd.DataFrame) -> pd.DataFrame:
     """Per assignor, the share (%) of rebalances that took 1, 2, ... 5+ rounds."""
     rows = rebalances.dropna(subset=["rounds"])
+    if rows.empty:
+        return pd.DataFrame(columns=range(1, MAX_ROUNDS_BUCKET + 1), dtype="float64")
     buckets = rows["rounds"].clip(lower=1, upper=MAX_ROUNDS_BUCKET).astype("int64")
     table = pd.crosstab(rows["assignor"], buckets, normalize="index") * 100.0
     table = table.reindex(columns=range(1, MAX_ROUNDS_BUCKET + 1), fill_value=0.0)

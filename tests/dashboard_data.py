@@ -150,3 +150,77 @@ def write_results(
         for error in errors:
             handle.write(json.dumps(error) + "\n")
     return directory
+
+
+def _replica(leo: int, hw: int, epoch: int, online: bool = True) -> dict:
+    return {"leo": leo, "hw": hw, "leader_epoch": epoch, "online": online}
+
+
+def s1_like_result(record_prefix: str = "m", consumer: str = "c1") -> dict:
+    """A hand-written result in spec/replication.md's shape: the two-round HW lag of S1.
+
+    Leader 2 acknowledges m1 and m2; follower 1 restarts, truncates to its stale HW, takes
+    over when 2 crashes, and m2 is gone.
+    """
+    m1, m2 = f"{record_prefix}1", f"{record_prefix}2"
+    steps = [
+        ("produce " + m1, {"1": _replica(0, 0, 0), "2": _replica(1, 0, 0)}, [2, 1], 2, []),
+        ("fetch 1", {"1": _replica(1, 0, 0), "2": _replica(1, 1, 0)}, [2, 1], 2, [m1]),
+        ("fetch 1", {"1": _replica(1, 1, 0), "2": _replica(1, 1, 0)}, [2, 1], 2, [m1]),
+        ("produce " + m2, {"1": _replica(1, 1, 0), "2": _replica(2, 1, 0)}, [2, 1], 2, [m1]),
+        ("fetch 1", {"1": _replica(2, 1, 0), "2": _replica(2, 2, 0)}, [2, 1], 2, [m1, m2]),
+        ("crash 1", {"1": _replica(2, 1, 0, False), "2": _replica(2, 2, 0)}, [2, 1], 2, [m1, m2]),
+        ("restart 1", {"1": _replica(1, 1, 0), "2": _replica(2, 2, 0)}, [2, 1], 2, [m1, m2]),
+        ("crash 2", {"1": _replica(1, 1, 1), "2": _replica(2, 2, 0, False)}, [1], 1, [m1, m2]),
+        ("restart 2", {"1": _replica(1, 1, 1), "2": _replica(1, 1, 1)}, [1, 2], 1, [m1, m2]),
+        (
+            "consume " + consumer,
+            {"1": _replica(1, 1, 1), "2": _replica(1, 1, 1)},
+            [1, 2],
+            1,
+            [m1, m2],
+        ),
+    ]
+    timeline = [
+        {
+            "step": index,
+            "op": op,
+            "replicas": replicas,
+            "isr": isr,
+            "leader": leader,
+            "acked": acked,
+        }
+        for index, (op, replicas, isr, leader, acked) in enumerate(steps)
+    ]
+    return {
+        "name": "s1-two-round-hw-lag",
+        "mode": "pre-0.11",
+        "leader": 1,
+        "leader_epoch": 1,
+        "isr": [1, 2],
+        "hw": 1,
+        "replicas": {
+            "1": {
+                "log": [[0, 0, m1]],
+                "leo": 1,
+                "hw": 1,
+                "epoch_cache": [[0, 0], [1, 1]],
+                "online": True,
+            },
+            "2": {
+                "log": [[0, 0, m1]],
+                "leo": 1,
+                "hw": 1,
+                "epoch_cache": [[0, 0], [1, 1]],
+                "online": True,
+            },
+        },
+        "acked": [m1, m2],
+        "acked_lost": [m2],
+        "diverged": False,
+        "consumed": {consumer: [m1]},
+        "violations": [
+            {"invariant": "StrongIsr", "step": 7, "detail": f"leader 1 lacks acknowledged {m2}"}
+        ],
+        "timeline": timeline,
+    }

@@ -1,9 +1,83 @@
-"""`ktk dashboard`."""
+"""`ktk dashboard`: a results directory (or a replication result) -> one offline HTML page."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from ktk.console import fail, out, reported_errors
+
+
+def dashboard_command(
+    results: Annotated[
+        Path,
+        typer.Argument(
+            help="Output directory of `ktk replay` (scores.parquet, errors.jsonl), "
+            "or a `ktk replicate --json` result file.",
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="HTML file to write (replaced atomically)."),
+    ] = Path("report.html"),
+    timeline_traces: Annotated[
+        int,
+        typer.Option(
+            "--timeline-traces",
+            min=1,
+            help="How many of the worst traces the per-trace timeline carries.",
+        ),
+    ] = 200,
+) -> None:
+    """Write a self-contained HTML dashboard that opens offline in any browser.
+
+    Exit 0 when the page was written, 2 when the results cannot be read.
+    """
+    from dashboards.errors import InputError
+
+    with reported_errors():
+        try:
+            if results.is_file():
+                _replication_page(results, output)
+                return
+            from dashboards.rebalance import write_rebalance_page
+
+            written = write_rebalance_page(results, output, timeline_traces=timeline_traces)
+        except InputError as error:
+            raise fail(str(error)) from None
+    skipped = (
+        f", {written.skipped_traces:,} skipped traces listed" if written.skipped_traces else ""
+    )
+    out.print(
+        f"wrote {written.path} ({written.size_bytes / 1e6:.1f} MB): {written.traces:,} traces "
+        f"x {len(written.assignors)} assignors{skipped}",
+        markup=False,
+    )
+
+
+def _replication_page(result_file: Path, output: Path) -> None:
+    from dashboards.errors import InputError
+    from dashboards.replication import write_replication_page
+
+    try:
+        result = json.loads(result_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(
+            f"not a JSON replication result: {error}", source=str(result_file)
+        ) from None
+    if not isinstance(result, dict):
+        raise InputError("a replication result must be a JSON object", source=str(result_file))
+    try:
+        written = write_replication_page(result, output)
+    except InputError as error:
+        raise InputError(
+            error.message, source=str(result_file), field=error.field, value=error.value
+        ) from None
+    out.print(f"wrote {written} (replication scenario {result.get('name', '?')})", markup=False)
 
 
 def register(app: typer.Typer) -> None:
-    """Placeholder until the dashboard verb lands."""
+    app.command("dashboard")(dashboard_command)

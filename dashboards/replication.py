@@ -1,0 +1,529 @@
+"""The replication timeline page: one `ktk replicate --json` result -> a self-contained HTML page.
+
+It shows, step by step, every replica's log end offset (LEO), high watermark (HW) and leader
+epoch, the ISR and the leader, when each `acks=all` record was acknowledged, which acknowledged
+records were lost in the end, and the invariant violations the checker found.
+
+>>> result = {"name": "s1", "mode": "pre-0.11", "acked": ["m1"], "acked_lost": ["m1"],
+...           "timeline": [{"step": 0, "op": "produce m1", "isr": [1, 2],
+...                         "replicas": {"1": {"leo": 1, "hw": 0}, "2": {"leo": 0, "hw": 0}}}]}
+>>> [(row.step, row.replicas["1"].leo) for row in timeline_rows(result)]
+[(0, 1)]
+>>> "acknowledged, then lost" in render_replication(result)
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from dashboards.errors import InputError
+from dashboards.page import PALETTE, document, escape, figure_divs, write_atomically
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """One replica at one step; None where the result does not say."""
+
+    leo: int | None
+    hw: int | None
+    leader_epoch: int | None
+    online: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """One timeline step, with acknowledgements made new at this step."""
+
+    step: int
+    op: str
+    replicas: dict[str, ReplicaState]
+    leader: str | None
+    isr: tuple[str, ...] | None
+    newly_acked: tuple[str, ...]
+    outcome: str
+
+
+def _int_or_none(value: object) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _epoch_of(state: Mapping[str, Any]) -> int | None:
+    for key in ("leader_epoch", "epoch"):
+        if key in state:
+            return _int_or_none(state[key])
+    cache = state.get("epoch_cache")
+    # the epoch cache lists (epoch, start offset); the latest entry is the replica's epoch
+    if isinstance(cache, list) and cache and isinstance(cache[-1], list | tuple) and cache[-1]:
+        return _int_or_none(cache[-1][0])
+    return None
+
+
+def _replica_state(state: object) -> ReplicaState:
+    if not isinstance(state, Mapping):
+        return ReplicaState(None, None, None, None)
+    online = state.get("online")
+    return ReplicaState(
+        leo=_int_or_none(state.get("leo")),
+        hw=_int_or_none(state.get("hw")),
+        leader_epoch=_epoch_of(state),
+        online=online if isinstance(online, bool) else None,
+    )
+
+
+def _ids(values: object) -> tuple[str, ...] | None:
+    if not isinstance(values, list | tuple):
+        return None
+    return tuple(str(value) for value in values)
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _replica_sort_key(replica_id: str) -> tuple[int, int | str]:
+    return (0, int(replica_id)) if replica_id.lstrip("-").isdigit() else (1, replica_id)
+
+
+def replica_ids(result: Mapping[str, Any]) -> list[str]:
+    """Every replica id named in the final state or in any step, numerically ordered."""
+    found: set[str] = set()
+    replicas = result.get("replicas")
+    if isinstance(replicas, Mapping):
+        found.update(str(key) for key in replicas)
+    for entry in _timeline(result):
+        states = entry.get("replicas")
+        if isinstance(states, Mapping):
+            found.update(str(key) for key in states)
+    return sorted(found, key=_replica_sort_key)
+
+
+def _timeline(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    timeline = result.get("timeline")
+    if timeline is None:
+        return []
+    if not isinstance(timeline, list):
+        raise InputError("must be a list of steps", field="timeline", value=type(timeline).__name__)
+    for position, entry in enumerate(timeline):
+        if not isinstance(entry, Mapping):
+            raise InputError("must be an object", field=f"timeline[{position}]", value=entry)
+    return timeline
+
+
+def timeline_rows(result: Mapping[str, Any]) -> list[StepRow]:
+    """The timeline as typed rows; `acked` per step may be cumulative or only the new acks."""
+    rows: list[StepRow] = []
+    acked_so_far: set[str] = set()
+    for position, entry in enumerate(_timeline(result)):
+        states = entry.get("replicas")
+        replicas = (
+            {str(key): _replica_state(value) for key, value in states.items()}
+            if isinstance(states, Mapping)
+            else {}
+        )
+        acked_here = [str(value) for value in entry.get("acked") or entry.get("acks") or ()]
+        newly_acked = tuple(value for value in acked_here if value not in acked_so_far)
+        acked_so_far.update(acked_here)
+        leader = entry.get("leader")
+        outcome = entry.get("result", entry.get("results", entry.get("error")))
+        step = _int_or_none(entry.get("step"))
+        rows.append(
+            StepRow(
+                step=position if step is None else step,
+                op=_text(entry.get("op", "")),
+                replicas=replicas,
+                leader=None if leader is None else str(leader),
+                isr=_ids(entry.get("isr")),
+                newly_acked=newly_acked,
+                outcome=_text(outcome),
+            )
+        )
+    return rows
+
+
+def _violations(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    violations = result.get("violations") or []
+    if not isinstance(violations, list):
+        raise InputError("must be a list", field="violations", value=type(violations).__name__)
+    return [
+        violation if isinstance(violation, dict) else {"invariant": str(violation)}
+        for violation in violations
+    ]
+
+
+def _colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def timeline_figure(
+    rows: Sequence[StepRow],
+    replicas: Sequence[str],
+    acked_lost: frozenset[str],
+    violations: Sequence[Mapping[str, Any]],
+) -> go.Figure:
+    """Three panels over steps: LEO and HW per replica with acks, leader epoch, ISR and leader."""
+    figure = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.07,
+        row_heights=[0.5, 0.25, 0.25],
+        subplot_titles=(
+            "log end offset (solid) and high watermark (dashed), in offsets",
+            "leader epoch per replica",
+            "ISR membership (filled) and leader (star)",
+        ),
+    )
+    steps = [row.step for row in rows]
+    ops = [escape(row.op) for row in rows]
+    for index, replica in enumerate(replicas):
+        colour = _colour(index)
+        states = [row.replicas.get(replica) for row in rows]
+        for attribute, dash, label in (("leo", "solid", "LEO"), ("hw", "dash", "HW")):
+            values = [getattr(state, attribute) if state else None for state in states]
+            figure.add_trace(
+                go.Scatter(
+                    x=steps,
+                    y=values,
+                    customdata=ops,
+                    mode="lines+markers",
+                    name=f"replica {escape(replica)} {label}",
+                    legendgroup=f"replica {escape(replica)}",
+                    line={"color": colour, "dash": dash, "shape": "hv"},
+                    marker={"size": 5},
+                    hovertemplate=(
+                        f"step %{{x}} (%{{customdata}}): {label} %{{y}}"
+                        f"<extra>replica {escape(replica)}</extra>"
+                    ),
+                ),
+                row=1,
+                col=1,
+            )
+        epochs = [state.leader_epoch if state else None for state in states]
+        figure.add_trace(
+            go.Scatter(
+                x=steps,
+                y=epochs,
+                customdata=ops,
+                mode="lines+markers",
+                name=f"replica {escape(replica)} epoch",
+                legendgroup=f"replica {escape(replica)}",
+                showlegend=False,
+                line={"color": colour, "shape": "hv"},
+                hovertemplate=(
+                    f"step %{{x}} (%{{customdata}}): leader epoch %{{y}}"
+                    f"<extra>replica {escape(replica)}</extra>"
+                ),
+            ),
+            row=2,
+            col=1,
+        )
+        in_isr = [row.isr is not None and replica in row.isr for row in rows]
+        offline = [bool(state and state.online is False) for state in states]
+        figure.add_trace(
+            go.Scatter(
+                x=steps,
+                y=[escape(f"replica {replica}")] * len(rows),
+                customdata=ops,
+                mode="markers",
+                name=f"replica {escape(replica)} ISR",
+                legendgroup=f"replica {escape(replica)}",
+                showlegend=False,
+                marker={
+                    "color": [colour if member else "#ffffff" for member in in_isr],
+                    "line": {
+                        "color": ["#b3261e" if down else colour for down in offline],
+                        "width": 2,
+                    },
+                    "size": 11,
+                    "symbol": ["star" if row.leader == replica else "circle" for row in rows],
+                },
+                hovertext=[
+                    f"step {row.step} ({escape(row.op)}): "
+                    + ("in ISR" if member else "not in ISR")
+                    + (", leader" if row.leader == replica else "")
+                    + (", offline" if down else "")
+                    for row, member, down in zip(rows, in_isr, offline, strict=True)
+                ],
+                hoverinfo="text",
+            ),
+            row=3,
+            col=1,
+        )
+    ack_steps, ack_levels, ack_labels, ack_colours = [], [], [], []
+    for row in rows:
+        if not row.newly_acked:
+            continue
+        level = max(
+            (state.hw for state in row.replicas.values() if state.hw is not None), default=0
+        )
+        for record in row.newly_acked:
+            lost = record in acked_lost
+            ack_steps.append(row.step)
+            ack_levels.append(level)
+            ack_labels.append(escape(record) + (" (lost)" if lost else ""))
+            ack_colours.append("#b3261e" if lost else "#1b7f3b")
+    if ack_steps:
+        figure.add_trace(
+            go.Scatter(
+                x=ack_steps,
+                y=ack_levels,
+                mode="markers+text",
+                name="acknowledged (red: lost later)",
+                text=ack_labels,
+                textposition="top center",
+                marker={"symbol": "triangle-up", "size": 12, "color": ack_colours},
+                hovertemplate="acknowledged %{text} at step %{x}<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+    for violation in violations:
+        step = _int_or_none(violation.get("step"))
+        if step is None:
+            continue
+        figure.add_vline(x=step, line={"color": "#b3261e", "width": 1.5, "dash": "dot"})
+        figure.add_annotation(
+            x=step,
+            y=1.0,
+            xref="x",
+            yref="y domain",
+            text=escape(_text(violation.get("invariant", "violation"))),
+            showarrow=False,
+            font={"color": "#b3261e", "size": 11},
+            xanchor="left",
+            yanchor="top",
+            bgcolor="rgba(255,255,255,0.8)",
+        )
+    highest_offset = max(
+        (
+            value
+            for row in rows
+            for state in row.replicas.values()
+            for value in (state.leo, state.hw)
+            if value is not None
+        ),
+        default=0,
+    )
+    if highest_offset <= 20:
+        figure.update_yaxes(dtick=1, row=1, col=1)
+    figure.update_xaxes(title_text="scenario step", dtick=1, row=3, col=1)
+    figure.update_yaxes(title_text="offset", rangemode="tozero", row=1, col=1)
+    figure.update_yaxes(title_text="epoch", rangemode="tozero", dtick=1, row=2, col=1)
+    figure.update_yaxes(title_text="replica", row=3, col=1)
+    figure.update_layout(
+        height=760,
+        margin={"t": 60, "l": 80, "r": 20, "b": 50},
+        hovermode="closest",
+        legend_title_text="replica",
+    )
+    return figure
+
+
+def _verdict_section(result: Mapping[str, Any], violations: Sequence[Mapping[str, Any]]) -> str:
+    acked = [str(value) for value in result.get("acked") or ()]
+    lost = [str(value) for value in result.get("acked_lost") or ()]
+    diverged = result.get("diverged")
+    facts = [
+        ("mode", _text(result.get("mode"))),
+        ("leader", _text(result.get("leader"))),
+        ("leader epoch", _text(result.get("leader_epoch"))),
+        ("ISR", ", ".join(_ids(result.get("isr")) or ())),
+        ("high watermark", _text(result.get("hw"))),
+        ("acknowledged", ", ".join(acked) or "none"),
+    ]
+    cells = "".join(
+        f'<tr><td>{escape(label)}</td><td class="text mono">{escape(value)}</td></tr>'
+        for label, value in facts
+    )
+    lost_cell = (
+        f'<span class="lost">{escape(", ".join(lost))} (acknowledged, then lost)</span>'
+        if lost
+        else '<span class="ok">none</span>'
+    )
+    diverged_cell = (
+        '<span class="bad">yes: replica logs differ below the high watermark</span>'
+        if diverged
+        else '<span class="ok">no</span>'
+    )
+    consumed = result.get("consumed") or {}
+    consumed_cells = ""
+    if isinstance(consumed, Mapping):
+        consumed_cells = "".join(
+            f"<tr><td>consumer {escape(name)} read</td>"
+            f'<td class="text mono">{escape(", ".join(str(v) for v in values or ()))}</td></tr>'
+            for name, values in sorted(consumed.items(), key=lambda item: str(item[0]))
+        )
+    violation_rows = "".join(
+        '<tr class="violation">'
+        f'<td class="text">{escape(_text(violation.get("invariant")))}</td>'
+        f"<td>{escape(_text(violation.get('step')))}</td>"
+        f'<td class="text">{escape(_text(violation.get("detail")))}</td></tr>'
+        for violation in violations
+    )
+    violations_block = (
+        '<table id="violations-table"><thead><tr><th>invariant</th><th>step</th>'
+        f"<th>detail</th></tr></thead><tbody>{violation_rows}</tbody></table>"
+        if violations
+        else '<p class="ok" id="no-violations">No invariant was violated.</p>'
+    )
+    return (
+        '<section id="verdict"><h2>Outcome</h2>'
+        f'<table id="outcome-table"><tbody>{cells}'
+        f'<tr><td>acknowledged and lost</td><td class="text">{lost_cell}</td></tr>'
+        f'<tr><td>diverged</td><td class="text">{diverged_cell}</td></tr>'
+        f"{consumed_cells}</tbody></table>"
+        f"<h2>Invariant violations ({len(violations)})</h2>{violations_block}</section>"
+    )
+
+
+def _steps_table(
+    rows: Sequence[StepRow],
+    replicas: Sequence[str],
+    acked_lost: frozenset[str],
+    violation_steps: frozenset[int],
+) -> str:
+    replica_headers = "".join(
+        f"<th>replica {escape(replica)}<br>LEO / HW / epoch</th>" for replica in replicas
+    )
+    body: list[str] = []
+    previous_isr: tuple[str, ...] | None = None
+    for row in rows:
+        isr_changed = row.isr is not None and previous_isr is not None and row.isr != previous_isr
+        previous_isr = row.isr if row.isr is not None else previous_isr
+        css = (
+            ' class="violation"'
+            if row.step in violation_steps
+            else (' class="marked"' if isr_changed else "")
+        )
+        replica_cells = []
+        for replica in replicas:
+            state = row.replicas.get(replica)
+            if state is None:
+                replica_cells.append("<td>—</td>")
+                continue
+            numbers = " / ".join(
+                "—" if value is None else str(value)
+                for value in (state.leo, state.hw, state.leader_epoch)
+            )
+            suffix = " (offline)" if state.online is False else ""
+            replica_cells.append(f"<td>{escape(numbers + suffix)}</td>")
+        acks = ", ".join(
+            f'<span class="{"lost" if record in acked_lost else "acked"}">{escape(record)}</span>'
+            for record in row.newly_acked
+        )
+        isr_text = "—" if row.isr is None else "{" + ", ".join(row.isr) + "}"
+        if isr_changed:
+            isr_text += " (changed)"
+        body.append(
+            f'<tr{css}><td>{row.step}</td><td class="text mono">{escape(row.op)}</td>'
+            f"{''.join(replica_cells)}<td>{escape(row.leader or '—')}</td>"
+            f'<td class="text">{escape(isr_text)}</td><td class="text">{acks}</td>'
+            f'<td class="text">{escape(row.outcome)}</td></tr>'
+        )
+    return (
+        '<div class="table-wrap"><table id="steps-table"><thead><tr><th>step</th><th>operation</th>'
+        f"{replica_headers}<th>leader</th><th>ISR</th><th>acknowledged</th><th>result</th>"
+        f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _logs_section(result: Mapping[str, Any], acked_lost: frozenset[str]) -> str:
+    replicas = result.get("replicas")
+    if not isinstance(replicas, Mapping) or not replicas:
+        return ""
+    acked = frozenset(str(value) for value in result.get("acked") or ())
+    rows = []
+    by_id = {str(key): state for key, state in replicas.items()}
+    for replica in sorted(by_id, key=_replica_sort_key):
+        state = by_id[replica]
+        if not isinstance(state, Mapping):
+            continue
+        entries = []
+        for record in state.get("log") or ():
+            if not isinstance(record, list | tuple) or len(record) < 3:
+                entries.append(f'<td class="mono">{escape(_text(record))}</td>')
+                continue
+            offset, epoch, value = record[0], record[1], str(record[2])
+            css = "lost" if value in acked_lost else ("acked" if value in acked else "")
+            entries.append(
+                f'<td class="mono {css}">[{escape(_text(offset))}:{escape(_text(epoch))} '
+                f"{escape(value)}]</td>"
+            )
+        summary = _replica_state(state)
+        status = "online" if summary.online is not False else "offline"
+        rows.append(
+            f"<tr><td>replica {escape(replica)}</td><td>{escape(_text(summary.leo))}</td>"
+            f"<td>{escape(_text(summary.hw))}</td><td>{escape(status)}</td>{''.join(entries)}</tr>"
+        )
+    return (
+        '<section id="logs"><h2>Final replica logs</h2><p class="note">Each record as '
+        "[offset:epoch value]; green: acknowledged, red: acknowledged and missing from the "
+        "leader's log in the end.</p>"
+        '<div class="table-wrap"><table id="logs-table"><thead><tr><th>replica</th><th>LEO</th>'
+        f"<th>HW</th><th>state</th><th>log</th></tr></thead><tbody>{''.join(rows)}</tbody>"
+        "</table></div></section>"
+    )
+
+
+def render_replication(result: dict[str, Any]) -> str:
+    """The page for one replication result (the dict `ktk replicate --json` prints)."""
+    if not isinstance(result, Mapping):
+        raise InputError("a replication result must be a JSON object", value=type(result).__name__)
+    rows = timeline_rows(result)
+    replicas = replica_ids(result)
+    acked_lost = frozenset(str(value) for value in result.get("acked_lost") or ())
+    violations = _violations(result)
+    violation_steps = frozenset(
+        step for step in (_int_or_none(v.get("step")) for v in violations) if step is not None
+    )
+    sections = [_verdict_section(result, violations)]
+    if rows:
+        divs = figure_divs(
+            [("replication-chart", timeline_figure(rows, replicas, acked_lost, violations))]
+        )
+        sections.append(
+            '<section id="timeline"><h2>Replicas over the scenario</h2><p class="note">One '
+            "point per scenario step. Triangles mark acks=all acknowledgements at the step "
+            "they arrived (red: the record was lost later); dotted red lines mark invariant "
+            f"violations.</p>{divs['replication-chart']}</section>"
+        )
+        sections.append(
+            '<section id="steps"><h2>Steps</h2><p class="note">Orange rows change the ISR; '
+            "red rows violate an invariant.</p>"
+            f"{_steps_table(rows, replicas, acked_lost, violation_steps)}</section>"
+        )
+    else:
+        sections.append(
+            '<section id="timeline"><h2>Replicas over the scenario</h2>'
+            '<p class="note">This result has no timeline.</p></section>'
+        )
+    sections.append(_logs_section(result, acked_lost))
+    name = _text(result.get("name")) or "replication scenario"
+    subtitle = (
+        f"mode {_text(result.get('mode')) or '?'}, {len(rows)} steps, {len(replicas)} replicas"
+    )
+    return document(f"Replication: {name}", subtitle, "\n".join(sections))
+
+
+def write_replication_page(result: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Render `result` and write it to `path` atomically; returns the path written."""
+    return write_atomically(path, render_replication(result))

@@ -1,0 +1,460 @@
+"""Dashboards at the string level: reading results, aggregation, highlighting, escaping, size."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+import re
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import typer
+from dashboard_data import s1_like_result, synthetic_scores, write_results
+from typer.testing import CliRunner
+
+from dashboards import errors as dashboard_errors
+from dashboards import page, rebalance, replication
+from dashboards.errors import InputError
+from dashboards.rebalance import (
+    RebalanceResults,
+    best_assignors,
+    infer_protocols,
+    normalise_scores,
+    read_results,
+    rebalance_rows,
+    recorded_comparison,
+    render_rebalance,
+    revoked_distribution,
+    rounds_distribution,
+    scatter_points,
+    summarise_assignors,
+    summarise_traces,
+    timeline_index,
+    worst_traces,
+    write_rebalance_page,
+)
+from dashboards.replication import render_replication, timeline_rows, write_replication_page
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+SCRIPT_BREAKOUT = "</script><script>alert(2)</script><!--"
+
+
+def _rows(*rows: dict) -> pd.DataFrame:
+    return normalise_scores(pd.DataFrame(list(rows)))
+
+
+def _hand_scores() -> pd.DataFrame:
+    """Two traces, two assignors, every summary column with a value computed by hand below."""
+    return _rows(
+        dict(trace_id="a", assignor="range", generation=1, members=2, unassigned=0, invalid=0,
+             max_load=3, optimal_max_load=3, spread=1, weight_skew=1.2, moved=0, forced=0,
+             min_moved=0, revoked=0, rounds=1, rack_mismatch=1, assign_ms=2.0),
+        dict(trace_id="a", assignor="range", generation=2, members=3, unassigned=1, invalid=0,
+             max_load=4, optimal_max_load=2, spread=3, weight_skew=1.9, moved=4, forced=1,
+             min_moved=1, revoked=6, rounds=1, rack_mismatch=2, assign_ms=4.0),
+        dict(trace_id="b", assignor="range", generation=7, members=2, unassigned=0, invalid=2,
+             max_load=5, optimal_max_load=5, spread=0, weight_skew=None, moved=0, forced=0,
+             min_moved=0, revoked=0, rounds=1, rack_mismatch=None, assign_ms=None),
+        dict(trace_id="a", assignor="sticky", generation=1, members=2, unassigned=0, invalid=0,
+             max_load=3, optimal_max_load=3, spread=1, weight_skew=1.2, moved=0, forced=0,
+             min_moved=0, revoked=0, rounds=1, rack_mismatch=0, assign_ms=1.0),
+        dict(trace_id="a", assignor="sticky", generation=2, members=3, unassigned=0, invalid=0,
+             max_load=2, optimal_max_load=2, spread=0, weight_skew=1.1, moved=1, forced=1,
+             min_moved=1, revoked=1, rounds=2, rack_mismatch=0, assign_ms=3.0),
+        dict(trace_id="b", assignor="sticky", generation=7, members=2, unassigned=0, invalid=0,
+             max_load=5, optimal_max_load=5, spread=0, weight_skew=None, moved=0, forced=0,
+             min_moved=0, revoked=0, rounds=1, rack_mismatch=None, assign_ms=None),
+    )  # fmt: skip
+
+
+class _TableCells(HTMLParser):
+    """Collects the text and class of every cell of one table, by row."""
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__()
+        self.table_id = table_id
+        self.inside = False
+        self.rows: list[list[tuple[str, str]]] = []
+        self._cell: list[str] | None = None
+        self._class = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "table" and attributes.get("id") == self.table_id:
+            self.inside = True
+        elif self.inside and tag == "tr":
+            self.rows.append([])
+        elif self.inside and tag in ("td", "th"):
+            self._cell, self._class = [], attributes.get("class") or ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self.inside = False
+        elif self.inside and tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append(("".join(self._cell).strip(), self._class))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _table(html: str, table_id: str) -> list[list[tuple[str, str]]]:
+    parser = _TableCells(table_id)
+    parser.feed(html)
+    return parser.rows
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def test_single_file_and_assignor_partitioned_directory_read_the_same(tmp_path: Path) -> None:
+    scores = synthetic_scores(30, seed=3)
+    single = read_results(write_results(tmp_path / "single", scores))
+    partitioned = read_results(write_results(tmp_path / "parts", scores, partitioned=True))
+    assert partitioned.scores["assignor"].dtype == object
+    pd.testing.assert_frame_equal(single.scores, partitioned.scores)
+    assert list(single.scores.columns) == list(rebalance.SCORE_COLUMNS)
+
+
+def test_reading_keeps_skipped_traces_from_errors_jsonl(tmp_path: Path) -> None:
+    errors = [{"trace_id": "t9", "file": "traces.jsonl", "line": 4, "reason": "bad generation"}]
+    results = read_results(write_results(tmp_path / "r", synthetic_scores(3), errors=errors))
+    assert results.errors == tuple(errors)
+
+
+def test_missing_scores_file_is_an_input_error_naming_the_directory(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match=r"empty: no scores\.parquet"):
+        read_results(empty)
+
+
+def test_non_numeric_measure_names_the_column_and_value(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"trace_id": ["t"], "assignor": ["range"], "generation": [1],
+                          "moved": ["lots"]})  # fmt: skip
+    with pytest.raises(InputError, match=r"moved: not a number \(got 'lots'\)"):
+        normalise_scores(frame, source="scores.parquet")
+
+
+def test_missing_key_column_is_an_input_error() -> None:
+    with pytest.raises(InputError, match=r"scores\.parquet: assignor: required column"):
+        normalise_scores(pd.DataFrame({"trace_id": ["t"], "generation": [1]}), "scores.parquet")
+
+
+def test_absent_optional_columns_become_null_not_zero() -> None:
+    scores = _rows(dict(trace_id="t", assignor="range", generation=1, moved=2, spread=1))
+    summary = summarise_assignors(scores)
+    assert np.isnan(summary.loc["range", "weight_skew_max"])
+    assert np.isnan(summary.loc["range", "rack_mismatch"])
+    assert summary.loc["range", "moved"] == 2
+
+
+# --- aggregation ---------------------------------------------------------------------------
+
+
+def test_summary_totals_maxima_and_means_match_hand_computation() -> None:
+    summary = summarise_assignors(_hand_scores())
+    range_row = summary.loc["range"]
+    assert range_row["traces"] == 2 and range_row["generations"] == 3
+    assert (range_row["moved"], range_row["forced"], range_row["revoked"]) == (4, 1, 6)
+    assert range_row["rounds"] == 3
+    assert range_row["spread_max"] == 3
+    assert range_row["weight_skew_max"] == pytest.approx(1.9)
+    assert range_row["rack_mismatch"] == 3
+    assert range_row["assign_ms_mean"] == pytest.approx(3.0)
+    # generation 2 left a partition unassigned, trace b's generation double-assigned
+    assert range_row["invalid_generations"] == 2
+    assert range_row["extra_moved"] == 3
+    assert range_row["extra_max_load_mean"] == pytest.approx(2 / 3)
+    assert range_row["optimal_balance_share"] == pytest.approx(200 / 3)
+    sticky_row = summary.loc["sticky"]
+    assert (sticky_row["moved"], sticky_row["rounds"], sticky_row["invalid_generations"]) == (
+        1,
+        4,
+        0,
+    )
+    assert sticky_row["optimal_balance_share"] == 100.0
+
+
+def test_best_values_are_the_lowest_except_share_at_optimum_and_ties_all_win() -> None:
+    best = best_assignors(summarise_assignors(_hand_scores()))
+    assert best["moved"] == {"sticky"}
+    assert best["rounds"] == {"range"}
+    assert best["forced"] == {"range", "sticky"}
+    assert best["optimal_balance_share"] == {"sticky"}
+    assert "traces" not in best
+
+
+def test_summary_table_highlights_exactly_the_best_cells() -> None:
+    html = render_rebalance(RebalanceResults(_hand_scores()))
+    rows = _table(html, "summary-table")
+    header = [text for text, _ in rows[0]]
+    by_assignor = {row[0][0]: row for row in rows[1:]}
+    moved_column = header.index("moved (partitions, total)")
+    rounds_column = header.index("rounds (total)")
+    assert by_assignor["sticky"][moved_column] == ("1", "best")
+    assert by_assignor["range"][moved_column] == ("4", "")
+    assert by_assignor["range"][rounds_column][1] == "best"
+    assert by_assignor["sticky"][rounds_column][1] == ""
+    best_cells = sum(cell_class == "best" for row in rows[1:] for _, cell_class in row)
+    assert best_cells == sum(len(winners) for winners in best_assignors(
+        summarise_assignors(_hand_scores())).values())  # fmt: skip
+
+
+def test_recorded_on_fewer_traces_is_never_crowned_best() -> None:
+    scores = synthetic_scores(12, seed=5, recorded_every=3)
+    summary = summarise_assignors(scores.pipe(normalise_scores))
+    assert summary.loc["recorded", "moved"] < summary.drop("recorded")["moved"].min()
+    assert all("recorded" not in winners for winners in best_assignors(summary).values())
+    assert list(summary.index)[-1] == "recorded"
+
+
+def test_protocol_is_inferred_from_revoked_versus_moved() -> None:
+    protocols = infer_protocols(normalise_scores(synthetic_scores(20, seed=1)))
+    assert protocols["cooperative-sticky"] == "cooperative"
+    assert protocols["range"] == protocols["sticky"] == "eager"
+
+
+def test_worst_traces_rank_by_moved_plus_worst_spread_under_any_assignor() -> None:
+    scores = _rows(
+        dict(trace_id="calm", assignor="range", generation=1, moved=1, spread=0),
+        dict(trace_id="busy", assignor="range", generation=1, moved=2, spread=0),
+        dict(trace_id="busy", assignor="sticky", generation=1, moved=0, spread=0),
+        dict(trace_id="skewed", assignor="sticky", generation=1, moved=0, spread=5),
+        dict(trace_id="also-calm", assignor="range", generation=1, moved=1, spread=0),
+    )
+    per_trace = summarise_traces(scores)
+    assert worst_traces(per_trace, 3) == ["skewed", "busy", "also-calm"]
+    assert worst_traces(per_trace, 0) == []
+
+
+def test_scatter_keeps_every_trace_when_binning_many_points() -> None:
+    per_trace = summarise_traces(normalise_scores(synthetic_scores(4000, seed=2)))
+    exact = scatter_points(per_trace, max_points=10**9)
+    binned = scatter_points(per_trace, max_points=200)
+    assert exact["traces"].sum() == binned["traces"].sum() == len(per_trace)
+    assert binned.groupby("assignor").size().max() < exact.groupby("assignor").size().max()
+    assert binned.attrs["moved_bin_width"] > 0 and exact.attrs["moved_bin_width"] == 0
+
+
+def test_revocations_count_rebalances_after_each_traces_first_generation() -> None:
+    rebalances = rebalance_rows(_hand_scores())
+    assert sorted(zip(rebalances["assignor"], rebalances["generation"], strict=True)) == [
+        ("range", 2), ("sticky", 2)]  # fmt: skip
+    revoked = revoked_distribution(rebalances)
+    assert revoked.loc["range", "max"] == 6 and revoked.loc["sticky", "mean"] == 1
+    rounds = rounds_distribution(rebalances)
+    assert rounds.loc["sticky", 2] == 100.0 and rounds.loc["range", 1] == 100.0
+    assert np.allclose(rounds.sum(axis=1), 100.0)
+
+
+def test_recorded_comparison_counts_traces_with_fewer_same_more_moves() -> None:
+    scores = _rows(
+        dict(trace_id="x", assignor="recorded", generation=1, moved=3, spread=1),
+        dict(trace_id="y", assignor="recorded", generation=1, moved=0, spread=1),
+        dict(trace_id="x", assignor="sticky", generation=1, moved=1, spread=0),
+        dict(trace_id="y", assignor="sticky", generation=1, moved=0, spread=0),
+        dict(trace_id="z", assignor="sticky", generation=1, moved=9, spread=0),
+    )
+    comparison = recorded_comparison(summarise_traces(scores))
+    assert comparison.loc["sticky", ["fewer", "same", "more", "traces"]].tolist() == [1, 1, 0, 2]
+    assert comparison.loc["sticky", "moved"] == 1  # trace z has no recorded history
+    assert recorded_comparison(summarise_traces(scores[scores.assignor != "recorded"])).empty
+
+
+def test_timeline_index_holds_one_series_per_assignor_and_null_where_absent() -> None:
+    traces = timeline_index(_hand_scores(), ["a", "b"], ["range", "sticky", "uniform"])
+    first = traces[0]
+    assert first["id"] == "a"
+    assert first["members"] == [[1, 2], [2, 3]]
+    assert first["series"][0] == [[1, 2], [1, 3], [0, 4], [0, 6]]
+    assert first["series"][2] is None
+
+
+# --- the page ------------------------------------------------------------------------------
+
+
+def test_page_embeds_plotly_once_and_references_nothing_remote(tmp_path: Path) -> None:
+    html = render_rebalance(read_results(write_results(tmp_path / "r", synthetic_scores(40))))
+    assert html.count("Plotly.newPlot(") == 5
+    plotly_source = page.go.Figure().to_html(include_plotlyjs=True, full_html=False)
+    signature = re.search(r"plotly\.js v[\d.]+", plotly_source)
+    assert signature is not None and html.count(signature.group(0)) == 1
+    assert "<script src" not in html.replace(" ", "") and 'src="http' not in html
+    assert "cdn.plot.ly" not in html.split(signature.group(0))[0]
+
+
+def test_same_results_in_any_row_order_give_the_same_bytes(tmp_path: Path) -> None:
+    scores = normalise_scores(synthetic_scores(50, seed=11))
+    shuffled = scores.sample(frac=1.0, random_state=4).reset_index(drop=True)
+    first = render_rebalance(RebalanceResults(scores, source="r"))
+    second = render_rebalance(RebalanceResults(normalise_scores(shuffled), source="r"))
+    assert first == second
+
+
+def test_hostile_ids_reach_the_page_only_escaped() -> None:
+    scores = _rows(
+        dict(trace_id=HOSTILE, assignor="range", generation=1, moved=5, spread=2, revoked=1),
+        dict(trace_id=SCRIPT_BREAKOUT, assignor=HOSTILE, generation=1, moved=1, spread=1),
+        dict(trace_id=HOSTILE, assignor="recorded", generation=1, moved=2, spread=1),
+    )
+    errors = ({"trace_id": HOSTILE, "file": SCRIPT_BREAKOUT, "line": 2,
+               "reason": f"member {HOSTILE} subscribes to unknown topic {HOSTILE}"},)  # fmt: skip
+    html = render_rebalance(RebalanceResults(scores, errors, source=HOSTILE), timeline_traces=5)
+    body = html.split("<body>", 1)[1]
+    plotly_end = body.rfind("</script>", 0, body.find('id="churn-balance-chart"'))
+    own_markup = body[plotly_end:]
+    assert HOSTILE not in html
+    assert "<img" not in own_markup
+    assert "</script><script>alert" not in html
+    assert "<!--" not in own_markup
+    assert "&lt;img src=x onerror=alert(1)&gt;" in own_markup
+    data = re.search(r'id="timeline-data">(.*?)</script>', html, re.S)
+    assert data is not None
+    index = json.loads(data.group(1))
+    assert {trace["id"] for trace in index["traces"]} == {HOSTILE, SCRIPT_BREAKOUT}
+    assert HOSTILE in index["assignors"]
+
+
+def test_embedded_json_round_trips_and_cannot_close_its_script() -> None:
+    value = {"ids": [SCRIPT_BREAKOUT, HOSTILE, "a&b", "\u2028"]}
+    embedded = page.embed_json(value)
+    assert "<" not in embedded and ">" not in embedded and "\u2028" not in embedded
+    assert json.loads(embedded) == value
+
+
+def test_twenty_thousand_traces_render_well_under_ten_megabytes_in_seconds(
+    tmp_path: Path,
+) -> None:
+    results_dir = write_results(
+        tmp_path / "big", synthetic_scores(20_000, seed=9), partitioned=True
+    )
+    started = time.perf_counter()
+    written = write_rebalance_page(results_dir, tmp_path / "big.html")
+    elapsed = time.perf_counter() - started
+    assert written.traces == 20_000
+    assert written.size_bytes < 8_000_000, written.size_bytes
+    assert elapsed < 10.0, elapsed
+    html = written.path.read_text(encoding="utf-8")
+    index = json.loads(re.search(r'id="timeline-data">(.*?)</script>', html, re.S).group(1))
+    assert len(index["traces"]) == rebalance.DEFAULT_TIMELINE_TRACES
+
+
+def test_atomic_write_replaces_the_page_and_leaves_no_temporary_files(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "report.html"
+    page.write_atomically(target, "first")
+    page.write_atomically(target, "second")
+    assert target.read_text() == "second"
+    assert [path.name for path in target.parent.iterdir()] == ["report.html"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# --- replication page ----------------------------------------------------------------------
+
+
+def test_replication_rows_read_per_step_states_and_new_acknowledgements() -> None:
+    rows = timeline_rows(s1_like_result())
+    assert [row.newly_acked for row in rows][:5] == [(), ("m1",), (), (), ("m2",)]
+    assert rows[7].isr == ("1",) and rows[7].leader == "1"
+    assert rows[7].replicas["1"].leader_epoch == 1
+    assert rows[5].replicas["1"].online is False
+
+
+def test_replication_page_marks_lost_acks_isr_changes_and_violations() -> None:
+    html = render_replication(s1_like_result())
+    steps = _table(html, "steps-table")
+    isr_column = [text for text, _ in steps[0]].index("ISR")
+    changed = [row[0][0] for row in steps[1:] if "(changed)" in row[isr_column][0]]
+    assert changed == ["7", "8"]
+    violations = _table(html, "violations-table")
+    assert violations[1][0][0] == "StrongIsr" and violations[1][1][0] == "7"
+    assert '<span class="lost">m2</span>' in html
+    assert "m2 (acknowledged, then lost)" in html
+    assert html.count("Plotly.newPlot(") == 1
+
+
+def test_replication_page_escapes_record_values_consumers_and_details(tmp_path: Path) -> None:
+    result = s1_like_result(record_prefix=HOSTILE, consumer=SCRIPT_BREAKOUT)
+    result["name"] = HOSTILE
+    result["violations"][0]["invariant"] = HOSTILE
+    path = write_replication_page(result, tmp_path / "replication.html")
+    html = path.read_text(encoding="utf-8")
+    assert HOSTILE not in html and "</script><script>alert" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;1" in html
+
+
+def test_replication_result_without_timeline_still_renders_the_outcome() -> None:
+    result = s1_like_result()
+    del result["timeline"]
+    html = render_replication(result)
+    assert "has no timeline" in html and "Plotly.newPlot(" not in html
+
+
+def test_malformed_replication_timeline_is_an_input_error() -> None:
+    with pytest.raises(InputError, match=r"timeline\[1\]: must be an object"):
+        render_replication({"timeline": [{"step": 0}, "crash 2"]})
+
+
+# --- command line --------------------------------------------------------------------------
+
+
+def _cli() -> typer.Typer:
+    from ktk.commands import dashboard
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    dashboard.register(app)
+    return app
+
+
+def test_cli_writes_the_report_and_says_what_it_holds(tmp_path: Path) -> None:
+    results_dir = write_results(tmp_path / "r", synthetic_scores(8))
+    output = tmp_path / "report.html"
+    result = CliRunner().invoke(_cli(), ["dashboard", str(results_dir), "-o", str(output)])
+    assert result.exit_code == 0, result.output
+    assert "8 traces x 5 assignors" in result.output
+    assert output.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_cli_renders_a_replication_result_file(tmp_path: Path) -> None:
+    result_file = tmp_path / "s1.json"
+    result_file.write_text(json.dumps(s1_like_result()), encoding="utf-8")
+    result = CliRunner().invoke(
+        _cli(), ["dashboard", str(result_file), "-o", str(tmp_path / "s1.html")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "StrongIsr" in (tmp_path / "s1.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("make_input", ["missing", "no-scores", "bad-json"])
+def test_cli_reports_unreadable_results_in_one_line_with_exit_2(
+    tmp_path: Path, make_input: str
+) -> None:
+    target = tmp_path / "input"
+    if make_input == "no-scores":
+        target.mkdir()
+    elif make_input == "bad-json":
+        target = tmp_path / "result.json"
+        target.write_text("{not json", encoding="utf-8")
+    result = CliRunner().invoke(_cli(), ["dashboard", str(target), "-o", str(tmp_path / "o.html")])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o.html").exists()
+
+
+# --- worked examples -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", [page, dashboard_errors, rebalance, replication])
+def test_module_examples_hold(module: object) -> None:
+    outcome = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]
+    assert outcome.attempted > 0 and outcome.failed == 0
