@@ -1,0 +1,137 @@
+"""``kafka-dump-log.sh --offsets-decoder --files <segment>.log`` output -> trace rows.
+
+Kafka 3.8+ prints every record of a ``__consumer_offsets`` segment on one line; the part ktk
+reads is the key and payload JSON (and the record timestamp)::
+
+    | offset: 7 CreateTime: 1762000000000 keySize: 14 valueSize: 205 sequence: -1 \
+headerKeys: [] key: {"type":"2","data":{"group":"g"}} payload: {"version":"3","data":{...}}
+
+For a consumer group the tool has already decoded each member's subscription and assignment
+bytes into JSON; when it could not, it printed their base64 and ktk decodes them itself. A
+tombstone prints ``payload: <DELETE>``; a record type the tool does not know prints ``key:
+Unknown record type N at offset M, skipping.`` (skipped here with that reason). Batch headers and
+``Dumping ...`` lines carry no record and are passed over.
+
+>>> text = ('| offset: 3 CreateTime: 1762000000000 keySize: 9 valueSize: 99 key: '
+...         '{"type":"2","data":{"group":"g"}} payload: {"version":"3","data":'
+...         '{"protocolType":"consumer","generation":5,"protocol":"range","leader":"a",'
+...         '"currentStateTimestamp":-1,"members":[{"memberId":"a","groupInstanceId":null,'
+...         '"clientId":"c","clientHost":"/10.0.0.1","rebalanceTimeout":300000,'
+...         '"sessionTimeout":45000,"subscription":{"topics":["t"],"userData":null},'
+...         '"assignment":{"assignedPartitions":[{"topic":"t","partitions":[0]}],'
+...         '"userData":null}}]}}')
+>>> row = import_dump_log([("dump.txt", text)]).rows[0]
+>>> row["trace_id"], row["generation"], row["timestamp_ms"], row["members"][0]["assigned"]
+('g', 5, 1762000000000, [['t', 0]])
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from assignors.errors import InputError
+from assignors.importers.common import ImportResult, Skipped, TopicCatalog, in_file_order, log
+from assignors.importers.offsets import CoordinatorRecord, rows_from_records
+
+_KEY = re.compile(r"(?:^|\s)key: ")
+_PAYLOAD = re.compile(r"\s*payload: ")
+_TIMESTAMP = re.compile(r"\b(?:CreateTime|LogAppendTime): (-?\d+)")
+_TOMBSTONE = "<DELETE>"
+_DECODER = json.JSONDecoder()
+
+
+def _version_number(raw: object, record_field: str, source: str, line: int) -> int:
+    """Kafka prints the key type and value version as JSON strings ("2"); accept numbers too."""
+    if isinstance(raw, str) and re.fullmatch(r"-?\d+", raw):
+        return int(raw)
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    raise InputError("must be a record type number", source=source, line=line,
+                     field=record_field, value=raw)
+
+
+def _not_json_reason(key_text: str) -> str | None:
+    """Why a key that is not JSON is skipped (None: nothing worth reporting)."""
+    if key_text.startswith("offset_commit::"):
+        return None
+    if key_text.startswith("group_metadata::"):
+        return ("text format of kafka-dump-log before 3.8 (no subscriptions): "
+                "dump the segment with Kafka 3.8 or later")
+    shown = key_text if len(key_text) <= 120 else key_text[:117] + "..."
+    return f"kafka-dump-log: {shown}"
+
+
+def _json_at(text: str, start: int, what: str, source: str, line: int) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as error:
+        raise InputError(f"{what} is not valid JSON: {error.msg} at column {error.colno}",
+                         source=source, line=line, field=what) from None
+
+
+def parse_dump_log(text: str, source: str, skipped: list[Skipped] | None = None
+                   ) -> Iterator[CoordinatorRecord]:
+    """The records of one dump, in file order. Lines the tool itself could not decode go to
+    ``skipped`` (with their reason); lines that break the format raise InputError."""
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        key_match = _KEY.search(line)
+        if key_match is None:
+            continue
+        start = key_match.end()
+        if not line.startswith("{", start):
+            reason = _not_json_reason(line[start:].strip())
+            if reason is not None and skipped is not None:
+                note = Skipped(source, line_number, reason)
+                log.info("%s", note)
+                skipped.append(note)
+            continue
+        key, end = _json_at(line, start, "key", source, line_number)
+        if not isinstance(key, dict) or not isinstance(key.get("data"), dict):
+            raise InputError("must be {\"type\": ..., \"data\": {...}}", source=source,
+                             line=line_number, field="key", value=key)
+        key_type = _version_number(key.get("type", key.get("version")), "key.type", source,
+                                   line_number)
+        payload_match = _PAYLOAD.match(line, end)
+        if payload_match is None:
+            raise InputError("expected ' payload: ' after the key", source=source,
+                             line=line_number, field="payload", value=line[end:end + 40])
+        rest = payload_match.end()
+        value: dict[str, Any] | None
+        value_version: int | None
+        if line.startswith(_TOMBSTONE, rest):
+            value, value_version = None, None
+        else:
+            payload, _ = _json_at(line, rest, "payload", source, line_number)
+            if not isinstance(payload, dict) or not isinstance(payload.get("data"), dict):
+                raise InputError("must be {\"version\": ..., \"data\": {...}} or <DELETE>",
+                                 source=source, line=line_number, field="payload",
+                                 value=payload)
+            value = payload["data"]
+            value_version = _version_number(payload.get("version"), "payload.version", source,
+                                            line_number)
+        timestamp = _TIMESTAMP.search(line, 0, key_match.start() + 1)
+        yield CoordinatorRecord(
+            key_type=key_type,
+            key=key["data"],
+            value=value,
+            value_version=value_version,
+            timestamp_ms=int(timestamp.group(1)) if timestamp else None,
+            source=source,
+            line=line_number,
+        )
+
+
+def import_dump_log(sources: Iterable[tuple[str, str]],
+                    catalog: TopicCatalog | None = None) -> ImportResult:
+    """Trace rows from dumps given as ``(name, text)`` pairs, oldest segment first."""
+    skipped: list[Skipped] = []
+
+    def records() -> Iterator[CoordinatorRecord]:
+        for source, text in sources:
+            yield from parse_dump_log(text, source, skipped)
+
+    result = rows_from_records(records(), catalog)
+    return ImportResult(result.rows, in_file_order((*skipped, *result.skipped)))

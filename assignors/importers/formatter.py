@@ -1,0 +1,131 @@
+"""The JSON GroupMetadataMessageFormatter's output -> trace rows.
+
+The console consumer with ``--formatter
+org.apache.kafka.tools.consumer.GroupMetadataMessageFormatter`` (Kafka 4.0+) prints one JSON
+object per classic group record and no separator at all, so the output is concatenated objects,
+possibly all on one line::
+
+    {"key":{"type":2,"data":{"group":"g"}},"value":{"version":3,"data":{...}}}{"key":...
+
+Member subscriptions and assignments are base64 of the ConsumerProtocol bytes; they are decoded
+with :mod:`assignors.wire`. A tombstone has ``"value":null``; a record the formatter could not
+read has ``"data":"unknown"`` and is skipped with that reason. Some Kafka versions name the key's
+record type ``version`` instead of ``type``; both are read. Should a formatter print KIP-848
+record types, they go through the same path as kafka-dump-log's.
+
+>>> from assignors.wire import Subscription, MemberAssignment, encode_subscription
+>>> from assignors.wire import encode_assignment
+>>> from assignors.model import TopicPartition
+>>> import base64, json
+>>> b64 = lambda data: base64.b64encode(data).decode()
+>>> member = {"memberId": "a", "groupInstanceId": "pod-a", "clientId": "c", "clientHost": "h",
+...           "rebalanceTimeout": 1, "sessionTimeout": 1,
+...           "subscription": b64(encode_subscription(Subscription(("t",), rack_id="r1"))),
+...           "assignment": b64(encode_assignment(MemberAssignment((TopicPartition("t", 1),))))}
+>>> record = {"key": {"type": 2, "data": {"group": "g"}}, "value": {"version": 4, "data": {
+...     "protocolType": "consumer", "generation": 2, "protocol": "sticky", "leader": "a",
+...     "currentStateTimestamp": 1762000000000, "members": [member]}}}
+>>> text = json.dumps(record) + json.dumps({"key": {"type": 2, "data": {"group": "g"}},
+...                                         "value": None})
+>>> result = import_formatter([("out.json", text)])
+>>> result.rows[0]["members"][0]["rack"], result.rows[0]["topics"]
+('r1', [{'name': 't', 'partitions': 2}])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from assignors.errors import InputError
+from assignors.importers.common import ImportResult, Skipped, TopicCatalog, in_file_order, log
+from assignors.importers.offsets import CoordinatorRecord, rows_from_records
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = " \t\r\n"
+
+
+def _integer(node: Mapping[str, Any], names: tuple[str, ...], where: str, source: str,
+             line: int) -> int:
+    for name in names:
+        if name in node:
+            value = node[name]
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lstrip("-").isdigit():
+                return int(value)
+            raise InputError("must be an integer", source=source, line=line,
+                             field=f"{where}.{name}", value=value)
+    raise InputError("missing", source=source, line=line, field=f"{where}.{names[0]}")
+
+
+def iter_json_objects(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    """``(line, object)`` for each of the concatenated JSON values in ``text``.
+
+    >>> list(iter_json_objects('{"a":1}{"b":2}\\n {"c":3}', "f"))
+    [(1, {'a': 1}), (1, {'b': 2}), (2, {'c': 3})]
+    """
+    position, line = 0, 1
+    while True:
+        start = position
+        while position < len(text) and text[position] in _WHITESPACE:
+            position += 1
+        line += text.count("\n", start, position)
+        if position >= len(text):
+            return
+        try:
+            value, end = _DECODER.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            raise InputError(f"not valid JSON: {error.msg} at column {error.colno}",
+                             source=source, line=error.lineno, field="record") from None
+        yield line, value
+        line += text.count("\n", position, end)
+        position = end
+
+
+def parse_formatter(text: str, source: str, skipped: list[Skipped] | None = None
+                    ) -> Iterator[CoordinatorRecord]:
+    """The records of one formatter output, in order."""
+    for line, record in iter_json_objects(text, source):
+        if not isinstance(record, Mapping) or not isinstance(record.get("key"), Mapping):
+            raise InputError("must be {\"key\": {...}, \"value\": {...} | null}", source=source,
+                             line=line, field="record", value=record)
+        key = record["key"]
+        key_type = _integer(key, ("type", "version"), "key", source, line)
+        if not isinstance(key.get("data"), Mapping):
+            note = Skipped(source, line, f"record type {key_type}: the formatter could not "
+                                         f"decode it (data: {key.get('data')!r})")
+            log.info("%s", note)
+            if skipped is not None:
+                skipped.append(note)
+            continue
+        value = record.get("value")
+        if value is not None and (
+            not isinstance(value, Mapping) or not isinstance(value.get("data"), Mapping)
+        ):
+            raise InputError("must be {\"version\": ..., \"data\": {...}} or null",
+                             source=source, line=line, field="value", value=value)
+        yield CoordinatorRecord(
+            key_type=key_type,
+            key=key["data"],
+            value=None if value is None else value["data"],
+            value_version=None if value is None else _integer(value, ("version",), "value",
+                                                              source, line),
+            timestamp_ms=None,
+            source=source,
+            line=line,
+        )
+
+
+def import_formatter(sources: Iterable[tuple[str, str]],
+                     catalog: TopicCatalog | None = None) -> ImportResult:
+    """Trace rows from formatter outputs given as ``(name, text)`` pairs, oldest first."""
+    skipped: list[Skipped] = []
+
+    def records() -> Iterator[CoordinatorRecord]:
+        for source, text in sources:
+            yield from parse_formatter(text, source, skipped)
+
+    result = rows_from_records(records(), catalog)
+    return ImportResult(result.rows, in_file_order((*skipped, *result.skipped)))

@@ -1,0 +1,414 @@
+"""``__consumer_offsets`` records (as kafka-dump-log and the console formatter print them) ->
+format-v1 rows.
+
+The record type is the key's int16 version:
+
+- 0, 1: committed offsets (counted, not needed for a trace);
+- 2: a classic group's ``GroupMetadataValue``, one snapshot per completed generation: members
+  with their instance ids, the subscription and assignment each sent (ConsumerProtocol bytes,
+  decoded here with :mod:`assignors.wire` unless the tool already printed them as JSON);
+- 3-8: a KIP-848 consumer group: group epoch (3), topic id -> name and partition count (4),
+  member subscription (5), target assignment epoch (6) and per-member target (7), current
+  member assignment (8). A generation is emitted for each target assignment epoch (type 6):
+  the members known then, each assigned its target partitions;
+- anything else (share and streams groups, regular expressions) is skipped with a reason.
+
+A tombstone (no value) of type 2 or 3 means the group was deleted; of types 5, 7 and 8 that a
+member left.
+
+>>> key = {"group": "g"}
+>>> value = {"protocolType": "consumer", "generation": 1, "protocol": "range", "leader": "m",
+...          "members": [{"memberId": "m", "groupInstanceId": None,
+...                       "subscription": {"topics": ["t"]},
+...                       "assignment": {"assignedPartitions": [{"topic": "t",
+...                                                              "partitions": [0, 1]}]}}]}
+>>> result = rows_from_records([CoordinatorRecord(2, key, value, 3, None, "dump.txt", 4)])
+>>> row = result.rows[0]
+>>> row["generation"], row["protocol"], row["topics"], row["members"][0]["assigned"]
+(1, 'range', [{'name': 't', 'partitions': 2}], [['t', 0], ['t', 1]])
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from assignors import wire
+from assignors.errors import InputError
+from assignors.importers.common import (
+    ImportResult,
+    MemberSnapshot,
+    Skipped,
+    Snapshot,
+    TopicCatalog,
+    TraceAssembler,
+    collect,
+    log,
+)
+from assignors.model import TopicPartition
+
+OFFSET_COMMIT_TYPES = (0, 1)
+GROUP_METADATA = 2
+CONSUMER_GROUP_METADATA = 3
+CONSUMER_GROUP_PARTITION_METADATA = 4
+CONSUMER_GROUP_MEMBER_METADATA = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorRecord:
+    """One ``__consumer_offsets`` record: the key's type and data, the value's data (None for a
+    tombstone) and version, the record timestamp when the tool printed one, and where it was."""
+
+    key_type: int
+    key: Mapping[str, Any]
+    value: Mapping[str, Any] | None
+    value_version: int | None
+    timestamp_ms: int | None
+    source: str
+    line: int
+
+    def fail(self, message: str, field_name: str, value: object = InputError._NO_VALUE
+             ) -> InputError:
+        return InputError(message, source=self.source, line=self.line, field=field_name,
+                          value=value)
+
+    def text(self, node: Mapping[str, Any], name: str, where: str, *,
+             nullable: bool = False) -> str | None:
+        value = node.get(name)
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str):
+            raise self.fail("must be text", f"{where}{name}", value)
+        return value
+
+    def integer(self, node: Mapping[str, Any], name: str, where: str,
+                default: int | None = None) -> int:
+        value = node.get(name, default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.fail("must be an integer", f"{where}{name}", value)
+        return value
+
+    def array(self, node: Mapping[str, Any], name: str, where: str) -> list[Any]:
+        value = node.get(name, [])
+        if not isinstance(value, list):
+            raise self.fail("must be a list", f"{where}{name}", value)
+        return value
+
+    def group(self) -> str:
+        """The group id: ``group`` in type 2 keys, ``groupId`` in KIP-848 keys."""
+        name = "group" if self.key_type == GROUP_METADATA else "groupId"
+        return str(self.text(self.key, name, "key."))
+
+
+# ---------------------------------------------------------------------------------------------
+# classic groups (type 2)
+
+
+def _decoded(record: CoordinatorRecord, node: object, where: str, kind: str
+             ) -> wire.Subscription | wire.MemberAssignment | None:
+    """A subscription or assignment printed as Kafka's JSON, or as base64 of the wire bytes
+    (the formatter always; dump-log when its own decoding failed). Empty bytes: none stored."""
+    if node is None:
+        return None
+    if isinstance(node, Mapping):
+        try:
+            if kind == "subscription":
+                return wire.subscription_from_json(node, field=where)
+            return wire.assignment_from_json(node, field=where)
+        except InputError as error:
+            raise error.located(source=record.source, line=record.line) from None
+    if not isinstance(node, str):
+        raise record.fail(f"must be the {kind} JSON or its base64 bytes", where, node)
+    try:
+        data = base64.b64decode(node, validate=True)
+    except (binascii.Error, ValueError):
+        raise record.fail("not valid base64", where, node) from None
+    if not data:
+        return None
+    try:
+        if kind == "subscription":
+            return wire.decode_subscription(data)
+        return wire.decode_assignment(data)
+    except InputError as error:
+        raise record.fail(f"{error.message} in {error.field}", where, node) from None
+
+
+def classic_snapshot(record: CoordinatorRecord) -> Snapshot | None:
+    """The generation a GroupMetadataValue records, or None when it is not a consumer group."""
+    value = record.value
+    assert value is not None
+    protocol_type = record.text(value, "protocolType", "value.")
+    if protocol_type != "consumer":
+        return None
+    generation = record.integer(value, "generation", "value.")
+    protocol = record.text(value, "protocol", "value.", nullable=True)
+    state_time = record.integer(value, "currentStateTimestamp", "value.", default=-1)
+    members: list[MemberSnapshot] = []
+    for index, member in enumerate(record.array(value, "members", "value.")):
+        where = f"value.members[{index}]."
+        if not isinstance(member, Mapping):
+            raise record.fail("must be an object", where.rstrip("."), member)
+        member_id = str(record.text(member, "memberId", where))
+        instance_id = record.text(member, "groupInstanceId", where, nullable=True)
+        subscription = _decoded(record, member.get("subscription"), f"{where}subscription",
+                                "subscription")
+        assignment = _decoded(record, member.get("assignment"), f"{where}assignment",
+                              "assignment")
+        assert subscription is None or isinstance(subscription, wire.Subscription)
+        assert assignment is None or isinstance(assignment, wire.MemberAssignment)
+        members.append(MemberSnapshot(
+            member_id=member_id,
+            instance_id=instance_id,
+            rack=None if subscription is None else subscription.rack_id,
+            topics=() if subscription is None else subscription.topics,
+            assigned=None if assignment is None else assignment.assigned_partitions,
+        ))
+    reason = "group is empty" if not members else None
+    return Snapshot(
+        generation=generation,
+        members=tuple(members),
+        timestamp_ms=state_time if state_time >= 0 else record.timestamp_ms,
+        protocol=protocol,
+        reason=reason,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# KIP-848 consumer groups (types 3-8)
+
+
+@dataclass(slots=True)
+class _ConsumerGroup:
+    topics_by_id: dict[str, tuple[str, int, tuple[tuple[str, ...], ...] | None]] = field(
+        default_factory=dict)
+    members: dict[str, tuple[str | None, str | None, tuple[str, ...], str | None,
+                             str | None]] = field(default_factory=dict)
+    # member -> [(topic id, partitions, source, line)]
+    targets: dict[str, list[tuple[str, tuple[int, ...], str, int]]] = field(default_factory=dict)
+    group_epoch: int | None = None
+    pending: tuple[Snapshot, str, int] | None = None
+    reconciled: set[str] = field(default_factory=set)
+
+
+def _uuid_text(record: CoordinatorRecord, node: Mapping[str, Any], where: str) -> str:
+    return str(record.text(node, "topicId", where))
+
+
+class _OffsetsImporter:
+    def __init__(self, catalog: TopicCatalog) -> None:
+        self.catalog = catalog
+        self.assemblers: dict[str, TraceAssembler] = {}
+        self.consumer_groups: dict[str, _ConsumerGroup] = {}
+        self.skipped: list[Skipped] = []
+        self.offset_commits = 0
+
+    def assembler(self, group: str) -> TraceAssembler:
+        if group not in self.assemblers:
+            self.assemblers[group] = TraceAssembler(group, self.catalog)
+        return self.assemblers[group]
+
+    def skip(self, record: CoordinatorRecord, reason: str) -> None:
+        note = Skipped(record.source, record.line, reason)
+        log.info("%s", note)
+        self.skipped.append(note)
+
+    def feed(self, record: CoordinatorRecord) -> None:
+        if record.key_type in OFFSET_COMMIT_TYPES:
+            self.offset_commits += 1
+        elif record.key_type == GROUP_METADATA:
+            self.classic(record)
+        elif CONSUMER_GROUP_METADATA <= record.key_type <= CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+            self.consumer(record)
+        else:
+            self.skip(record, f"record type {record.key_type} is not a consumer-group record")
+
+    def classic(self, record: CoordinatorRecord) -> None:
+        group = record.group()
+        if record.value is None:
+            self.assembler(group).end_incarnation(record.source, record.line,
+                                                  "deleted (tombstone)")
+            return
+        snapshot = classic_snapshot(record)
+        if snapshot is None:
+            self.skip(record, f"group {group}: protocol type "
+                              f"{record.value.get('protocolType')!r} is not 'consumer'")
+            return
+        self.assembler(group).add(snapshot, record.source, record.line)
+
+    def consumer(self, record: CoordinatorRecord) -> None:
+        group = record.group()
+        state = self.consumer_groups.setdefault(group, _ConsumerGroup())
+        value = record.value
+        kind = record.key_type
+        if kind == CONSUMER_GROUP_METADATA:
+            if value is None:
+                self.flush(group)
+                self.assembler(group).end_incarnation(record.source, record.line,
+                                                      "deleted (tombstone)")
+                self.consumer_groups[group] = _ConsumerGroup()
+            else:
+                state.group_epoch = record.integer(value, "epoch", "value.")
+        elif kind == CONSUMER_GROUP_PARTITION_METADATA:
+            if value is not None:
+                self.topic_metadata(record, state, value)
+        elif kind == CONSUMER_GROUP_MEMBER_METADATA:
+            member_id = str(record.text(record.key, "memberId", "key."))
+            if value is None:
+                state.members.pop(member_id, None)
+                state.targets.pop(member_id, None)
+            else:
+                state.members[member_id] = self.member_metadata(record, value)
+        elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            member_id = str(record.text(record.key, "memberId", "key."))
+            if value is None:
+                state.targets.pop(member_id, None)
+            else:
+                state.targets[member_id] = self.topic_partitions(record, value, "topicPartitions")
+        elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
+            if value is not None:
+                epoch = record.integer(value, "assignmentEpoch", "value.")
+                self.flush(group)
+                state.pending = (self.target_snapshot(group, state, epoch, record),
+                                 record.source, record.line)
+        elif kind == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT and value is not None:
+            member_id = str(record.text(record.key, "memberId", "key."))
+            epoch = record.integer(value, "memberEpoch", "value.")
+            if state.pending is not None and epoch == state.pending[0].generation:
+                state.reconciled.add(member_id)
+
+    def topic_metadata(self, record: CoordinatorRecord, state: _ConsumerGroup,
+                       value: Mapping[str, Any]) -> None:
+        for index, topic in enumerate(record.array(value, "topics", "value.")):
+            where = f"value.topics[{index}]."
+            if not isinstance(topic, Mapping):
+                raise record.fail("must be an object", where.rstrip("."), topic)
+            topic_id = _uuid_text(record, topic, where)
+            name = str(record.text(topic, "topicName", where))
+            count = record.integer(topic, "numPartitions", where)
+            racks: list[tuple[str, ...]] = [() for _ in range(max(count, 0))]
+            metadata = topic.get("partitionMetadata", topic.get("partitionRacks", []))
+            if not isinstance(metadata, list):
+                raise record.fail("must be a list", f"{where}partitionMetadata", metadata)
+            for entry in metadata:
+                if isinstance(entry, Mapping) and isinstance(entry.get("partition"), int):
+                    partition = entry["partition"]
+                    if 0 <= partition < count and isinstance(entry.get("racks"), list):
+                        racks[partition] = tuple(str(rack) for rack in entry["racks"])
+            known_racks = tuple(racks) if metadata and all(racks) else None
+            state.topics_by_id[topic_id] = (name, count, known_racks)
+
+    def member_metadata(self, record: CoordinatorRecord, value: Mapping[str, Any]
+                        ) -> tuple[str | None, str | None, tuple[str, ...], str | None,
+                                   str | None]:
+        instance_id = record.text(value, "instanceId", "value.", nullable=True)
+        rack = record.text(value, "rackId", "value.", nullable=True)
+        names = record.array(value, "subscribedTopicNames", "value.")
+        if not all(isinstance(name, str) for name in names):
+            raise record.fail("must be a list of topic names", "value.subscribedTopicNames",
+                              names)
+        regex = record.text(value, "subscribedTopicRegex", "value.", nullable=True) or None
+        assignor = record.text(value, "serverAssignor", "value.", nullable=True)
+        return instance_id, rack, tuple(names), regex, assignor
+
+    def topic_partitions(self, record: CoordinatorRecord, value: Mapping[str, Any], name: str
+                         ) -> list[tuple[str, tuple[int, ...], str, int]]:
+        entries = []
+        for index, entry in enumerate(record.array(value, name, "value.")):
+            where = f"value.{name}[{index}]."
+            if not isinstance(entry, Mapping):
+                raise record.fail("must be an object", where.rstrip("."), entry)
+            partitions = record.array(entry, "partitions", where)
+            if not all(isinstance(p, int) and not isinstance(p, bool) for p in partitions):
+                raise record.fail("must be a list of integers", f"{where}partitions", partitions)
+            entries.append((_uuid_text(record, entry, where), tuple(partitions), record.source,
+                            record.line))
+        return entries
+
+    def topic_name(self, state: _ConsumerGroup, topic_id: str, source: str, line: int) -> str:
+        known = state.topics_by_id.get(topic_id)
+        if known is not None:
+            return known[0]
+        name = self.catalog.name_of_id(topic_id)
+        if name is None:
+            raise InputError(
+                "topic id not named by any ConsumerGroupPartitionMetadata record (type 4); "
+                "give --topics with an \"id\" for it", source=source, line=line,
+                field="topicId", value=topic_id)
+        return name
+
+    def target_snapshot(self, group: str, state: _ConsumerGroup, epoch: int,
+                        record: CoordinatorRecord) -> Snapshot:
+        known_names = sorted({name for name, _, _ in state.topics_by_id.values()}
+                             | set(self.catalog.topics))
+        members = []
+        assignors = set()
+        for member_id, (instance_id, rack, names, regex, assignor) in sorted(
+                state.members.items()):
+            topics = set(names)
+            if regex is not None:
+                try:
+                    pattern = re.compile(regex)
+                    topics.update(name for name in known_names if pattern.fullmatch(name))
+                except re.error as error:
+                    self.skip(record, f"group {group}: member {member_id}: regex {regex!r} "
+                                      f"not understood ({error}); its topics are unknown")
+            assigned = [
+                TopicPartition(self.topic_name(state, topic_id, source, line), partition)
+                for topic_id, partitions, source, line in state.targets.get(member_id, ())
+                for partition in partitions
+            ]
+            members.append(MemberSnapshot(member_id, instance_id, rack, tuple(sorted(topics)),
+                                          tuple(assigned)))
+            if assignor is not None:
+                assignors.add(assignor)
+        counts = {name: count for name, count, _ in state.topics_by_id.values()}
+        racks = {name: topic_racks for name, _, topic_racks in state.topics_by_id.values()
+                 if topic_racks is not None}
+        return Snapshot(
+            generation=epoch,
+            members=tuple(members),
+            timestamp_ms=record.timestamp_ms,
+            protocol=assignors.pop() if len(assignors) == 1 else None,
+            reason=f"target assignment for epoch {epoch}",
+            partition_counts=counts,
+            replica_racks=racks,
+        )
+
+    def flush(self, group: str) -> None:
+        state = self.consumer_groups.get(group)
+        if state is None or state.pending is None:
+            return
+        snapshot, source, line = state.pending
+        if snapshot.members:
+            settled = len(state.reconciled & {member.member_id for member in snapshot.members})
+            snapshot = Snapshot(
+                snapshot.generation, snapshot.members, snapshot.timestamp_ms, snapshot.protocol,
+                f"{snapshot.reason}, {settled} of {len(snapshot.members)} members reached it",
+                snapshot.partition_counts, snapshot.replica_racks)
+        self.assembler(group).add(snapshot, source, line)
+        state.pending = None
+        state.reconciled = set()
+
+    def result(self) -> ImportResult:
+        for group in sorted(self.consumer_groups):
+            self.flush(group)
+        if self.offset_commits:
+            log.info("%d offset commit records passed over", self.offset_commits)
+        return collect(self.assemblers.values(), self.skipped)
+
+
+def rows_from_records(records: Iterable[CoordinatorRecord],
+                      catalog: TopicCatalog | None = None) -> ImportResult:
+    """Trace rows from ``__consumer_offsets`` records in log order (several segments: oldest
+    first)."""
+    importer = _OffsetsImporter(catalog or TopicCatalog.empty())
+    for record in records:
+        importer.feed(record)
+    return importer.result()
