@@ -1,0 +1,140 @@
+"""`ktk assign`: results in input order, error lines, exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES
+from typer.testing import CliRunner
+
+from ktk.cli import app
+
+REQUEST = {
+    "name": "two",
+    "assignor": "range",
+    "topics": [{"name": "t0", "partitions": 3}, {"name": "t1", "partitions": 3}],
+    "members": [{"id": "c0", "topics": ["t0", "t1"]}, {"id": "c1", "topics": ["t0", "t1"]}],
+}
+RANGE_ANSWER = {"c0": [["t0", 0], ["t0", 1], ["t1", 0], ["t1", 1]], "c1": [["t0", 2], ["t1", 2]]}
+
+
+def invoke(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(app, ["assign", *args], input=stdin)
+
+
+def results(output: str) -> list[dict]:
+    return [json.loads(line) for line in output.splitlines() if line.strip()]
+
+
+def test_assign_reads_stdin_and_prints_one_result_per_request():
+    outcome = invoke(stdin=json.dumps(REQUEST) + "\n" + json.dumps({**REQUEST, "name": "again"}))
+    assert outcome.exit_code == 0, outcome.output
+    assert results(outcome.stdout) == [
+        {"name": "two", "assignor": "range", "assignment": RANGE_ANSWER},
+        {"name": "again", "assignor": "range", "assignment": RANGE_ANSWER},
+    ]
+
+
+def test_assign_reads_a_json_array_file(tmp_path: Path):
+    path = tmp_path / "requests.json"
+    path.write_text(json.dumps([REQUEST, {**REQUEST, "assignor": "roundrobin"}], indent=2))
+    outcome = invoke(str(path))
+    assert outcome.exit_code == 0, outcome.output
+    assert [r["assignor"] for r in results(outcome.stdout)] == ["range", "roundrobin"]
+
+
+def test_assignor_option_overrides_the_requests_choice():
+    outcome = invoke("--assignor", "roundrobin", stdin=json.dumps(REQUEST))
+    assert outcome.exit_code == 0, outcome.output
+    [result] = results(outcome.stdout)
+    assert result["assignor"] == "roundrobin"
+    assert result["assignment"] == {"c0": [["t0", 0], ["t0", 2], ["t1", 1]],
+                                    "c1": [["t0", 1], ["t1", 0], ["t1", 2]]}
+
+
+def test_invalid_request_prints_an_error_line_and_the_run_goes_on_with_exit_1():
+    bad = {**REQUEST, "name": "bad", "topics": [{"name": "t0", "partitions": -1}]}
+    text = "\n".join([json.dumps(bad), "{broken", json.dumps(REQUEST)])
+    outcome = invoke(stdin=text)
+    assert outcome.exit_code == 1
+    first, second, third = results(outcome.stdout)
+    assert first == {"name": "bad", "error": "<stdin>:1: topics[0].partitions: "
+                     "a partition count cannot be negative (got -1)"}
+    assert second["name"] is None and second["error"].startswith("<stdin>:2: malformed JSON")
+    assert third["assignment"] == RANGE_ANSWER
+    assert "2 of 3 requests failed" in outcome.stderr
+
+
+def test_missing_file_exits_2_with_one_line():
+    outcome = invoke("no-such-requests.jsonl")
+    assert outcome.exit_code == 2
+    assert outcome.stdout == ""
+    assert outcome.stderr.strip().splitlines() == [
+        "error: no-such-requests.jsonl: No such file or directory"
+    ]
+
+
+@pytest.mark.parametrize("text", ["this is not json\n", "[1, 2", "\u00ff\u00fe"])
+def test_input_that_is_not_json_at_all_exits_2(text: str):
+    outcome = invoke(stdin=text)
+    assert outcome.exit_code == 2
+    assert outcome.stderr.startswith("error: <stdin>:1:")
+    assert "Traceback" not in outcome.output
+
+
+def test_binary_input_exits_2(tmp_path: Path):
+    path = tmp_path / "requests.jsonl"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    outcome = invoke(str(path))
+    assert outcome.exit_code == 2
+    assert "not UTF-8" in outcome.stderr
+
+
+def test_unknown_assignor_option_exits_2():
+    outcome = invoke("--assignor", "fancy", stdin=json.dumps(REQUEST))
+    assert outcome.exit_code == 2
+    assert "unknown assignor" in outcome.stderr and "'fancy'" in outcome.stderr
+
+
+def test_pretty_output_puts_each_member_on_its_own_line():
+    outcome = invoke("--pretty", stdin=json.dumps(REQUEST))
+    assert outcome.exit_code == 0, outcome.output
+    assert outcome.stdout.splitlines() == [
+        "{",
+        '  "name": "two",',
+        '  "assignor": "range",',
+        '  "assignment": {',
+        '    "c0": [["t0", 0], ["t0", 1], ["t1", 0], ["t1", 1]],',
+        '    "c1": [["t0", 2], ["t1", 2]]',
+        "  }",
+        "}",
+    ]
+    assert json.loads(outcome.stdout)["assignment"] == RANGE_ANSWER
+
+
+def test_empty_input_prints_nothing_and_succeeds():
+    outcome = invoke(stdin="")
+    assert outcome.exit_code == 0
+    assert outcome.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "example", ["basic.jsonl", "racks.json", "static-members.jsonl"], ids=lambda name: name
+)
+def test_bundled_range_and_roundrobin_examples_run_cleanly(example: str):
+    outcome = invoke(str(EXAMPLES / "requests" / example))
+    assert outcome.exit_code == 0, outcome.output
+    assert all("assignment" in result for result in results(outcome.stdout))
+
+
+def test_static_example_keeps_ranges_across_new_member_ids():
+    outcome = invoke(str(EXAMPLES / "requests" / "static-members.jsonl"))
+    before, after, dynamic = results(outcome.stdout)
+    by_pod = {"pod-0": ("consumer-1-7f3a", "consumer-9-c1d0"),
+              "pod-1": ("consumer-2-91c4", "consumer-5-44aa"),
+              "pod-2": ("consumer-3-0b2e", "consumer-4-e6f1")}
+    for old_id, new_id in by_pod.values():
+        assert before["assignment"][old_id] == after["assignment"][new_id]
+    assert dynamic["assignment"]["consumer-4-e6f1"] != after["assignment"]["consumer-4-e6f1"]
