@@ -65,9 +65,7 @@ class LogStorage(Protocol):
         self, high_watermark: int, epoch_entries: Sequence[EpochEntry]
     ) -> None: ...
 
-    def recover(
-        self, lose_unflushed: bool
-    ) -> tuple[list[LogRecord], int, list[EpochEntry]]: ...
+    def recover(self, lose_unflushed: bool) -> tuple[list[LogRecord], int, list[EpochEntry]]: ...
 
 
 class LeaderEpochCache:

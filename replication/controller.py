@@ -1,0 +1,295 @@
+"""The controller's view of one partition: ISR changes, AlterPartition validation and leader
+elections (clean, unclean, preferred, eligible leader replicas) with their epoch bumps.
+
+Fencing the leader of replicas [1, 2, 3] moves leadership to the first ISR member in assignment
+order and bumps the leader epoch; without ELR the last ISR member is never removed:
+
+>>> controller = Controller(replicas=(1, 2, 3), min_insync_replicas=1)
+>>> controller.fence(1)
+True
+>>> r = controller.registration
+>>> r.leader, r.isr, r.leader_epoch
+(2, (2, 3), 1)
+>>> _ = controller.fence(2), controller.fence(3)
+>>> r = controller.registration
+>>> r.leader, r.isr, r.leader_epoch
+(-1, (3,), 3)
+>>> _ = controller.unfence(3)  # "last replica standing" comes back and leads again
+>>> controller.registration.leader, controller.registration.leader_epoch
+(3, 4)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from replication.partition import NONE, AlterPartitionRequest, ordered
+
+RECOVERED = "RECOVERED"
+RECOVERING = "RECOVERING"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    """The partition record the controller owns (KRaft's PartitionRegistration)."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+    leader_recovery_state: str = RECOVERED
+
+
+@dataclass(slots=True)
+class BrokerRegistration:
+    broker_epoch: int
+    fenced: bool = False
+    in_controlled_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionOutcome:
+    changed: bool
+    unclean: bool = False
+
+
+class Controller:
+    """Owns the partition registration and the broker registrations (fenced or not)."""
+
+    def __init__(
+        self,
+        replicas: tuple[int, ...],
+        *,
+        min_insync_replicas: int = 1,
+        unclean_leader_election: bool = False,
+        eligible_leader_replicas: bool = False,
+        bump_epoch_on_isr_change: bool = False,
+        leader: int | None = None,
+        brokers: Collection[int] | None = None,
+    ) -> None:
+        self.replicas = tuple(replicas)
+        self.min_insync_replicas = min_insync_replicas
+        self.unclean_leader_election = unclean_leader_election
+        self.eligible_leader_replicas = eligible_leader_replicas
+        # the ZooKeeper controller bumps the leader epoch on every ISR change it writes (R5.4)
+        self.bump_epoch_on_isr_change = bump_epoch_on_isr_change
+        self._next_broker_epoch = 1
+        self.brokers: dict[int, BrokerRegistration] = {}
+        for broker_id in sorted(set(brokers or replicas) | set(replicas)):
+            self.brokers[broker_id] = BrokerRegistration(self._new_broker_epoch())
+        self.registration = PartitionRegistration(
+            replicas=self.replicas,
+            isr=self.replicas,
+            leader=self.replicas[0] if leader is None else leader,
+        )
+        self.unclean_elections = 0
+
+    # ------------------------------------------------------------------ brokers
+
+    def _new_broker_epoch(self) -> int:
+        epoch = self._next_broker_epoch
+        self._next_broker_epoch += 1
+        return epoch
+
+    def is_acceptable(self, broker_id: int) -> bool:
+        """May lead: registered, unfenced, not shutting down (R5.1)."""
+        broker = self.brokers.get(broker_id)
+        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+
+    def eligible_brokers(self) -> frozenset[int]:
+        """ISR-eligible brokers (R2.3), as the metadata brokers receive shows them."""
+        return frozenset(b for b in self.brokers if self.is_acceptable(b))
+
+    def fence(self, broker_id: int) -> bool:
+        """Missed heartbeats: out of every ISR and leadership (R2.7); True if anything changed."""
+        broker = self.brokers[broker_id]
+        if broker.fenced:
+            return False
+        broker.fenced = True
+        return self._remove_from_isr(broker_id)
+
+    def unfence(self, broker_id: int) -> bool:
+        """Heartbeats again: eligible to lead a leaderless partition."""
+        broker = self.brokers[broker_id]
+        changed = broker.fenced or broker.in_controlled_shutdown
+        broker.fenced = False
+        broker.in_controlled_shutdown = False
+        return self.maybe_elect_leaderless() or changed
+
+    def controlled_shutdown(self, broker_id: int) -> bool:
+        """A clean shutdown: the broker leaves the ISR and leadership before it stops."""
+        self.brokers[broker_id].in_controlled_shutdown = True
+        return self._remove_from_isr(broker_id)
+
+    def register(self, broker_id: int) -> int:
+        """A new process incarnation registers; with ELR it counts as a possibly unclean
+        shutdown and leaves both ISR and ELR (R2.7, R5.5 rule 6). Returns the broker epoch."""
+        broker = self.brokers[broker_id]
+        if self.registration.leader == broker_id and not broker.fenced:
+            # the old incarnation still led: the new one starts fenced, so leadership moves first
+            self.fence(broker_id)
+        broker.broker_epoch = self._new_broker_epoch()
+        if self.eligible_leader_replicas:
+            registration = self.registration
+            if broker_id in registration.isr or broker_id in registration.elr:
+                target = tuple(r for r in registration.isr if r != broker_id)
+                self._change(target, unclean_shutdown=frozenset({broker_id}))
+        self.unfence(broker_id)
+        return broker.broker_epoch
+
+    def _remove_from_isr(self, broker_id: int) -> bool:
+        registration = self.registration
+        if broker_id not in registration.isr and registration.leader != broker_id:
+            return self.maybe_elect_leaderless()
+        target = tuple(r for r in registration.isr if r != broker_id)
+        return self._change(target)
+
+    # ------------------------------------------------------------------ elections
+
+    def maybe_elect_leaderless(self) -> bool:
+        """Give a leaderless partition a leader if any candidate qualifies."""
+        if self.registration.leader != -1:
+            return False
+        return self._change(self.registration.isr)
+
+    def elect(self, target: str | int) -> ElectionOutcome:
+        """``auto``: elect if leaderless or the leader is unacceptable; ``preferred``: R5.3;
+        ``unclean``: ElectLeaders(UNCLEAN); a broker id: move leadership there (controlled)."""
+        before = self.unclean_elections
+        if target == "preferred":
+            changed = self._change(self.registration.isr, election="preferred")
+        elif target == "unclean":
+            changed = self._change(self.registration.isr, election="unclean")
+        elif target == "auto":
+            registration = self.registration
+            if registration.leader != -1 and not self.is_acceptable(registration.leader):
+                changed = self._remove_from_isr(registration.leader)
+            else:
+                changed = self._change(registration.isr)
+        else:
+            changed = self._change(self.registration.isr, forced_leader=int(target))
+        return ElectionOutcome(changed, unclean=self.unclean_elections > before)
+
+    def _change(
+        self,
+        target_isr: tuple[int, ...],
+        *,
+        election: str = "clean",
+        forced_leader: int | None = None,
+        unclean_shutdown: frozenset[int] = frozenset(),
+        recovered: bool = False,
+        from_leader: bool = False,
+    ) -> bool:
+        """Build and apply one partition change (PartitionChangeBuilder in miniature)."""
+        current = self.registration
+        target = ordered(target_isr, self.replicas)
+        elr_enabled = self.eligible_leader_replicas
+        if not target and not elr_enabled:
+            # without ELR the controller never empties the ISR: the last member stays (R2.7)
+            target = ordered(current.isr, self.replicas)[:1] if current.isr else ()
+        elr = set(current.elr)
+        last_known_elr = current.last_known_elr
+        if elr_enabled:
+            if len(target) >= self.min_insync_replicas:
+                elr, last_known_elr = set(), ()
+            else:
+                elr = (elr | set(current.isr)) - set(target) - set(unclean_shutdown)
+                if not target and current.isr:
+                    last_known_elr = (current.leader,) if current.leader != -1 else current.isr[:1]
+        leader = current.leader
+        recovery_state = RECOVERED if recovered else current.leader_recovery_state
+        unclean = False
+        if forced_leader is not None:
+            if self.is_acceptable(forced_leader):
+                leader = forced_leader
+                if forced_leader not in target:
+                    target, elr, last_known_elr, unclean = (forced_leader,), set(), (), True
+        else:
+            leader = self._choose_leader(target, election)
+            if leader == -1 and not target and elr_enabled:
+                leader = next((r for r in self.replicas if r in elr and self.is_acceptable(r)), -1)
+                if leader != -1:
+                    target, elr = (leader,), elr - {leader}
+                elif not elr and len(last_known_elr) == 1 and self.is_acceptable(last_known_elr[0]):
+                    leader, target, unclean = last_known_elr[0], (last_known_elr[0],), True
+            if leader == -1 and (self.unclean_leader_election or election == "unclean"):
+                leader = next((r for r in self.replicas if self.is_acceptable(r)), -1)
+                if leader != -1:
+                    target, elr, last_known_elr, unclean = (leader,), set(), (), True
+        if unclean:
+            recovery_state = RECOVERING
+            self.unclean_elections += 1
+        new_elr = ordered(elr, self.replicas)
+        if (
+            target == current.isr
+            and leader == current.leader
+            and new_elr == current.elr
+            and last_known_elr == current.last_known_elr
+            and recovery_state == current.leader_recovery_state
+        ):
+            return False
+        bump = leader != current.leader or (
+            self.bump_epoch_on_isr_change and not from_leader and target != current.isr
+        )
+        self.registration = dataclasses.replace(
+            current,
+            isr=target,
+            leader=leader,
+            leader_epoch=current.leader_epoch + (1 if bump else 0),
+            partition_epoch=current.partition_epoch + 1,
+            elr=new_elr,
+            last_known_elr=last_known_elr,
+            leader_recovery_state=recovery_state,
+        )
+        return True
+
+    def _choose_leader(self, target: tuple[int, ...], election: str) -> int:
+        current_leader = self.registration.leader
+        if election == "preferred":
+            preferred = self.replicas[0]
+            if preferred in target and self.is_acceptable(preferred):
+                return preferred
+        if current_leader in target and self.is_acceptable(current_leader):
+            return current_leader
+        return next((r for r in self.replicas if r in target and self.is_acceptable(r)), -1)
+
+    # ------------------------------------------------------------------ AlterPartition
+
+    def handle_alter_partition(self, request: AlterPartitionRequest) -> str:
+        """R2.6 checks in order; on success the ISR is committed and partitionEpoch bumped."""
+        current = self.registration
+        if (
+            request.leader_epoch > current.leader_epoch
+            or request.partition_epoch > current.partition_epoch
+        ):
+            return "NOT_CONTROLLER"
+        if request.leader_epoch < current.leader_epoch:
+            return "FENCED_LEADER_EPOCH"
+        if request.leader_id != current.leader:
+            return "INVALID_REQUEST"
+        if request.partition_epoch < current.partition_epoch:
+            return "INVALID_UPDATE_VERSION"
+        proposed = set(request.new_isr)
+        if not proposed <= set(self.replicas) or request.leader_id not in proposed:
+            return "INVALID_REQUEST"
+        broker_epochs = dict(request.broker_epochs)
+        for member in request.new_isr:
+            if member == request.leader_id:
+                continue
+            broker = self.brokers.get(member)
+            if broker is None or not self.is_acceptable(member):
+                return "INELIGIBLE_REPLICA"
+            if broker_epochs.get(member, -1) not in (-1, broker.broker_epoch):
+                return "INELIGIBLE_REPLICA"
+        # the leader treats itself as RECOVERED and says so in its request (KIP-704)
+        changed = self._change(request.new_isr, recovered=True, from_leader=True)
+        if not changed:
+            return NONE
+        if self.registration.leader != request.leader_id:
+            return "NEW_LEADER_ELECTED"
+        return NONE

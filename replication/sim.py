@@ -1,0 +1,747 @@
+"""A deterministic discrete-event cluster of one partition: brokers with replica logs, a
+controller, a simulated clock, a network that can isolate brokers and lose replies, crashes that
+keep or lose unflushed data, producers and consumers. Nothing here reads the wall clock or a
+global random generator: the same steps give the same run, byte for byte.
+
+S1 (KIP-101 scenario 1) in ``pre-0.11``: the follower restarts, truncates to its lagging HW and
+is then elected, so the acknowledged m2 disappears; ``current`` keeps it:
+
+>>> from replication.scenario import load_scenario
+>>> s1 = load_scenario('''
+... name: s1
+... config: {brokers: [1, 2], replicas: [2, 1], min_insync_replicas: 1}
+... steps:
+...   - {produce: m1}
+...   - {fetch: 1}
+...   - {fetch: 1}
+...   - {produce: m2}
+...   - {fetch: 1}
+...   - {fetch: 1}
+...   - {crash: 1}
+...   - {restart: 1}
+...   - {crash: 2, detected: true}
+... ''')
+>>> run_scenario(s1, mode="pre-0.11").acked_lost
+['m2']
+>>> run_scenario(s1, mode="current").acked_lost
+[]
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from replication import invariants
+from replication.controller import Controller
+from replication.log import LogStorage, ReplicaLog
+from replication.modes import ProtocolMode, get_mode
+from replication.partition import (
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    OK,
+    REQUEST_TIMED_OUT,
+    AlterPartitionRequest,
+    PartitionReplica,
+)
+from replication.scenario import (
+    Scenario,
+    ScenarioConfig,
+    Step,
+    expect_fields,
+    load_scenario,
+    scenario_to_dict,
+)
+
+__all__ = [
+    "Cluster",
+    "Scenario",
+    "ScenarioResult",
+    "StorageFactory",
+    "load_scenario",
+    "run_scenario",
+    "scenario_to_dict",
+]
+
+logger = logging.getLogger(__name__)
+
+StorageFactory = Callable[[int], LogStorage]
+PENDING = "pending"
+
+
+@dataclass(slots=True)
+class Broker:
+    broker_id: int
+    replica: PartitionReplica
+    broker_epoch: int
+    online: bool = True
+    isolated: bool = False
+    # since when the controller has not heard a heartbeat (crashed or cut off), if so
+    silent_since_ms: int | None = None
+    # restarted while cut off: registers with the controller once reachable
+    needs_registration: bool = False
+
+
+@dataclass(slots=True)
+class ProduceRequest:
+    value: str
+    step: int
+    acks: str | int
+    leader_id: int
+    leader_epoch: int
+    required_offset: int
+    deadline_ms: int
+    result: str = PENDING
+
+
+@dataclass(slots=True)
+class InFlightAlterPartition:
+    deliver_at_ms: int
+    request: AlterPartitionRequest
+
+
+@dataclass(slots=True)
+class ConsumerState:
+    position: int = 0
+    last_epoch: int = -1
+    records: list[tuple[int, str]] = field(default_factory=list)
+    truncation_detected: bool = False
+
+
+def effective_mode(config: ScenarioConfig, mode: str | ProtocolMode | None = None) -> ProtocolMode:
+    """The mode a scenario runs under: ``mode`` (or the config's), with the config's switches.
+
+    ELR is an option of ``current`` only; under older modes the config's flag is ignored.
+    """
+    if isinstance(mode, ProtocolMode):
+        return mode
+    protocol = get_mode(mode or config.mode)
+    switches: dict[str, bool] = {}
+    if config.maximal_isr is not None:
+        switches["maximal_isr"] = config.maximal_isr
+    if config.leso_isr_join is not None:
+        switches["leso_isr_join"] = config.leso_isr_join
+    if config.eligible_leader_replicas and protocol.name == "current":
+        switches["eligible_leader_replicas"] = True
+    return protocol.with_switches(**switches)
+
+
+class Cluster:
+    """One partition on a few brokers, driven one operation at a time."""
+
+    def __init__(
+        self,
+        config: ScenarioConfig,
+        mode: ProtocolMode,
+        storage_factory: StorageFactory | None = None,
+    ) -> None:
+        self.config = config
+        self.mode = mode
+        self.now_ms = 0
+        self.step_index = -1
+        self.controller = Controller(
+            config.replicas,
+            min_insync_replicas=config.min_insync_replicas,
+            unclean_leader_election=config.unclean_leader_election,
+            eligible_leader_replicas=mode.eligible_leader_replicas,
+            bump_epoch_on_isr_change=mode.truncation != "diverging-epoch",
+            brokers=config.brokers,
+        )
+        self.brokers: dict[int, Broker] = {}
+        for broker_id in config.replicas:
+            storage = storage_factory(broker_id) if storage_factory is not None else None
+            replica = PartitionReplica(
+                broker_id,
+                config.replicas,
+                mode,
+                log=ReplicaLog(storage=storage),
+                min_insync_replicas=config.min_insync_replicas,
+                lag_time_max_ms=config.replica_lag_time_max_ms,
+            )
+            self.brokers[broker_id] = Broker(
+                broker_id, replica, self.controller.brokers[broker_id].broker_epoch
+            )
+        self.in_flight: list[InFlightAlterPartition] = []
+        self.produces: list[ProduceRequest] = []
+        self.acked: list[str] = []
+        self.consumers: dict[str, ConsumerState] = {}
+        # offset -> value of every record a current leader ever had below its HW
+        self.committed: dict[int, str] = {}
+        self.lossy_shutdowns = 0
+        self._propagate()
+
+    # ------------------------------------------------------------------ queries
+
+    def leader_broker(self) -> Broker | None:
+        """The controller's leader if it runs and believes it leads in the current epoch."""
+        registration = self.controller.registration
+        broker = self.brokers.get(registration.leader)
+        if broker is None or not broker.online:
+            return None
+        replica = broker.replica
+        if replica.role != "leader" or replica.leader_epoch != registration.leader_epoch:
+            return None
+        return broker
+
+    def reachable(self, broker_id: int) -> bool:
+        broker = self.brokers[broker_id]
+        return broker.online and not broker.isolated
+
+    # ------------------------------------------------------------------ clients
+
+    def produce(self, value: str, acks: str | int = "all", timeout_ms: int | None = None) -> str:
+        registration = self.controller.registration
+        if registration.leader == -1:
+            return self._record_produce(value, acks, NOT_LEADER_OR_FOLLOWER)
+        if not self.reachable(registration.leader):
+            return self._record_produce(value, acks, REQUEST_TIMED_OUT)
+        leader = self.brokers[registration.leader].replica
+        error, offset = leader.append_as_leader(
+            value, acks="all" if acks == "all" else str(acks), now_ms=self.now_ms
+        )
+        if error != NONE:
+            return self._record_produce(value, acks, error)
+        request = ProduceRequest(
+            value,
+            self.step_index,
+            acks,
+            leader.broker_id,
+            leader.leader_epoch,
+            offset + 1,
+            self.now_ms + (timeout_ms or self.config.request_timeout_ms),
+        )
+        self.produces.append(request)
+        if acks == 0:
+            request.result = "sent"
+        elif acks == 1:
+            request.result = OK
+            self.acked.append(value)
+        self._complete_produces()
+        if request.result == PENDING:
+            return f"appended at {offset}, waiting for HW"
+        return f"appended at {offset}: {request.result}"
+
+    def _record_produce(self, value: str, acks: str | int, result: str) -> str:
+        self.produces.append(ProduceRequest(value, self.step_index, acks, -1, -1, -1, -1, result))
+        return result
+
+    def _complete_produces(self) -> None:
+        """acks=all responses: ok once HW passes the record, or an error (R3.4)."""
+        for request in self.produces:
+            if request.result != PENDING:
+                continue
+            broker = self.brokers[request.leader_id]
+            replica = broker.replica
+            if not broker.online:
+                request.result = REQUEST_TIMED_OUT
+                continue
+            if replica.role != "leader" or replica.leader_epoch != request.leader_epoch:
+                request.result = NOT_LEADER_OR_FOLLOWER
+                continue
+            if broker.isolated:
+                if self.now_ms >= request.deadline_ms:
+                    request.result = REQUEST_TIMED_OUT
+                continue
+            outcome = replica.produce_completion(request.required_offset)
+            if outcome is not None:
+                request.result = outcome
+                if outcome == OK:
+                    self.acked.append(request.value)
+            elif self.now_ms >= request.deadline_ms:
+                request.result = REQUEST_TIMED_OUT
+
+    def consume(self, consumer_id: str) -> str:
+        """Read committed records from the leader; ``current`` validates the position against
+        the leader's epoch cache first and so notices truncation (KIP-320)."""
+        consumer = self.consumers.setdefault(consumer_id, ConsumerState())
+        leader = self.leader_broker()
+        if leader is None or leader.isolated:
+            return "no reachable leader"
+        log = leader.replica.log
+        note = ""
+        if self.mode.leader_epoch_fencing and consumer.last_epoch != -1:
+            _epoch, end_offset = log.epoch_cache.end_offset_for(
+                consumer.last_epoch, log.log_end_offset
+            )
+            if 0 <= end_offset < consumer.position:
+                consumer.truncation_detected = True
+                note = f"truncation detected at {end_offset}; "
+                consumer.position = end_offset
+        if consumer.position > log.log_end_offset:
+            # out of range without validation: reset to the latest committed offset
+            consumer.position = log.high_watermark
+            note = "offset out of range, reset; "
+        read = [r for r in log.read_from(consumer.position) if r.offset < log.high_watermark]
+        for record in read:
+            consumer.records.append((record.offset, record.value))
+            consumer.last_epoch = record.leader_epoch
+        consumer.position = max(consumer.position, log.high_watermark)
+        return f"{note}read {len(read)} records"
+
+    # ------------------------------------------------------------------ replication
+
+    def fetch(self, broker_id: int, response_lost: bool = False) -> str:
+        """One fetch round trip of follower ``broker_id`` with the leader it knows."""
+        broker = self.brokers[broker_id]
+        replica = broker.replica
+        if not broker.online:
+            return "offline"
+        if replica.role == "leader":
+            return "is leader"
+        if replica.leader_id == -1:
+            return "no leader known"
+        if broker.isolated or not self.reachable(replica.leader_id):
+            return "leader unreachable"
+        leader = self.brokers[replica.leader_id].replica
+        if replica.truncating:
+            if leader.role != "leader":
+                return NOT_LEADER_OR_FOLLOWER
+            epoch, end_offset = leader.end_offset_for_epoch(replica.epoch_request())
+            if response_lost:
+                return "epoch request answered, reply lost"
+            outcome, _done = replica.apply_epoch_answer(epoch, end_offset)
+            return outcome
+        response = leader.handle_fetch(replica.fetch_request(broker.broker_epoch), self.now_ms)
+        if response.error == NONE and response.diverging_epoch is None:
+            request = leader.maybe_expand_isr(broker_id)
+            if request is not None:
+                self._send_alter_partition(request)
+            self._complete_produces()
+        if response_lost:
+            return "reply lost"
+        return replica.apply_fetch_response(response)
+
+    def flush(self, broker_id: int) -> str:
+        broker = self.brokers[broker_id]
+        if not broker.online:
+            return "offline"
+        broker.replica.log.flush()
+        return f"flushed to {broker.replica.log.flushed}"
+
+    def _send_alter_partition(self, request: AlterPartitionRequest) -> None:
+        self.in_flight.append(
+            InFlightAlterPartition(self.now_ms + self.config.alter_partition_delay_ms, request)
+        )
+        self._deliver_alter_partitions()
+
+    def _deliver_alter_partitions(self) -> None:
+        """Hand due AlterPartition requests to the controller (held while the sender is cut off)."""
+        for item in list(self.in_flight):
+            sender = self.brokers[item.request.leader_id]
+            if item.deliver_at_ms > self.now_ms or not self.reachable(sender.broker_id):
+                continue
+            self.in_flight.remove(item)
+            error = self.controller.handle_alter_partition(item.request)
+            registration = self.controller.registration
+            sender.replica.handle_alter_partition_response(
+                item.request, error, registration.isr, registration.partition_epoch, self.now_ms
+            )
+            self._propagate()
+
+    def _propagate(self) -> None:
+        """Every reachable broker applies the controller's latest partition state."""
+        registration = self.controller.registration
+        eligible = self.controller.eligible_brokers()
+        for broker in self.brokers.values():
+            if not self.reachable(broker.broker_id):
+                continue
+            replica = broker.replica
+            replica.eligible_brokers = eligible
+            if registration.leader == broker.broker_id:
+                if replica.role != "leader" or replica.leader_epoch != registration.leader_epoch:
+                    replica.become_leader(
+                        registration.leader_epoch,
+                        registration.partition_epoch,
+                        registration.isr,
+                        self.now_ms,
+                    )
+                elif registration.partition_epoch > replica.partition_epoch:
+                    replica.update_committed_isr(
+                        registration.isr, registration.partition_epoch, self.now_ms
+                    )
+            elif (
+                replica.role != "follower"
+                or replica.leader_epoch != registration.leader_epoch
+                or replica.leader_id != registration.leader
+            ):
+                replica.become_follower(
+                    registration.leader, registration.leader_epoch, registration.partition_epoch
+                )
+            else:
+                replica.partition_epoch = registration.partition_epoch
+        self._complete_produces()
+
+    # ------------------------------------------------------------------ faults
+
+    def crash(self, broker_id: int, lose_unflushed: bool = False, detected: bool = False) -> str:
+        broker = self.brokers[broker_id]
+        if not broker.online:
+            return "already offline"
+        broker.online = False
+        flushed = broker.replica.log.flushed
+        lost = broker.replica.log.log_end_offset - flushed if lose_unflushed else 0
+        broker.replica.log.recover_after_crash(lose_unflushed)
+        broker.replica.go_offline()
+        self.in_flight = [i for i in self.in_flight if i.request.leader_id != broker_id]
+        if lose_unflushed:
+            self.lossy_shutdowns += 1
+        if broker.silent_since_ms is None:
+            broker.silent_since_ms = self.now_ms
+        self._complete_produces()
+        outcome = f"lost {lost} unflushed records" if lose_unflushed else "crashed"
+        if detected:
+            self.controller.fence(broker_id)
+            self._propagate()
+            outcome += ", fenced"
+        return outcome
+
+    def shutdown(self, broker_id: int) -> str:
+        """Controlled shutdown: leadership and ISR move away, the log is flushed, then stop."""
+        broker = self.brokers[broker_id]
+        if not broker.online:
+            return "already offline"
+        if not broker.isolated:
+            self.controller.controlled_shutdown(broker_id)
+            self._propagate()
+        broker.replica.log.flush()
+        broker.online = False
+        broker.replica.log.recover_after_crash(lose_unflushed=False)
+        broker.replica.go_offline()
+        self.in_flight = [i for i in self.in_flight if i.request.leader_id != broker_id]
+        broker.silent_since_ms = self.now_ms
+        if not broker.isolated:
+            self.controller.fence(broker_id)
+            self._propagate()
+        self._complete_produces()
+        return "shut down"
+
+    def restart(self, broker_id: int) -> str:
+        broker = self.brokers[broker_id]
+        if broker.online:
+            return "already running"
+        broker.online = True
+        broker.replica.role = "follower"
+        if broker.isolated:
+            broker.needs_registration = True
+            return "restarted, cut off"
+        self._register(broker)
+        return f"restarted (broker epoch {broker.broker_epoch})"
+
+    def _register(self, broker: Broker) -> None:
+        broker.needs_registration = False
+        broker.silent_since_ms = None
+        broker.broker_epoch = self.controller.register(broker.broker_id)
+        self._propagate()
+
+    def isolate(self, broker_id: int) -> str:
+        broker = self.brokers[broker_id]
+        broker.isolated = True
+        if broker.online and broker.silent_since_ms is None:
+            broker.silent_since_ms = self.now_ms
+        return "isolated"
+
+    def heal(self, broker_id: int) -> str:
+        broker = self.brokers[broker_id]
+        broker.isolated = False
+        if not broker.online:
+            return "healed (offline)"
+        if broker.needs_registration:
+            self._register(broker)
+            return "healed, registered"
+        broker.silent_since_ms = None
+        self.controller.unfence(broker_id)
+        self._propagate()
+        self._deliver_alter_partitions()
+        return "healed"
+
+    def elect(self, target: str | int) -> str:
+        registration = self.controller.registration
+        outcome = self.controller.elect(target)
+        self._propagate()
+        after = self.controller.registration
+        if not outcome.changed or after.leader == registration.leader:
+            return f"leader stays {after.leader}"
+        kind = "unclean " if outcome.unclean else ""
+        return f"{kind}leader {after.leader} in epoch {after.leader_epoch}"
+
+    # ------------------------------------------------------------------ time
+
+    def advance(self, duration_ms: int) -> str:
+        """Let time pass: ISR expiry every lag/2, session timeouts, AlterPartition delivery and
+        produce timeouts happen in time order."""
+        target = self.now_ms + duration_ms
+        events: list[str] = []
+        while True:
+            next_time = self._next_event_time(target)
+            if next_time is None:
+                break
+            self.now_ms = next_time
+            events.extend(self._fire_events())
+        self.now_ms = target
+        self._complete_produces()
+        return "; ".join(events) if events else f"clock at {self.now_ms} ms"
+
+    def advance_to(self, time_ms: int) -> None:
+        if time_ms > self.now_ms:
+            self.advance(time_ms - self.now_ms)
+
+    def _next_event_time(self, target: int) -> int | None:
+        candidates: list[int] = []
+        period = max(self.config.replica_lag_time_max_ms // 2, 1)
+        next_tick = (self.now_ms // period + 1) * period
+        candidates.append(next_tick)
+        for broker in self.brokers.values():
+            if broker.silent_since_ms is not None and not self._fenced(broker.broker_id):
+                deadline = broker.silent_since_ms + self.config.broker_session_timeout_ms
+                candidates.append(max(deadline, self.now_ms + 1))
+        for item in self.in_flight:
+            if item.deliver_at_ms > self.now_ms and self.reachable(item.request.leader_id):
+                candidates.append(item.deliver_at_ms)
+        for request in self.produces:
+            if request.result == PENDING and request.deadline_ms > self.now_ms:
+                candidates.append(request.deadline_ms)
+        due = [time for time in candidates if time <= target]
+        return min(due) if due else None
+
+    def _fenced(self, broker_id: int) -> bool:
+        return self.controller.brokers[broker_id].fenced
+
+    def _fire_events(self) -> list[str]:
+        events: list[str] = []
+        self._deliver_alter_partitions()
+        for broker in self.brokers.values():
+            silent = broker.silent_since_ms
+            if (
+                silent is not None
+                and not self._fenced(broker.broker_id)
+                and self.now_ms >= silent + self.config.broker_session_timeout_ms
+            ):
+                self.controller.fence(broker.broker_id)
+                events.append(f"t={self.now_ms}: broker {broker.broker_id} fenced")
+                self._propagate()
+        period = max(self.config.replica_lag_time_max_ms // 2, 1)
+        if self.now_ms % period == 0:
+            for broker in self.brokers.values():
+                if not broker.online or broker.replica.role != "leader":
+                    continue
+                request = broker.replica.maybe_shrink_isr(self.now_ms)
+                if request is not None:
+                    events.append(f"t={self.now_ms}: leader {broker.broker_id} shrinks ISR")
+                    self._send_alter_partition(request)
+        self._complete_produces()
+        return events
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def note_committed(self) -> None:
+        """Remember what a current leader holds below its HW (the committed history)."""
+        leader = self.leader_broker()
+        if leader is None:
+            return
+        log = leader.replica.log
+        for record in log.records:
+            if record.offset >= log.high_watermark:
+                break
+            self.committed.setdefault(record.offset, record.value)
+
+    def replica_view(self, broker_id: int) -> dict[str, Any]:
+        broker = self.brokers[broker_id]
+        log = broker.replica.log
+        return {
+            "log": [[r.offset, r.leader_epoch, r.value] for r in log.records],
+            "leo": log.log_end_offset,
+            "hw": log.high_watermark,
+            "epoch": broker.replica.leader_epoch,
+            "epoch_cache": [[e.epoch, e.start_offset] for e in log.epoch_cache.entries],
+            "online": broker.online,
+            "isolated": broker.isolated,
+        }
+
+    def acked_lost(self) -> list[str]:
+        """Acknowledged values the leader no longer has (with no leader: no replica has)."""
+        leader = self.leader_broker()
+        if leader is not None:
+            present = set(leader.replica.log.values())
+        else:
+            present = {v for b in self.brokers.values() for v in b.replica.log.values()}
+        return [value for value in self.acked if value not in present]
+
+    def diverged(self) -> bool:
+        """Two replicas hold different records at an offset below both their HWs."""
+        logs = [b.replica.log for b in self.brokers.values()]
+        for index, first in enumerate(logs):
+            for second in logs[index + 1 :]:
+                limit = min(first.high_watermark, second.high_watermark)
+                for offset in range(limit):
+                    if first.record_at(offset) != second.record_at(offset):
+                        return True
+        return False
+
+    def state(self) -> dict[str, Any]:
+        """The result fields that describe the cluster now (spec/replication.md)."""
+        registration = self.controller.registration
+        leader = self.leader_broker()
+        return {
+            "leader": registration.leader,
+            "leader_epoch": registration.leader_epoch,
+            "isr": list(registration.isr),
+            "elr": list(registration.elr),
+            "hw": leader.replica.log.high_watermark if leader is not None else None,
+            "replicas": {str(b): self.replica_view(b) for b in self.brokers},
+            "acked": list(self.acked),
+            "acked_lost": self.acked_lost(),
+            "diverged": self.diverged(),
+            "consumed": {c: [v for _, v in s.records] for c, s in sorted(self.consumers.items())},
+            "truncation_detected": {
+                c: s.truncation_detected for c, s in sorted(self.consumers.items())
+            },
+            "results": {r.value: r.result for r in self.produces},
+            "unclean_elections": self.controller.unclean_elections,
+        }
+
+    def apply(self, step: Step) -> str:
+        """Run one scenario step (``expect`` steps are checked by the caller)."""
+        at_ms = step.option("at_ms")
+        if at_ms is not None:
+            self.advance_to(at_ms)
+        op, target = step.op, step.target
+        if op == "produce":
+            return self.produce(target, step.option("acks", "all"), step.option("timeout_ms"))
+        if op == "fetch":
+            return self.fetch(target, response_lost=step.option("response") == "lost")
+        if op == "crash":
+            return self.crash(
+                target,
+                lose_unflushed=step.option("unflushed") == "lose",
+                detected=bool(step.option("detected", False)),
+            )
+        if op == "advance_ms":
+            return self.advance(target)
+        if op == "consume":
+            return self.consume(target)
+        if op == "expect":
+            return "expect"
+        handler: Callable[[Any], str] = getattr(self, op)
+        return handler(target)
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """Everything a run produced: final state, violations, timeline and failed expectations."""
+
+    name: str
+    mode: str
+    final: dict[str, Any]
+    violations: list[dict[str, Any]]
+    timeline: list[dict[str, Any]]
+    expect_failures: list[str]
+    scenario: Scenario
+
+    @property
+    def acked_lost(self) -> list[str]:
+        return list(self.final["acked_lost"])
+
+    @property
+    def diverged(self) -> bool:
+        return bool(self.final["diverged"])
+
+    @property
+    def ok(self) -> bool:
+        return not self.expect_failures
+
+    def violation_names(self) -> list[str]:
+        return sorted({v["invariant"] for v in self.violations})
+
+    def to_json(self) -> dict[str, Any]:
+        """The result document of spec/replication.md (plus a few extra fields)."""
+        return {
+            "name": self.name,
+            "mode": self.mode,
+            **self.final,
+            "violations": list(self.violations),
+            "expect_failures": list(self.expect_failures),
+            "timeline": list(self.timeline),
+        }
+
+
+def run_scenario(
+    scenario: Scenario,
+    mode: str | ProtocolMode | None = None,
+    *,
+    storage_factory: StorageFactory | None = None,
+) -> ScenarioResult:
+    """Run every step of ``scenario`` under ``mode`` (default: the scenario's), checking the
+    invariants after each step and every ``expect`` that applies to the mode."""
+    protocol = effective_mode(scenario.config, mode)
+    cluster = Cluster(scenario.config, protocol, storage_factory)
+    checker = invariants.InvariantChecker(cluster)
+    timeline: list[dict[str, Any]] = []
+    expect_failures: list[str] = []
+    for index, step in enumerate(scenario.steps):
+        cluster.step_index = index
+        outcome = cluster.apply(step)
+        cluster.note_committed()
+        checker.check(index)
+        state = cluster.state()
+        if step.op == "expect":
+            modes = step.option("modes")
+            if modes is None or protocol.name in modes:
+                expect_failures.extend(
+                    check_expect(index, expect_fields(step), state, checker.violations)
+                )
+            continue
+        timeline.append(
+            {
+                "step": index,
+                "op": step.describe(),
+                "time_ms": cluster.now_ms,
+                "result": outcome,
+                "leader": state["leader"],
+                "leader_epoch": state["leader_epoch"],
+                "isr": state["isr"],
+                "replicas": {
+                    broker_id: {key: view[key] for key in ("leo", "hw", "epoch", "online")}
+                    for broker_id, view in state["replicas"].items()
+                },
+                "acked": state["acked"],
+            }
+        )
+    return ScenarioResult(
+        name=scenario.name,
+        mode=protocol.name,
+        final=cluster.state(),
+        violations=list(checker.violations),
+        timeline=timeline,
+        expect_failures=expect_failures,
+        scenario=scenario,
+    )
+
+
+def check_expect(
+    index: int,
+    expected: dict[str, Any],
+    state: dict[str, Any],
+    violations: list[dict[str, Any]],
+) -> list[str]:
+    """Failed expectations of one ``expect`` step, each as one readable line."""
+    failures: list[str] = []
+    for key, want in expected.items():
+        if key == "violations":
+            got: Any = sorted({v["invariant"] for v in violations})
+            want = sorted(set(want))
+        elif key == "logs":
+            got = {
+                broker_id: [record[2] for record in view["log"]]
+                for broker_id, view in state["replicas"].items()
+                if broker_id in want
+            }
+            want = {str(k): v for k, v in want.items()}
+        elif key in ("consumed", "results", "truncation_detected"):
+            got = {k: v for k, v in state[key].items() if k in want}
+        else:
+            got = state[key]
+        if got != want:
+            failures.append(f"step {index}: expect {key}: wanted {want!r}, got {got!r}")
+    return failures
