@@ -138,3 +138,33 @@ def test_static_example_keeps_ranges_across_new_member_ids():
     for old_id, new_id in by_pod.values():
         assert before["assignment"][old_id] == after["assignment"][new_id]
     assert dynamic["assignment"]["consumer-4-e6f1"] != after["assignment"]["consumer-4-e6f1"]
+
+
+def test_assignor_installed_through_the_entry_point_runs_by_name(tmp_path: Path, monkeypatch):
+    package = tmp_path / "my_assignors"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "alphabet.py").write_text(
+        "from assignors.model import Assignment\n"
+        "class AlphabetAssignor:\n"
+        "    name = 'alphabet'\n"
+        "    rebalance_protocol = 'eager'\n"
+        "    def assign(self, group):\n"
+        "        given = {}\n"
+        "        for tp in group.subscribed_partitions():\n"
+        "            owner = min(m.member_id for m in group.members if tp.topic in m.topics)\n"
+        "            given.setdefault(owner, []).append(tp)\n"
+        "        return Assignment.build((m.member_id for m in group.members), given)\n"
+    )
+    dist_info = tmp_path / "my_assignors-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-assignors\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[ktk.assignors]\nalphabet = my_assignors.alphabet:AlphabetAssignor\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    outcome = invoke(stdin=json.dumps({**REQUEST, "assignor": "alphabet"}))
+    assert outcome.exit_code == 0, outcome.output
+    [result] = results(outcome.stdout)
+    assert result["assignment"] == {"c0": [["t0", 0], ["t0", 1], ["t0", 2], ["t1", 0], ["t1", 1],
+                                           ["t1", 2]], "c1": []}
