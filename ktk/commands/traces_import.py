@@ -1,0 +1,96 @@
+"""`ktk traces import`: real consumer-group history -> rebalance traces (format v1)."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ktk.console import escape, fail, out, reported_errors, warn
+
+FORMATS = ("jsonl", "jsonl.gz", "parquet")
+SHOWN_SKIPS = 5
+
+
+def _read_text(path: Path) -> str:
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _validated(rows: tuple[dict[str, Any], ...], target: str) -> None:
+    """Rows must pass the trace reader's own checks before they are written."""
+    from assignors.trace import build_trace, parse_generation
+
+    generations = [parse_generation(row, target, line) for line, row in enumerate(rows, 1)]
+    for trace_id, group in itertools.groupby(generations, key=lambda item: item.trace_id):
+        build_trace(trace_id, list(group))
+
+
+def _output_name(kind: str, first: Path, file_format: str) -> str:
+    stem = first.name.split(".")[0] or "input"
+    return f"{kind}-{stem}.{file_format}"
+
+
+def register(traces_app: typer.Typer) -> None:
+    """Add `import` to the `ktk traces` group."""
+
+    @traces_app.command("import")
+    def import_command(
+        files: Annotated[
+            list[Path],
+            typer.Argument(help="Captured history, oldest first (.gz is read too)."),
+        ],
+        source_kind: Annotated[
+            str,
+            typer.Option("--from", help="dump-log, formatter or coordinator-log."),
+        ],
+        out_dir: Annotated[
+            Path, typer.Option("--out", "-o", help="Directory to write the traces into.")
+        ],
+        topics: Annotated[
+            Path | None,
+            typer.Option(
+                "--topics",
+                help='JSON side file: {"topic": partitions, ...} (required for coordinator-log).',
+            ),
+        ] = None,
+        file_format: Annotated[
+            str, typer.Option("--format", help="jsonl, jsonl.gz or parquet.")
+        ] = "jsonl",
+    ) -> None:
+        """Turn kafka-dump-log, GroupMetadataMessageFormatter or coordinator-log output into
+        traces, one per group, written to OUT/<from>-<first file>.<format>."""
+        from assignors.importers import SOURCE_KINDS, import_history, parse_topics_file
+        from assignors.trace import write_traces
+
+        if source_kind not in SOURCE_KINDS:
+            raise fail(f"--from must be one of {', '.join(SOURCE_KINDS)} (got {source_kind!r})")
+        if file_format not in FORMATS:
+            raise fail(f"--format must be one of {', '.join(FORMATS)} (got {file_format!r})")
+        with reported_errors():
+            catalog = None
+            if topics is not None:
+                catalog = parse_topics_file(_read_text(topics), str(topics))
+            elif source_kind == "coordinator-log":
+                raise fail("coordinator logs name no partition counts: give --topics FILE")
+            sources = [(str(path), _read_text(path)) for path in files]
+            result = import_history(source_kind, sources, catalog)
+            target = out_dir / _output_name(source_kind, files[0], file_format)
+            if not result.rows:
+                for note in result.skipped:
+                    warn(str(note))
+                raise fail(f"no consumer-group generations found in {len(files)} file(s); is "
+                           f"this the output --from {source_kind} expects?")
+            _validated(result.rows, str(target))
+            written = write_traces(result.rows, target)
+        for note in result.skipped[:SHOWN_SKIPS]:
+            warn(f"skipped {note}")
+        if len(result.skipped) > SHOWN_SKIPS:
+            warn(f"... and {len(result.skipped) - SHOWN_SKIPS} more skipped (-v lists them all)")
+        out.print(f"{len(result.trace_ids())} traces, {written} generations -> "
+                  f"{escape(str(target))}")
