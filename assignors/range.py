@@ -66,15 +66,39 @@ def java_string_key(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
+def java_hashmap_slot(key: str, size: int) -> int:
+    """The bucket a ``java.util.HashMap`` of ``size`` entries (default capacity, grown as
+    entries are added) keeps ``key`` in: its iteration order.
+
+    >>> java_hashmap_slot("consumer-22-0013", 10), java_hashmap_slot("consumer-22-0014", 10)
+    (15, 14)
+    """
+    capacity = 16
+    while size > capacity * 3 // 4:
+        capacity *= 2
+    units = key.encode("utf-16-be", "surrogatepass")
+    hash_code = 0
+    for position in range(0, len(units), 2):
+        hash_code = (31 * hash_code + int.from_bytes(units[position : position + 2])) & 0xFFFFFFFF
+    return (hash_code ^ (hash_code >> 16)) & (capacity - 1)
+
+
 def java_member_order(members: Iterable[Member]) -> list[Member]:
     """Members in the order Java's ``MemberInfo`` sorts them: static members first, by instance
-    id, then dynamic members by member id."""
+    id, then dynamic members by member id. Java's sort is stable and compares only instance ids,
+    so members sharing one (a broken group the coordinator would fence) keep the subscription
+    map's HashMap order."""
+    members = list(members)
     return sorted(
         members,
         key=lambda member: (
-            (0, java_string_key(member.instance_id))
+            (
+                0,
+                java_string_key(member.instance_id),
+                java_hashmap_slot(member.member_id, len(members)),
+            )
             if member.instance_id is not None
-            else (1, java_string_key(member.member_id))
+            else (1, java_string_key(member.member_id), 0)
         ),
     )
 

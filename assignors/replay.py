@@ -85,10 +85,10 @@ def _protocol_of(recorded_protocol: str | None) -> RebalanceProtocol:
 def _owned_by_identity(
     generation: Generation, partitions: Mapping[str, Sequence[TopicPartition]]
 ) -> dict[str, tuple[TopicPartition, ...]]:
-    """Carry an assignment forward by identity (members sorted by id: a later duplicate
-    identity overrides an earlier one)."""
+    """Carry an assignment forward by identity. Two members claiming one identity is a broken
+    group; the one with the greater member id speaks for it (as in scoring)."""
     owned: dict[str, tuple[TopicPartition, ...]] = {}
-    for member in generation.members:
+    for member in sorted(generation.members, key=lambda member: member.member_id):
         owned[member.identity] = tuple(partitions.get(member.member_id, ()))
     return owned
 

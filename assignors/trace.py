@@ -66,8 +66,9 @@ class TraceMember:
 
 @dataclass(frozen=True, slots=True)
 class Generation:
-    """One generation of a group: its topics and members. ``source``/``line`` say where the row
-    came from (for error messages) and take no part in equality."""
+    """One generation of a group: its topics and members in the row's order (so errors can name
+    ``topics[i]``). ``source``/``line`` say where the row came from and take no part in
+    equality."""
 
     trace_id: str
     generation: int
@@ -315,8 +316,8 @@ twice in this generation (got 'a')
     return Generation(
         trace_id=trace_id,
         generation=generation,
-        topics=tuple(sorted(topics, key=lambda topic: topic.name)),
-        members=tuple(sorted(members, key=lambda member: member.member_id)),
+        topics=tuple(topics),
+        members=tuple(members),
         timestamp_ms=timestamp_ms,
         protocol=protocol,
         reason=reason,

@@ -1,0 +1,227 @@
+"""Replay semantics (spec/traces.md): owned partitions carried by identity from the assignor's own
+output, generations, cooperative rounds, revocations, and the `recorded` pseudo-assignor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from assignors.base import RebalanceProtocol
+from assignors.model import Assignment, Group, TopicPartition
+from assignors.replay import MAX_ROUNDS, RECORDED, replay, replay_assignors, replay_with
+from assignors.trace import Trace, build_trace, parse_generation
+
+
+def _member(member_id: str, topics=("t",), instance_id=None, assigned=None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    member: dict[str, Any] = {
+        "member_id": member_id,
+        "instance_id": instance_id,
+        "topics": list(topics),
+    }
+    if assigned is not None:
+        member["assigned"] = [list(pair) for pair in assigned]
+    return member
+
+
+def _trace(
+    *generations: tuple[int, list[dict[str, Any]]], partitions: int = 4, protocol=None
+) -> Trace:  # type: ignore[no-untyped-def]
+    rows = []
+    for number, members in generations:
+        row: dict[str, Any] = {
+            "trace_id": "g",
+            "generation": number,
+            "topics": [{"name": "t", "partitions": partitions}],
+            "members": members,
+        }
+        if protocol is not None:
+            row["protocol"] = protocol
+        rows.append(row)
+    return build_trace(
+        "g", [parse_generation(row, "g.jsonl", line) for line, row in enumerate(rows, 1)]
+    )
+
+
+def _round_robin(group: Group) -> dict[str, list[TopicPartition]]:
+    """Subscribed partitions dealt to members in member-id order."""
+    target: dict[str, list[TopicPartition]] = {m.member_id: [] for m in group.members}
+    ids = [m.member_id for m in group.members]
+    for position, tp in enumerate(group.subscribed_partitions()):
+        target[ids[position % len(ids)]].append(tp)
+    return target
+
+
+@dataclass
+class Recording:
+    """Deals partitions round-robin and remembers every group it was asked about."""
+
+    name: str = "recording"
+    rebalance_protocol: RebalanceProtocol = "eager"
+    seen: list[Group] = field(default_factory=list)
+
+    def assign(self, group: Group) -> Assignment:
+        self.seen.append(group)
+        return Assignment.build([m.member_id for m in group.members], _round_robin(group))
+
+
+@dataclass
+class CooperativeDealer:
+    """Deals round-robin, but withholds any partition a present member still owns and that
+    should go elsewhere (as KIP-429 does); with ``never_settles`` it withholds forever."""
+
+    name: str = "coop-dealer"
+    rebalance_protocol: RebalanceProtocol = "cooperative"
+    never_settles: bool = False
+    seen: list[Group] = field(default_factory=list)
+
+    def assign(self, group: Group) -> Assignment:
+        self.seen.append(group)
+        owner = {tp: m.member_id for m in group.members for tp in m.owned_partitions}
+        target = _round_robin(group)
+        withheld = [
+            tp
+            for member_id, tps in target.items()
+            for tp in tps
+            if self.never_settles or owner.get(tp, member_id) != member_id
+        ]
+        kept = {
+            member_id: [tp for tp in tps if tp not in withheld] for member_id, tps in target.items()
+        }
+        return Assignment.build(target, kept, withheld)
+
+
+def test_owned_partitions_come_from_the_assignors_own_previous_output():
+    assignor = Recording()
+    replay_with(
+        _trace((1, [_member("a"), _member("b")]), (5, [_member("a"), _member("b")])), assignor
+    )
+    second = assignor.seen[1]
+    assert [(m.member_id, m.owned_partitions, m.generation) for m in second.members] == [
+        ("a", (TopicPartition("t", 0), TopicPartition("t", 2)), 1),
+        ("b", (TopicPartition("t", 1), TopicPartition("t", 3)), 1),
+    ]
+    assert [m.generation for m in assignor.seen[0].members] == [-1, -1]
+
+
+def test_a_static_member_keeps_its_partitions_across_a_new_member_id():
+    assignor = Recording()
+    trace = _trace(
+        (1, [_member("a-1", instance_id="pod-a"), _member("b-1")]),
+        (2, [_member("a-2", instance_id="pod-a"), _member("b-2")]),
+    )
+    rows = replay_with(trace, assignor, timings=False)
+    static, dynamic = assignor.seen[1].members
+    assert static.owned_partitions == (TopicPartition("t", 0), TopicPartition("t", 2))
+    assert static.generation == 1
+    assert (dynamic.owned_partitions, dynamic.generation) == ((), -1)
+    # b-1's partitions lost their owner: forced, not moved
+    assert (rows[1].moved, rows[1].forced) == (0, 2)
+
+
+def test_an_identity_absent_from_the_previous_generation_rejoins_with_nothing():
+    assignor = Recording()
+    trace = _trace(
+        (1, [_member("a"), _member("b")]),
+        (2, [_member("a")]),
+        (3, [_member("a"), _member("b")]),
+    )
+    replay_with(trace, assignor)
+    member_b = assignor.seen[2].members[1]
+    assert (member_b.member_id, member_b.owned_partitions, member_b.generation) == ("b", (), -1)
+
+
+def test_owned_partitions_are_restricted_to_partitions_that_still_exist():
+    assignor = Recording()
+    rows = [
+        {
+            "trace_id": "g",
+            "generation": 1,
+            "topics": [{"name": "t", "partitions": 2}, {"name": "u", "partitions": 2}],
+            "members": [_member("a", ("t", "u"))],
+        },
+        {
+            "trace_id": "g",
+            "generation": 2,
+            "topics": [{"name": "t", "partitions": 2}],
+            "members": [_member("a", ("t", "u"))],
+        },
+    ]
+    trace = build_trace("g", [parse_generation(row, None, i) for i, row in enumerate(rows, 1)])
+    scores = replay_with(trace, assignor, timings=False)
+    assert assignor.seen[1].members[0].owned_partitions == (
+        TopicPartition("t", 0),
+        TopicPartition("t", 1),
+    )
+    assert (scores[1].moved, scores[1].forced, scores[1].partitions) == (0, 0, 2)
+
+
+def test_eager_revokes_everything_surviving_members_owned():
+    trace = _trace(
+        (1, [_member("a"), _member("b")]), (2, [_member("a"), _member("b"), _member("c")])
+    )
+    first, second = replay_with(trace, Recording(), timings=False)
+    assert (first.revoked, first.moved, first.rounds) == (0, 0, 1)
+    # a: t0,t2 -> t0,t3; b: t1,t3 -> t1; c takes t2
+    assert (second.revoked, second.moved, second.rounds) == (4, 2, 1)
+
+
+def test_cooperative_revokes_only_what_moved_and_needs_a_second_round():
+    assignor = CooperativeDealer()
+    trace = _trace(
+        (1, [_member("a"), _member("b")]), (2, [_member("a"), _member("b"), _member("c")])
+    )
+    first, second = replay_with(trace, assignor, timings=False)
+    assert first.rounds == 1 and first.unassigned == 0
+    assert (second.revoked, second.moved, second.rounds, second.unassigned) == (2, 2, 2, 0)
+    # the second round sees the first round's result as owned, in this generation
+    follow_up = assignor.seen[-1]
+    assert {m.member_id: m.generation for m in follow_up.members} == {"a": 2, "b": 2, "c": 2}
+    assert sum(len(m.owned_partitions) for m in follow_up.members) == 2
+
+
+def test_cooperative_rounds_stop_at_five_and_leave_the_withheld_unassigned():
+    rows = replay_with(
+        _trace((1, [_member("a"), _member("b")])), CooperativeDealer(never_settles=True)
+    )
+    assert (rows[0].rounds, rows[0].unassigned) == (MAX_ROUNDS, 4)
+
+
+def test_recorded_scores_what_the_real_group_assigned():
+    t = [("t", p) for p in range(4)]
+    trace = _trace(
+        (1, [_member("a", assigned=t[:2]), _member("b", assigned=t[2:])]),
+        (2, [_member("a", assigned=t[:1]), _member("b", assigned=t[1:])]),
+        protocol="cooperative-sticky",
+    )
+    first, second = replay(trace, RECORDED)
+    assert (first.assignor, first.max_load, first.assign_ms) == (RECORDED, 2, None)
+    assert (second.moved, second.revoked, second.max_load, second.min_moved) == (1, 1, 3, 0)
+
+
+def test_recorded_without_assigned_data_gives_no_rows():
+    trace = _trace((1, [_member("a")]))
+    assert replay(trace, RECORDED) == []
+    assert replay_assignors(trace, [RECORDED], timings=False) == []
+
+
+@pytest.mark.parametrize("timings", [True, False])
+def test_assign_ms_is_wall_time_or_null(timings):
+    [row] = replay_with(_trace((1, [_member("a")])), Recording(), timings=timings)
+    assert (row.assign_ms is None) is not timings
+    if timings:
+        assert row.assign_ms >= 0.0
+
+
+def test_replay_by_name_uses_the_registry():
+    trace = _trace((1, [_member("a"), _member("b")]), (2, [_member("b")]))
+    rows = replay_assignors(trace, ["range", "roundrobin"], timings=False)
+    assert [(r.assignor, r.generation) for r in rows] == [
+        ("range", 1),
+        ("range", 2),
+        ("roundrobin", 1),
+        ("roundrobin", 2),
+    ]
+    assert [r.forced for r in rows] == [0, 2, 0, 2]
+    assert rows == replay_assignors(trace, ["range", "roundrobin"], timings=False)

@@ -1,0 +1,272 @@
+"""Trace format v1: every rule violation names the file, line, trace and field; bad traces are
+skipped while the others are read; writers round-trip."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assignors.errors import InputError
+from assignors.model import TopicPartition
+from assignors.trace import (
+    build_trace,
+    iter_trace_rows,
+    parse_generation,
+    read_traces,
+    trace_to_rows,
+    write_traces_jsonl,
+    write_traces_parquet,
+)
+
+
+def _row(trace_id: str = "orders-app", generation: int = 1, **changes: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "trace_id": trace_id,
+        "generation": generation,
+        "timestamp_ms": 1_762_000_000_000 + generation,
+        "topics": [
+            {
+                "name": "orders",
+                "partitions": 3,
+                "racks": [["a"], ["b"], ["a", "b"]],
+                "weights": [1.0, 2.0, 0.5],
+            },
+            {"name": "audit", "partitions": 1},
+        ],
+        "members": [
+            {"member_id": "c-1", "instance_id": None, "rack": "a", "topics": ["orders", "audit"]},
+            {
+                "member_id": "c-2",
+                "instance_id": "pod-2",
+                "rack": "b",
+                "topics": ["orders"],
+                "assigned": [["orders", 0]],
+            },
+        ],
+    }
+    row.update(changes)
+    return row
+
+
+def _write_lines(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def _mutated(mutate) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    row = copy.deepcopy(_row(generation=2))
+    mutate(row)
+    return row
+
+
+# (description, mutation of the second row, field the error must name)
+FIELD_VIOLATIONS = [
+    ("generation not an integer", lambda r: r.update(generation="2"), "generation"),
+    ("generation a boolean", lambda r: r.update(generation=True), "generation"),
+    ("timestamp not an integer", lambda r: r.update(timestamp_ms=1.5), "timestamp_ms"),
+    ("topics not a list", lambda r: r.update(topics={"orders": 3}), "topics"),
+    ("topic without name", lambda r: r["topics"][1].pop("name"), "topics[1].name"),
+    (
+        "negative partition count",
+        lambda r: r["topics"][1].update(partitions=-1),
+        "topics[1].partitions",
+    ),
+    ("duplicate topic", lambda r: r["topics"][1].update(name="orders"), "topics[1].name"),
+    ("racks of the wrong length", lambda r: r["topics"][0]["racks"].pop(), "topics[0].racks"),
+    (
+        "rack entry not a list",
+        lambda r: r["topics"][0]["racks"].__setitem__(1, "b"),
+        "topics[0].racks[1]",
+    ),
+    (
+        "negative weight",
+        lambda r: r["topics"][0]["weights"].__setitem__(1, -0.5),
+        "topics[0].weights[1]",
+    ),
+    (
+        "NaN weight",
+        lambda r: r["topics"][0]["weights"].__setitem__(2, math.nan),
+        "topics[0].weights[2]",
+    ),
+    (
+        "infinite weight",
+        lambda r: r["topics"][0]["weights"].__setitem__(0, math.inf),
+        "topics[0].weights[0]",
+    ),
+    (
+        "weights of the wrong length",
+        lambda r: r["topics"][0]["weights"].append(1.0),
+        "topics[0].weights",
+    ),
+    (
+        "duplicate member id",
+        lambda r: r["members"][1].update(member_id="c-1"),
+        "members[1].member_id",
+    ),
+    ("member without id", lambda r: r["members"][0].pop("member_id"), "members[0].member_id"),
+    (
+        "subscription not a list",
+        lambda r: r["members"][0].update(topics="orders"),
+        "members[0].topics",
+    ),
+    (
+        "assigned partition beyond the count",
+        lambda r: r["members"][1].update(assigned=[["orders", 0], ["orders", 3]]),
+        "members[1].assigned[1]",
+    ),
+    (
+        "assigned partition of an unknown topic",
+        lambda r: r["members"][1].update(assigned=[["payments", 0]]),
+        "members[1].assigned[0]",
+    ),
+    (
+        "assigned entry malformed",
+        lambda r: r["members"][1].update(assigned=[["orders"]]),
+        "members[1].assigned[0]",
+    ),
+    ("rack not a string", lambda r: r["members"][0].update(rack=3), "members[0].rack"),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [pytest.param(mutate, field, id=name) for name, mutate, field in FIELD_VIOLATIONS],
+)
+def test_every_field_violation_names_file_line_trace_and_field(tmp_path, mutate, field):
+    path = _write_lines(tmp_path / "history.jsonl", [_row(generation=1), _mutated(mutate)])
+    traces, failures = read_traces([path])
+    assert traces == []
+    [failure] = failures
+    assert failure.trace_id == "orders-app"
+    assert (failure.file, failure.line) == (str(path), 2)
+    assert failure.reason.startswith(f"{path}:2: trace orders-app: {field}: ")
+
+
+def test_parse_generation_raises_a_located_input_error():
+    with pytest.raises(InputError) as caught:
+        parse_generation(
+            _mutated(lambda r: r["topics"][0]["weights"].__setitem__(1, -1)), "g.jsonl", 9
+        )
+    error = caught.value
+    assert (error.source, error.line, error.trace_id, error.field, error.value) == (
+        "g.jsonl",
+        9,
+        "orders-app",
+        "topics[0].weights[1]",
+        -1,
+    )
+
+
+def test_repeated_generation_number_names_both_rows(tmp_path):
+    path = _write_lines(tmp_path / "t.jsonl", [_row(generation=4), _row(generation=4)])
+    _, [failure] = read_traces([path])
+    assert failure.reason.startswith(f"{path}:2: trace orders-app: generation: ")
+    assert f"also appears at {path}:1" in failure.reason
+
+
+def test_shrinking_partition_count_is_an_error_naming_the_later_row(tmp_path):
+    shrunk = _row(generation=2)
+    shrunk["topics"][0] = {"name": "orders", "partitions": 2}
+    path = _write_lines(tmp_path / "t.jsonl", [_row(generation=1), shrunk])
+    _, [failure] = read_traces([path])
+    assert failure.reason.startswith(f"{path}:2: trace orders-app: topics[0].partitions: ")
+    assert "decreased from 3" in failure.reason
+
+
+def test_a_recreated_topic_may_come_back_smaller_after_a_gap(tmp_path):
+    gone = _row(generation=2)
+    gone["topics"] = [gone["topics"][1]]
+    gone["members"] = [{"member_id": "c-1", "topics": ["audit"]}]
+    back = _row(generation=3)
+    back["topics"][0] = {"name": "orders", "partitions": 1}
+    back["members"][1]["assigned"] = []
+    traces, failures = read_traces([_write_lines(tmp_path / "t.jsonl", [_row(), gone, back])])
+    assert failures == []
+    assert [g.generation for g in traces[0].generations] == [1, 2, 3]
+
+
+def test_one_bad_trace_is_skipped_and_the_others_are_read(tmp_path):
+    rows = [_row("a"), _row("bad"), _row("c"), _row("bad", 2, members="nobody")]
+    traces, failures = read_traces([_write_lines(tmp_path / "t.jsonl", rows)])
+    assert [trace.trace_id for trace in traces] == ["a", "c"]
+    assert [(failure.trace_id, failure.line) for failure in failures] == [("bad", 4)]
+    assert "members: must be a list of members" in failures[0].reason
+
+
+def test_a_line_that_is_not_json_fails_the_trace_it_names(tmp_path):
+    broken = json.dumps(_row("b"))[:-7]
+    traces, failures = read_traces([_write_lines(tmp_path / "t.jsonl", [_row("a"), broken])])
+    assert [trace.trace_id for trace in traces] == ["a"]
+    [failure] = failures
+    assert (failure.trace_id, failure.line) == ("b", 2)
+    assert "row: not valid JSON" in failure.reason
+
+
+def test_rows_without_a_trace_id_are_reported_without_one(tmp_path):
+    rows = [_row("a"), {"generation": 1, "topics": [], "members": []}, "[1, 2]"]
+    traces, failures = read_traces([_write_lines(tmp_path / "t.jsonl", rows)])
+    assert [trace.trace_id for trace in traces] == ["a"]
+    assert [(failure.trace_id, failure.line) for failure in failures] == [(None, 2), (None, 3)]
+
+
+def test_rows_of_one_trace_spread_over_files_and_out_of_order_make_one_trace(tmp_path):
+    (tmp_path / "day2").mkdir()
+    _write_lines(tmp_path / "day2" / "later.jsonl", [_row(generation=7), _row("other")])
+    _write_lines(tmp_path / "day1.jsonl", [_row(generation=3)])
+    with gzip.open(tmp_path / "day2" / "more.jsonl.gz", "wt") as handle:
+        handle.write(json.dumps(_row(generation=5)) + "\n")
+    (tmp_path / "notes.txt").write_text("not a trace")
+    traces, failures = read_traces([tmp_path])
+    assert failures == []
+    assert [trace.trace_id for trace in traces] == ["orders-app", "other"]
+    assert [g.generation for g in traces[0].generations] == [3, 5, 7]
+
+
+def test_a_missing_path_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        read_traces([tmp_path / "nope.jsonl"])
+
+
+def test_identity_is_the_instance_id_when_static():
+    generation = parse_generation(_row(), "t.jsonl", 1)
+    assert [member.identity for member in generation.members] == ["c-1", "pod-2"]
+    assert generation.members[1].assigned == (TopicPartition("orders", 0),)
+
+
+def test_jsonl_round_trip_is_exact_and_gzip_is_byte_stable(tmp_path):
+    trace = build_trace(
+        "orders-app", [parse_generation(_row(generation=g), None, g) for g in (1, 2)]
+    )
+    write_traces_jsonl([trace], tmp_path / "a.jsonl.gz")
+    first = (tmp_path / "a.jsonl.gz").read_bytes()
+    write_traces_jsonl(trace_to_rows(trace), tmp_path / "a.jsonl.gz")
+    assert (tmp_path / "a.jsonl.gz").read_bytes() == first
+    [again], failures = read_traces([tmp_path / "a.jsonl.gz"])
+    assert failures == [] and again == trace
+    assert [p.name for p in tmp_path.iterdir()] == ["a.jsonl.gz"]  # no temporary left behind
+
+
+def test_parquet_round_trip_and_rows_numbered_from_one(tmp_path):
+    rows = [_row(generation=1), _row(generation=2), _row("other")]
+    write_traces_parquet(rows, tmp_path / "t.parquet")
+    numbered = [(line, row["trace_id"]) for _, line, row in iter_trace_rows(tmp_path / "t.parquet")]
+    assert numbered == [(1, "orders-app"), (2, "orders-app"), (3, "other")]
+    from_parquet, failures = read_traces([tmp_path / "t.parquet"])
+    from_json, _ = read_traces([_write_lines(tmp_path / "t.jsonl", rows)])
+    assert failures == [] and from_parquet == from_json
+
+
+def test_parquet_violations_name_the_row_number(tmp_path):
+    bad = _row(generation=2)
+    bad["members"][1]["assigned"] = [["orders", 5]]
+    write_traces_parquet([_row(generation=1), bad], tmp_path / "t.parquet")
+    _, [failure] = read_traces([tmp_path / "t.parquet"])
+    assert failure.reason.startswith(
+        f"{tmp_path / 't.parquet'}:2: trace orders-app: members[1].assigned[0]: "
+    )
