@@ -59,9 +59,9 @@ section { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; paddi
 section h2 { font-size: 18px; margin: 6px 0 6px 0; }
 section p.note { color: #555; margin: 4px 0 10px 0; font-size: 14px; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
-th, td { border-bottom: 1px solid #e6e6e6; padding: 4px 8px; text-align: right;
+th, td { border-bottom: 1px solid #e6e6e6; padding: 4px 7px; text-align: right;
          white-space: nowrap; }
-th { background: #f0f2f5; white-space: normal; max-width: 7.5em; vertical-align: bottom; }
+th { background: #f0f2f5; white-space: normal; max-width: 6.5em; vertical-align: bottom; }
 .table-wrap { overflow-x: auto; max-width: 100%; }
 th:first-child, td:first-child { text-align: left; }
 td.text { text-align: left; white-space: normal; }

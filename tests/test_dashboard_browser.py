@@ -1,0 +1,262 @@
+"""The dashboards opened from disk in headless Chromium with every network request refused.
+
+Needs Debian's Chromium (`apt-get install chromium`) and Playwright's Python package; the
+tests skip when either is missing. Screenshots land in test-artifacts/ for a human to look at.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES, REPO_ROOT
+from dashboard_data import s1_like_result, synthetic_scores, write_results
+
+from dashboards.page import write_atomically
+from dashboards.rebalance import (
+    RebalanceResults,
+    normalise_scores,
+    render_rebalance,
+    write_rebalance_page,
+)
+from dashboards.replication import write_replication_page
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+HOSTILE = "<img src=x onerror=alert(1)>"
+CHART_RENDERED = "count => document.querySelectorAll('.js-plotly-plot .main-svg').length >= count"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="Playwright is not installed (pip install -e '.[test]')"
+    )
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Visit:
+    """An opened page and everything it tried that a test must see."""
+
+    page: Any
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def opened(browser: Any, path: Path, charts: int) -> Iterator[Visit]:
+    """Open `path` with the network cut off and wait until `charts` plotly charts are drawn."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    visit = Visit(page)
+
+    def refuse_network(route: Any) -> None:
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            visit.blocked.append(route.request.url)
+            route.abort()
+
+    def on_dialog(dialog: Any) -> None:
+        visit.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    context.route("**/*", refuse_network)
+    page.on(
+        "console", lambda message: message.type == "error" and visit.errors.append(message.text)
+    )
+    page.on("pageerror", lambda error: visit.errors.append(str(error)))
+    page.on("dialog", on_dialog)
+    try:
+        page.goto(path.resolve().as_uri())
+        page.wait_for_function(CHART_RENDERED, arg=charts, timeout=30_000)
+        yield visit
+    finally:
+        context.close()
+
+
+def _screenshot(visit: Visit, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    target = ARTIFACTS / name
+    visit.page.screenshot(path=str(target), full_page=True)
+    return target
+
+
+def _chart_states(visit: Visit) -> list[dict[str, Any]]:
+    return visit.page.evaluate(
+        """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(chart => ({
+            id: chart.id,
+            svg: chart.querySelectorAll('svg.main-svg').length,
+            traces: chart.querySelectorAll('g.trace, g.boxlayer path, g.barlayer path').length,
+        }))"""
+    )
+
+
+def test_rebalance_dashboard_draws_every_chart_offline(browser: Any, tmp_path: Path) -> None:
+    errors = [{"trace_id": "trace-99999", "file": "traces.jsonl", "line": 7, "reason": "bad"}]
+    results_dir = write_results(tmp_path / "r", synthetic_scores(60, seed=21), errors=errors)
+    report = write_rebalance_page(results_dir, tmp_path / "report.html").path
+    with opened(browser, report, charts=5) as visit:
+        charts = _chart_states(visit)
+        assert [chart["id"] for chart in charts] == [
+            "churn-balance-chart",
+            "optimal-gap-chart",
+            "revocation-chart",
+            "recorded-chart",
+            "timeline-chart",
+        ]
+        assert all(chart["svg"] > 0 and chart["traces"] > 0 for chart in charts), charts
+        summary_rows = visit.page.locator("#summary-table tbody tr")
+        assert summary_rows.count() == 5
+        assert visit.page.locator("#summary-table td.best").count() > 0
+        assert visit.page.locator("#errors-table tbody tr").count() == 1
+        _screenshot(visit, "rebalance-dashboard.png")
+        assert visit.errors == [] and visit.dialogs == [] and visit.blocked == []
+
+
+def test_timeline_search_narrows_the_traces_and_redraws(browser: Any, tmp_path: Path) -> None:
+    scores = normalise_scores(synthetic_scores(40, seed=8))
+    report = write_atomically(
+        tmp_path / "report.html", render_rebalance(RebalanceResults(scores), timeline_traces=40)
+    )
+    target = "trace-00017"
+    expected = scores[(scores.trace_id == target) & (scores.assignor == "cooperative-sticky")]
+    with opened(browser, report, charts=5) as visit:
+        page = visit.page
+        assert page.locator("#timeline-select option").count() == 40
+        page.fill("#timeline-search", "00017")
+        page.wait_for_function(
+            "id => document.getElementById('timeline-chart').dataset.trace === id", arg=target
+        )
+        assert page.locator("#timeline-select option").count() == 1
+        assert page.inner_text("#timeline-count") == "1 of 40 traces match"
+        drawn = page.evaluate(
+            "() => { const chart = document.getElementById('timeline-chart');"
+            " return [chart.data[1].x, chart.data[1].y, chart.layout.title.text]; }"
+        )
+        assert drawn[0] == expected["generation"].tolist()
+        assert drawn[1] == expected["spread"].tolist()
+        assert target in drawn[2]
+        title = page.locator("#timeline-chart .gtitle").text_content()
+        assert title == f"Trace {target}"
+        page.fill("#timeline-search", "no-such-trace")
+        assert page.locator("#timeline-select option").count() == 0
+        assert visit.errors == [] and visit.dialogs == []
+
+
+def test_hostile_trace_member_and_topic_names_render_as_text(browser: Any, tmp_path: Path) -> None:
+    scores = synthetic_scores(6, seed=4, trace_prefix=HOSTILE)
+    scores.loc[scores.assignor == "range", "assignor"] = HOSTILE
+    errors = [
+        {
+            "trace_id": HOSTILE,
+            "file": "traces.jsonl",
+            "line": 3,
+            "reason": f"members[0].member_id {HOSTILE} subscribes to unknown topic {HOSTILE}",
+        }
+    ]
+    report = write_rebalance_page(
+        write_results(tmp_path / HOSTILE.replace("/", "_"), scores, errors=errors),
+        tmp_path / "report.html",
+    ).path
+    with opened(browser, report, charts=5) as visit:
+        page = visit.page
+        page.fill("#timeline-search", "onerror")
+        page.wait_for_function(
+            "() => document.getElementById('timeline-chart').dataset.trace !== undefined"
+        )
+        page.wait_for_timeout(300)
+        assert page.evaluate("() => document.querySelectorAll('img').length") == 0
+        assert HOSTILE in page.inner_text("#summary-table")
+        assert HOSTILE in page.inner_text("#errors-table")
+        assert HOSTILE in page.locator("#timeline-select option").first.text_content()
+        assert HOSTILE in page.locator("#timeline-chart .gtitle").text_content()
+        legend = page.locator("#churn-balance-chart .legendtext").all_text_contents()
+        assert HOSTILE in legend
+        _screenshot(visit, "rebalance-dashboard-hostile-names.png")
+        assert visit.dialogs == [] and visit.errors == []
+
+
+def test_replication_page_draws_the_timeline_offline(browser: Any, tmp_path: Path) -> None:
+    result = s1_like_result(record_prefix=HOSTILE + "m")
+    page_path = write_replication_page(result, tmp_path / "replication.html")
+    with opened(browser, page_path, charts=1) as visit:
+        page = visit.page
+        charts = _chart_states(visit)
+        assert [chart["id"] for chart in charts] == ["replication-chart"]
+        assert charts[0]["traces"] > 0
+        assert page.locator("#steps-table tbody tr").count() == len(result["timeline"])
+        assert page.locator("#violations-table tbody tr").count() == 1
+        assert page.locator("#steps-table tr.violation").count() == 1
+        assert f"{HOSTILE}m2 (acknowledged, then lost)" in page.inner_text("#outcome-table")
+        assert page.evaluate("() => document.querySelectorAll('img').length") == 0
+        _screenshot(visit, "replication-page.png")
+        assert visit.errors == [] and visit.dialogs == [] and visit.blocked == []
+
+
+def _trace_inputs(vectors_dir: Path) -> list[Path]:
+    examples = EXAMPLES / "traces"
+    if examples.is_dir() and any(examples.iterdir()):
+        return [examples]
+    return [vectors_dir / "traces.jsonl"]
+
+
+@pytest.mark.slow
+def test_real_replay_of_example_traces_renders(
+    browser: Any, tmp_path: Path, vectors_dir: Path
+) -> None:
+    replay = pytest.importorskip("assignors.replay")
+    from assignors import registry
+    from assignors.results import write_results as write_replay_results
+    from assignors.trace import read_traces
+
+    traces, failures = read_traces(_trace_inputs(vectors_dir))
+    assert traces
+    names = []
+    for name in registry.names():
+        try:
+            registry.get(name)
+        except ImportError:
+            continue
+        names.append(name)
+    rows = [
+        row
+        for trace in traces
+        for row in replay.replay_assignors(trace, [*names, "recorded"], timings=True)
+    ]
+    results_dir = write_replay_results(tmp_path / "results", rows, failures)
+    written = write_rebalance_page(results_dir, tmp_path / "report.html")
+    assert written.traces == len(traces)
+    expected_charts = 5 if any(trace.has_recorded_assignment() for trace in traces) else 4
+    with opened(browser, written.path, charts=expected_charts) as visit:
+        charts = _chart_states(visit)
+        assert len(charts) == expected_charts
+        assert all(chart["svg"] > 0 and chart["traces"] > 0 for chart in charts), charts
+        rows_shown = visit.page.locator("#summary-table tbody tr").count()
+        assert rows_shown == len(written.assignors)
+        _screenshot(visit, "rebalance-dashboard-replayed-traces.png")
+        assert visit.errors == [] and visit.dialogs == [] and visit.blocked == []
