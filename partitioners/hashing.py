@@ -185,6 +185,9 @@ def _layout(keys: KeyInput) -> tuple[int, np.ndarray | None, np.ndarray, np.ndar
         matrix = np.ascontiguousarray(keys)
         return len(matrix), matrix, np.zeros(1, dtype=np.int64), empty
     array = as_binary_array(keys)
+    if array.null_count:
+        # nulls hash as empty keys whatever bytes their offsets happen to span
+        array = array.fill_null(b"")
     count = len(array)
     if count == 0:
         return 0, np.zeros((0, 0), dtype=np.uint8), np.zeros(1, dtype=np.int64), empty
