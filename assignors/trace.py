@@ -569,7 +569,9 @@ def _rows(rows_or_traces: Iterable[Mapping[str, Any] | Trace]) -> Iterator[Mappi
 
 def _atomic_target(path: Path) -> tuple[int, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
-    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(name, 0o644)  # mkstemp makes it private; trace files are meant to be shared
+    return handle, name
 
 
 def write_traces_jsonl(

@@ -1,0 +1,241 @@
+"""`ktk replay --engine python` and `ktk traces generate`: result files, bad traces, --strict,
+byte-identical output with --no-timings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import EXAMPLES
+from typer.testing import CliRunner
+
+from assignors.generate import generate_rows
+from assignors.results import read_errors, read_scores, read_summary
+from assignors.trace import write_traces_jsonl
+from ktk.cli import app
+
+
+def invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture(scope="module")
+def traces_dir(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """50 good traces over two files plus two broken ones in a third."""
+    directory = tmp_path_factory.mktemp("traces")
+    rows = list(
+        generate_rows("mixed", 50, seed=11, members=(2, 6), partitions=(4, 40), max_generations=6)
+    )
+    write_traces_jsonl(rows[: len(rows) // 2], directory / "part-1.jsonl")
+    write_traces_jsonl(rows[len(rows) // 2 :], directory / "nested" / "part-2.jsonl.gz")
+    broken = [dict(rows[0], trace_id="broken-weights"), dict(rows[0], trace_id="broken-order")]
+    broken[0]["topics"] = [
+        dict(broken[0]["topics"][0], weights=[-1.0] * broken[0]["topics"][0]["partitions"])
+    ]
+    broken.append(dict(broken[1]))
+    (directory / "bad.jsonl").write_text("".join(json.dumps(row) + "\n" for row in broken))
+    return directory
+
+
+def test_replay_scores_good_traces_and_lists_the_broken_ones(traces_dir, tmp_path):
+    out = tmp_path / "results"
+    outcome = invoke(
+        "replay",
+        str(traces_dir),
+        "--engine",
+        "python",
+        "--assignors",
+        "range,roundrobin",
+        "--out",
+        str(out),
+    )
+    assert outcome.exit_code == 0, outcome.output
+    assert sorted(path.name for path in out.iterdir()) == [
+        "errors.jsonl",
+        "scores.parquet",
+        "summary.parquet",
+    ]
+    scores = read_scores(out)
+    assert len({row.trace_id for row in scores}) == 50
+    assert {row.assignor for row in scores} == {"range", "roundrobin"}
+    assert all(row.assign_ms is not None for row in scores)
+    assert len(read_summary(out)) == 100
+    errors = read_errors(out)
+    assert [error["trace_id"] for error in errors] == ["broken-order", "broken-weights"]
+    assert "generation numbers must be strictly increasing" in errors[0]["reason"]
+    assert "weights[0]: must be a finite number >= 0" in errors[1]["reason"]
+    assert errors[0]["file"] == str(traces_dir / "bad.jsonl")
+    assert "warning: 2 trace(s) skipped" in outcome.stderr
+    assert "replay summary" in outcome.stdout and "roundrobin" in outcome.stdout
+
+
+def test_strict_exits_one_when_a_trace_was_skipped(traces_dir, tmp_path):
+    outcome = invoke(
+        "replay",
+        str(traces_dir),
+        "--engine",
+        "python",
+        "--assignors",
+        "range",
+        "--out",
+        str(tmp_path / "r"),
+        "--strict",
+    )
+    assert outcome.exit_code == 1
+    assert (tmp_path / "r" / "scores.parquet").exists()
+
+
+def test_no_timings_runs_give_byte_identical_files(traces_dir, tmp_path):
+    for name in ("first", "second"):
+        outcome = invoke(
+            "replay",
+            str(traces_dir),
+            "--engine",
+            "python",
+            "--assignors",
+            "roundrobin,range",
+            "--out",
+            str(tmp_path / name),
+            "--no-timings",
+        )
+        assert outcome.exit_code == 0, outcome.output
+    for file_name in ("scores.parquet", "summary.parquet", "errors.jsonl"):
+        first = (tmp_path / "first" / file_name).read_bytes()
+        assert first == (tmp_path / "second" / file_name).read_bytes(), file_name
+    table = pq.read_table(tmp_path / "first" / "scores.parquet")
+    assert table.column("assign_ms").null_count == table.num_rows
+    keys = list(
+        zip(
+            *(table.column(c).to_pylist() for c in ("trace_id", "assignor", "generation")),
+            strict=True,
+        )
+    )
+    assert keys == sorted(keys)
+
+
+def test_rerunning_replaces_the_result_directory(traces_dir, tmp_path):
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "stale.txt").write_text("old")
+    outcome = invoke(
+        "replay",
+        str(traces_dir / "part-1.jsonl"),
+        "--engine",
+        "python",
+        "--assignors",
+        "range",
+        "--out",
+        str(out),
+    )
+    assert outcome.exit_code == 0, outcome.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "errors.jsonl",
+        "scores.parquet",
+        "summary.parquet",
+    ]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_unknown_assignor_and_missing_path_exit_two(traces_dir, tmp_path):
+    outcome = invoke(
+        "replay",
+        str(traces_dir),
+        "--engine",
+        "python",
+        "--assignors",
+        "fancy",
+        "--out",
+        str(tmp_path / "r"),
+    )
+    assert outcome.exit_code == 2 and "unknown assignor" in outcome.stderr
+    outcome = invoke(
+        "replay", str(tmp_path / "missing"), "--engine", "python", "--out", str(tmp_path / "r")
+    )
+    assert outcome.exit_code == 2 and "missing" in outcome.stderr
+    outcome = invoke("replay", str(traces_dir), "--engine", "flink", "--out", str(tmp_path / "r"))
+    assert outcome.exit_code == 2
+
+
+def test_recorded_runs_when_traces_carry_assignments(tmp_path):
+    row = {
+        "trace_id": "real",
+        "generation": 1,
+        "protocol": "range",
+        "topics": [{"name": "t", "partitions": 2}],
+        "members": [
+            {"member_id": "a", "topics": ["t"], "assigned": [["t", 0], ["t", 1]]},
+            {"member_id": "b", "topics": ["t"], "assigned": []},
+        ],
+    }
+    (tmp_path / "t.jsonl").write_text(json.dumps(row) + "\n")
+    outcome = invoke(
+        "replay",
+        str(tmp_path / "t.jsonl"),
+        "--engine",
+        "python",
+        "--assignors",
+        "range,recorded",
+        "--out",
+        str(tmp_path / "r"),
+    )
+    assert outcome.exit_code == 0, outcome.output
+    by_assignor = {row.assignor: row for row in read_scores(tmp_path / "r")}
+    assert (by_assignor["recorded"].max_load, by_assignor["range"].max_load) == (2, 1)
+
+
+def test_traces_generate_writes_a_readable_reproducible_file(tmp_path):
+    args = [
+        "traces",
+        "generate",
+        "--scenario",
+        "crash-loop",
+        "--groups",
+        "3",
+        "--seed",
+        "5",
+        "--members",
+        "2-4",
+        "--partitions",
+        "6",
+    ]
+    assert invoke(*args, "--out", str(tmp_path / "a")).exit_code == 0
+    assert invoke(*args, "--out", str(tmp_path / "b")).exit_code == 0
+    first = (tmp_path / "a" / "crash-loop-s5.jsonl").read_bytes()
+    assert first == (tmp_path / "b" / "crash-loop-s5.jsonl").read_bytes()
+    outcome = invoke(
+        "replay",
+        str(tmp_path / "a"),
+        "--engine",
+        "python",
+        "--assignors",
+        "range",
+        "--out",
+        str(tmp_path / "r"),
+    )
+    assert outcome.exit_code == 0 and read_errors(tmp_path / "r") == []
+    assert len({row.trace_id for row in read_scores(tmp_path / "r")}) == 3
+
+
+def test_traces_generate_rejects_bad_sizes_with_exit_two(tmp_path):
+    outcome = invoke("traces", "generate", "--members", "9-3", "--out", str(tmp_path))
+    assert outcome.exit_code == 2 and "members" in outcome.stderr
+    outcome = invoke("traces", "generate", "--scenario", "meteor", "--out", str(tmp_path))
+    assert outcome.exit_code == 2 and "unknown scenario" in outcome.stderr
+
+
+def test_bundled_example_traces_replay_cleanly(tmp_path):
+    outcome = invoke(
+        "replay",
+        str(EXAMPLES / "traces"),
+        "--engine",
+        "python",
+        "--assignors",
+        "range,roundrobin",
+        "--out",
+        str(tmp_path / "r"),
+        "--strict",
+    )
+    assert outcome.exit_code == 0, outcome.output
+    assert len({row.trace_id for row in read_scores(tmp_path / "r")}) >= 5
