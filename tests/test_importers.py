@@ -1,0 +1,441 @@
+"""Importers: kafka-dump-log, GroupMetadataMessageFormatter and coordinator logs -> trace rows."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES
+
+from assignors.errors import InputError
+from assignors.importers import (
+    TopicCatalog,
+    TopicInfo,
+    import_coordinator_log,
+    import_dump_log,
+    import_formatter,
+    import_history,
+    parse_topics_file,
+)
+from assignors.importers.formatter import iter_json_objects
+from assignors.model import TopicPartition
+from assignors.trace import read_traces, write_traces_jsonl
+from assignors.wire import MemberAssignment, Subscription, encode_assignment, encode_subscription
+
+FIXTURES = EXAMPLES / "importers"
+M1 = "consumer-payments-1-6c1b2f0e-3f7a-4d51-9a53-2a1f0c9e7d11"
+M2 = "consumer-payments-1-0b9e4c77-5d02-4e8b-b6a4-71d3f2c8a905"
+M3 = "consumer-payments-1-e2a7d9c3-81f4-4b6e-a0d5-4c9b8e1f2a37"
+K1, K2 = "Xv1HKc7pTGmjQ2Y4tZyDbA", "p0Ld9sWcQ9e3n8KfR5uJ7w"
+
+
+def fixture(name: str) -> tuple[str, str]:
+    path = FIXTURES / name
+    return name, path.read_text(encoding="utf-8")
+
+
+def catalog() -> TopicCatalog:
+    name, text = fixture("topics.json")
+    return parse_topics_file(text, name)
+
+
+def by_trace(rows: tuple[dict[str, Any], ...]) -> dict[str, list[dict[str, Any]]]:
+    traces: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        traces.setdefault(row["trace_id"], []).append(row)
+    return traces
+
+
+def members(row: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {member["member_id"]: member for member in row["members"]}
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def dump_line(key: dict[str, Any], payload: dict[str, Any] | None, offset: int = 0) -> str:
+    shown = "<DELETE>" if payload is None else json.dumps(payload, separators=(",", ":"))
+    return (f"| offset: {offset} CreateTime: 1762000000000 keySize: 10 valueSize: 10 "
+            f"sequence: -1 headerKeys: [] key: {json.dumps(key, separators=(',', ':'))} "
+            f"payload: {shown}")
+
+
+def classic_value(generation: int, group_members: list[dict[str, Any]],
+                  protocol: str = "range") -> dict[str, Any]:
+    return {"version": "3", "data": {
+        "protocolType": "consumer", "generation": generation, "protocol": protocol,
+        "leader": "a", "currentStateTimestamp": -1, "members": group_members}}
+
+
+def classic_member(member_id: str, partitions: list[int], topic: str = "t") -> dict[str, Any]:
+    return {"memberId": member_id, "groupInstanceId": None, "clientId": "c", "clientHost": "h",
+            "rebalanceTimeout": 1, "sessionTimeout": 1,
+            "subscription": {"topics": [topic], "userData": None},
+            "assignment": {"assignedPartitions": [{"topic": topic, "partitions": partitions}],
+                           "userData": None}}
+
+
+GROUP_KEY = {"type": "2", "data": {"group": "g"}}
+
+
+# ---------------------------------------------------------------------------------------------
+# kafka-dump-log
+
+
+def test_dump_log_example_gives_one_trace_per_group_and_incarnation() -> None:
+    result = import_dump_log([fixture("dump-log.txt")])
+    traces = by_trace(result.rows)
+    assert list(traces) == ["orders-848", "payments", "reports", "reports#2"]
+    assert [row["generation"] for row in traces["payments"]] == [1, 2, 3, 4]
+    assert [row["generation"] for row in traces["reports#2"]] == [1]
+
+
+def test_dump_log_classic_generation_carries_members_racks_and_assignments() -> None:
+    payments = by_trace(import_dump_log([fixture("dump-log.txt")]).rows)["payments"]
+    second = payments[1]
+    assert second["protocol"] == "cooperative-sticky"
+    assert second["timestamp_ms"] == 1767607320000
+    assert second["topics"] == [{"name": "payments", "partitions": 6},
+                                {"name": "refunds", "partitions": 2}]
+    by_id = members(second)
+    assert by_id[M1]["instance_id"] == "pod-1"
+    assert by_id[M1]["rack"] == "eu-west-1a"
+    assert by_id[M3]["instance_id"] is None
+    assert by_id[M1]["assigned"] == [["payments", 0], ["payments", 1], ["refunds", 0]]
+    # the cooperative round withholds payments-2 and payments-5 for one generation
+    assert by_id[M3]["assigned"] == []
+    assert set(members(payments[2])[M3]["topics"]) == {"payments", "refunds"}
+    assert members(payments[2])[M3]["assigned"] == [["payments", 2], ["payments", 5]]
+    assert set(members(payments[3])) == {M1, M3}
+
+
+def test_dump_log_kip848_maps_topic_ids_and_emits_one_generation_per_target_epoch() -> None:
+    rows = by_trace(import_dump_log([fixture("dump-log.txt")]).rows)["orders-848"]
+    assert [row["generation"] for row in rows] == [1, 2, 3]
+    assert all(row["protocol"] == "uniform" for row in rows)
+    assert rows[0]["topics"] == [{"name": "audit", "partitions": 1},
+                                 {"name": "orders", "partitions": 4}]
+    assert members(rows[1])[K1]["assigned"] == [["audit", 0], ["orders", 0], ["orders", 1]]
+    assert members(rows[1])[K2]["assigned"] == [["orders", 2], ["orders", 3]]
+    assert "2 of 2 members reached it" in rows[1]["reason"]
+    assert list(members(rows[2])) == [K2]
+    assert members(rows[2])[K2]["assigned"] == [["audit", 0], ["orders", 0], ["orders", 1],
+                                               ["orders", 2], ["orders", 3]]
+
+
+def test_dump_log_skips_unknown_types_and_other_protocols_with_reasons() -> None:
+    result = import_dump_log([fixture("dump-log.txt")])
+    skipped = {note.line: note.reason for note in result.skipped}
+    assert "Unknown record type 17" in skipped[19]
+    assert "protocol type 'connect'" in skipped[6]
+    assert "deleted (tombstone)" in skipped[52]
+
+
+def test_json_record_of_a_type_that_is_not_a_consumer_group_is_skipped() -> None:
+    line = dump_line({"type": "9", "data": {"groupId": "share"}}, {"version": "0", "data": {}})
+    result = import_dump_log([("d.txt", line)])
+    assert result.rows == ()
+    assert result.skipped[0].reason == "record type 9 is not a consumer-group record"
+
+
+def test_tombstone_ends_the_trace_and_the_recreated_group_starts_another() -> None:
+    lines = [dump_line(GROUP_KEY, classic_value(3, [classic_member("a", [0])])),
+             dump_line(GROUP_KEY, None),
+             dump_line(GROUP_KEY, classic_value(1, [classic_member("b", [0])]))]
+    traces = by_trace(import_dump_log([("d.txt", "\n".join(lines))]).rows)
+    assert [(trace, [row["generation"] for row in rows]) for trace, rows in traces.items()] == [
+        ("g", [3]), ("g#2", [1])]
+
+
+def test_same_generation_recorded_twice_keeps_the_later_snapshot() -> None:
+    lines = [dump_line(GROUP_KEY, classic_value(3, [classic_member("a", [0])])),
+             dump_line(GROUP_KEY, classic_value(3, [classic_member("b", [0])]))]
+    result = import_dump_log([("d.txt", "\n".join(lines))])
+    assert [list(members(row)) for row in result.rows] == [["b"]]
+    assert "recorded again" in result.skipped[0].reason
+
+
+def test_inferred_partition_count_is_the_smallest_consistent_and_never_shrinks() -> None:
+    lines = [dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0, 1, 2, 3])])),
+             dump_line(GROUP_KEY, classic_value(2, [classic_member("a", [0, 1])])),
+             dump_line(GROUP_KEY, classic_value(3, [classic_member("a", [5])]))]
+    rows = import_dump_log([("d.txt", "\n".join(lines))]).rows
+    assert [row["topics"][0]["partitions"] for row in rows] == [4, 4, 6]
+
+
+def test_topics_file_counts_win_over_inference() -> None:
+    line = dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0])]))
+    side = TopicCatalog({"t": TopicInfo("t", 12)}, source="topics.json")
+    assert import_dump_log([("d.txt", line)], side).rows[0]["topics"] == [
+        {"name": "t", "partitions": 12}]
+
+
+def test_topics_file_smaller_than_an_assignment_is_an_error_naming_both() -> None:
+    line = dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [7])]))
+    side = TopicCatalog({"t": TopicInfo("t", 4)}, source="topics.json")
+    with pytest.raises(InputError) as caught:
+        import_dump_log([("d.txt", line)], side)
+    assert caught.value.source == "topics.json"
+    assert "d.txt:1 assigns partition 7" in str(caught.value)
+
+
+def test_base64_left_by_dump_log_is_decoded_with_the_wire_codecs() -> None:
+    member = classic_member("a", [])
+    member["subscription"] = b64(encode_subscription(Subscription(("t",), rack_id="r")))
+    member["assignment"] = b64(encode_assignment(MemberAssignment((TopicPartition("t", 2),))))
+    row = import_dump_log([("d.txt", dump_line(GROUP_KEY, classic_value(1, [member])))]).rows[0]
+    assert row["members"][0]["rack"] == "r"
+    assert row["members"][0]["assigned"] == [["t", 2]]
+
+
+def test_empty_assignment_bytes_mean_no_recorded_assignment() -> None:
+    member = classic_member("a", [])
+    member["assignment"] = ""
+    row = import_dump_log([("d.txt", dump_line(GROUP_KEY, classic_value(1, [member])))]).rows[0]
+    assert "assigned" not in row["members"][0]
+
+
+def test_undecodable_subscription_bytes_name_file_line_and_member() -> None:
+    member = classic_member("a", [])
+    member["subscription"] = "AAE="  # a version and nothing else
+    lines = ["Dumping x.log", dump_line(GROUP_KEY, classic_value(1, [member]))]
+    with pytest.raises(InputError) as caught:
+        import_dump_log([("d.txt", "\n".join(lines))])
+    assert (caught.value.source, caught.value.line) == ("d.txt", 2)
+    assert caught.value.field == "value.members[0].subscription"
+    assert "byte offset 2" in str(caught.value)
+
+
+def test_malformed_payload_json_names_file_and_line() -> None:
+    lines = ["Dumping x.log", "Log starting offset: 0",
+             '| offset: 0 CreateTime: 1 keySize: 1 valueSize: 1 key: {"type":"2","data":'
+             '{"group":"g"}} payload: {"version":"3","data":{"protocolType":']
+    with pytest.raises(InputError) as caught:
+        import_dump_log([("d.txt", "\n".join(lines))])
+    assert str(caught.value).startswith("d.txt:3: payload: payload is not valid JSON")
+
+
+def test_key_without_payload_is_malformed() -> None:
+    text = '| offset: 0 CreateTime: 1 key: {"type":"2","data":{"group":"g"}}'
+    with pytest.raises(InputError, match="expected ' payload: '"):
+        import_dump_log([("d.txt", text)])
+
+
+def test_text_format_of_older_dump_log_is_skipped_with_advice() -> None:
+    text = ("offset: 0 position: 0 CreateTime: 1 isvalid: true keySize: 9 valueSize: 9 "
+            "key: group_metadata::group=g payload: {\"protocolType\":\"consumer\"}\n"
+            "offset: 1 position: 0 CreateTime: 1 isvalid: true keySize: 9 valueSize: 9 "
+            "key: offset_commit::group=g,partition=t-0 payload: offset=1")
+    result = import_dump_log([("d.txt", text)])
+    assert [note.line for note in result.skipped] == [1]
+    assert "Kafka 3.8 or later" in result.skipped[0].reason
+
+
+def kip848(kind: int, member: str | None, value: dict[str, Any] | None, offset: int) -> str:
+    key: dict[str, Any] = {"groupId": "c"}
+    if member is not None:
+        key["memberId"] = member
+    payload = None if value is None else {"version": "0", "data": value}
+    return dump_line({"type": str(kind), "data": key}, payload, offset)
+
+
+def kip848_epoch(topic_id: str, subscription: dict[str, Any]) -> list[str]:
+    return [
+        kip848(5, "m", {"instanceId": "pod-0", "rackId": "a", "clientId": "c",
+                        "clientHost": "h", "rebalanceTimeoutMs": 1, "serverAssignor": None,
+                        **subscription}, 0),
+        kip848(3, None, {"epoch": 1}, 1),
+        kip848(7, "m", {"topicPartitions": [{"topicId": topic_id, "partitions": [0, 2]}]}, 2),
+        kip848(6, None, {"assignmentEpoch": 1}, 3),
+    ]
+
+
+def test_kip848_topic_id_without_metadata_record_is_an_error_naming_it() -> None:
+    lines = kip848_epoch("Z1", {"subscribedTopicNames": ["orders"]})
+    with pytest.raises(InputError) as caught:
+        import_dump_log([("d.txt", "\n".join(lines))])
+    assert (caught.value.line, caught.value.field, caught.value.value) == (3, "topicId", "Z1")
+
+
+def test_kip848_topic_id_is_named_by_the_topics_file() -> None:
+    lines = kip848_epoch("Z1", {"subscribedTopicNames": ["orders"]})
+    side = TopicCatalog({"orders": TopicInfo("orders", 3, topic_id="Z1")})
+    row = import_dump_log([("d.txt", "\n".join(lines))], side).rows[0]
+    assert row["members"] == [{"member_id": "m", "instance_id": "pod-0", "rack": "a",
+                               "topics": ["orders"], "assigned": [["orders", 0], ["orders", 2]]}]
+    assert row["topics"] == [{"name": "orders", "partitions": 3}]
+
+
+def test_kip848_regex_subscription_covers_the_known_topics_it_matches() -> None:
+    lines = [kip848(4, None, {"topics": [
+        {"topicId": "Z1", "topicName": "orders-eu", "numPartitions": 3, "partitionMetadata": []},
+        {"topicId": "Z2", "topicName": "audit", "numPartitions": 1, "partitionMetadata": []}]},
+        0), *kip848_epoch("Z1", {"subscribedTopicNames": [], "subscribedTopicRegex": "orders-.*"})]
+    row = import_dump_log([("d.txt", "\n".join(lines))]).rows[0]
+    assert row["members"][0]["topics"] == ["orders-eu"]
+
+
+def test_kip848_group_tombstone_ends_the_trace() -> None:
+    lines = [*kip848_epoch("Z1", {"subscribedTopicNames": ["t"]}),
+             kip848(5, "m", None, 4), kip848(3, None, None, 5),
+             *kip848_epoch("Z1", {"subscribedTopicNames": ["t"]})]
+    side = TopicCatalog({"t": TopicInfo("t", 3, topic_id="Z1")})
+    rows = import_dump_log([("d.txt", "\n".join(lines))], side).rows
+    assert [row["trace_id"] for row in rows] == ["c", "c#2"]
+
+
+# ---------------------------------------------------------------------------------------------
+# GroupMetadataMessageFormatter
+
+
+def test_formatter_and_dump_log_agree_on_classic_groups() -> None:
+    from_formatter = import_formatter([fixture("formatter.json")]).rows
+    from_dump = [row for row in import_dump_log([fixture("dump-log.txt")]).rows
+                 if row["trace_id"] != "orders-848"]
+    assert list(from_formatter) == from_dump
+
+
+def test_formatter_skips_records_it_could_not_decode() -> None:
+    text = ('{"key":{"version":17,"data":"unknown"},"value":{"version":0,"data":"unknown"}}'
+            '{"key":{"version":2,"data":{"group":"g"}},"value":null}')
+    result = import_formatter([("f.json", text)])
+    assert result.rows == ()
+    assert "formatter could not decode it" in result.skipped[0].reason
+
+
+def test_formatter_reads_concatenated_objects_across_lines() -> None:
+    assert [line for line, _ in iter_json_objects('{"a":1}\n\n{"b":\n2}{"c":3}', "f")] == [1, 3, 4]
+
+
+def test_formatter_malformed_object_names_its_line() -> None:
+    text = '{"key":{"type":2,"data":{"group":"g"}},"value":null}\n{"key":\n{"type":2,,}}'
+    with pytest.raises(InputError) as caught:
+        import_formatter([("f.json", text)])
+    assert (caught.value.source, caught.value.line) == ("f.json", 3)
+
+
+def test_formatter_value_without_data_is_malformed() -> None:
+    text = '{"key":{"type":2,"data":{"group":"g"}},"value":{"version":3}}'
+    with pytest.raises(InputError, match=r"f\.json:1: value"):
+        import_formatter([("f.json", text)])
+
+
+# ---------------------------------------------------------------------------------------------
+# coordinator logs
+
+
+def test_scala_coordinator_log_gives_membership_timing_and_reasons() -> None:
+    rows = by_trace(import_coordinator_log([fixture("coordinator-classic.log")], catalog()).rows)
+    payments = rows["payments"]
+    assert [row["generation"] for row in payments] == [1, 2, 3, 4]
+    assert [sorted(member["instance_id"] or "-" for member in row["members"])
+            for row in payments] == [["pod-1", "pod-2"], ["-", "pod-1", "pod-2"],
+                                     ["-", "pod-1", "pod-2"], ["-", "pod-1"]]
+    assert payments[0]["timestamp_ms"] == 1767607203015
+    assert "rebalance took 3000 ms" in payments[0]["reason"]
+    assert payments[3]["reason"].startswith(f"removing member {M2} on heartbeat expiration")
+    assert payments[0]["topics"] == [{"name": "payments", "partitions": 6},
+                                     {"name": "refunds", "partitions": 2}]
+    assert [(row["generation"], len(row["members"])) for row in rows["reports"]] == [
+        (1, 1), (2, 2), (3, 0)]
+
+
+def test_new_coordinator_log_follows_kip848_joins_leaves_fencing_and_static_replacement() -> None:
+    rows = by_trace(import_coordinator_log([fixture("coordinator-kip848.log")], catalog()).rows)
+    orders = rows["orders-848"]
+    assert [row["generation"] for row in orders] == [1, 2, 3, 4, 5]
+    assert all(row["protocol"] == "uniform" for row in orders)
+    assert [len(row["members"]) for row in orders] == [1, 2, 3, 2, 1]
+    last = orders[-1]["members"][0]
+    assert (last["member_id"], last["instance_id"], last["topics"]) == (
+        "Ra7Jd0pXS6uEw1yF4gK2mQ", "pod-9", ["orders"])
+    assert orders[0]["reason"].startswith("assignor took 2 ms")
+    assert [(row["generation"], len(row["members"])) for row in rows["billing"]] == [(1, 1),
+                                                                                     (2, 0)]
+
+
+def test_logs_of_several_brokers_merge_by_time() -> None:
+    first = ("a.log", "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g "
+                      "generation 2 (__consumer_offsets-1) with 0 members "
+                      "(kafka.coordinator.group.GroupCoordinator)")
+    second = ("b.log", "[2026-01-05 10:00:01,000] INFO [GroupCoordinator 1]: Stabilized group g "
+                       "generation 1 (__consumer_offsets-1) with 0 members "
+                       "(kafka.coordinator.group.GroupCoordinator)")
+    rows = import_coordinator_log([first, second], TopicCatalog({"t": TopicInfo("t", 1)})).rows
+    assert [row["generation"] for row in rows] == [1, 2]
+
+
+def test_member_count_the_log_cannot_account_for_is_noted() -> None:
+    text = ("[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g "
+            "generation 9 (__consumer_offsets-1) with 3 members "
+            "(kafka.coordinator.group.GroupCoordinator)")
+    row = import_coordinator_log([("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)})).rows[0]
+    assert "the coordinator counted 3 members, the log names 0" in row["reason"]
+
+
+def test_coordinator_line_breaking_the_template_names_file_and_line() -> None:
+    text = ("[2026-01-05 10:00:00,000] INFO [Log partition=t-0] Rolled (kafka.log.LocalLog)\n"
+            "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
+            "two with 3 members (kafka.coordinator.group.GroupCoordinator)")
+    with pytest.raises(InputError) as caught:
+        import_coordinator_log([("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}))
+    assert (caught.value.source, caught.value.line) == ("a.log", 2)
+
+
+def test_coordinator_log_needs_a_topics_file() -> None:
+    with pytest.raises(InputError, match="give a topics file"):
+        import_history("coordinator-log", [fixture("coordinator-classic.log")])
+
+
+# ---------------------------------------------------------------------------------------------
+# topics file, validity, examples
+
+
+def test_topics_file_forms_and_errors() -> None:
+    side = catalog()
+    assert side.topics["orders"] == TopicInfo("orders", 4, "Yc5kGZ3oRcqS2tQnq1R0sg")
+    assert side.subscription_of("reports") == ("reports-input",)
+    assert side.subscription_of("unknown") == ("audit", "orders", "payments", "refunds",
+                                               "reports-input")
+    with pytest.raises(InputError, match=r"t\.json: orders: unknown key"):
+        parse_topics_file('{"orders": {"partitions": 1, "replicas": 3}}', "t.json")
+    with pytest.raises(InputError, match=r"t\.json:1: topics file: not valid JSON"):
+        parse_topics_file("{", "t.json")
+
+
+@pytest.mark.parametrize("kind, names", [
+    ("dump-log", ["dump-log.txt"]),
+    ("formatter", ["formatter.json"]),
+    ("coordinator-log", ["coordinator-classic.log", "coordinator-kip848.log"]),
+])
+def test_imported_examples_pass_the_trace_reader(kind: str, names: list[str],
+                                                 tmp_path: Path) -> None:
+    side = catalog() if kind == "coordinator-log" else None
+    result = import_history(kind, [fixture(name) for name in names], side)
+    write_traces_jsonl(result.rows, tmp_path / "traces.jsonl")
+    traces, failures = read_traces([tmp_path])
+    assert failures == []
+    assert [trace.trace_id for trace in traces] == sorted(result.trace_ids())
+    assert sum(len(trace.generations) for trace in traces) == len(result.rows)
+
+
+def test_import_is_deterministic() -> None:
+    first = import_history("dump-log", [fixture("dump-log.txt")])
+    second = import_history("dump-log", [fixture("dump-log.txt")])
+    assert json.dumps(first.rows) == json.dumps(second.rows)
+
+
+def test_example_files_are_what_the_generator_writes() -> None:
+    spec = importlib.util.spec_from_file_location("importer_examples", FIXTURES / "generate.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    segment, dump, formatter = generator.render()
+    assert (FIXTURES / generator.SEGMENT).read_bytes() == segment
+    assert (FIXTURES / "dump-log.txt").read_text(encoding="utf-8") == dump
+    assert (FIXTURES / "formatter.json").read_text(encoding="utf-8") == formatter
