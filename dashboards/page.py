@@ -53,7 +53,7 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; ma
 header { background: #233044; color: #fff; padding: 18px 32px; }
 header h1 { margin: 0 0 4px 0; font-size: 24px; }
 header p { margin: 0; color: #c9d3e0; }
-main { padding: 8px 32px 40px 32px; max-width: 1400px; }
+main { padding: 8px 24px 40px 24px; max-width: 1600px; }
 section { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 12px 20px;
           margin: 18px 0; }
 section h2 { font-size: 18px; margin: 6px 0 6px 0; }
@@ -61,7 +61,8 @@ section p.note { color: #555; margin: 4px 0 10px 0; font-size: 14px; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
 th, td { border-bottom: 1px solid #e6e6e6; padding: 4px 7px; text-align: right;
          white-space: nowrap; }
-th { background: #f0f2f5; white-space: normal; max-width: 6.5em; vertical-align: bottom; }
+th { background: #f0f2f5; white-space: normal; max-width: 6.2em; vertical-align: bottom;
+     font-size: 12px; }
 .table-wrap { overflow-x: auto; max-width: 100%; }
 th:first-child, td:first-child { text-align: left; }
 td.text { text-align: left; white-space: normal; }
