@@ -164,6 +164,96 @@ def test_range_keeps_per_topic_balance_with_racks(group: Group):
         assert counts == [per_member] * (len(subscribers) - extra) + [per_member + 1] * extra
 
 
+def _range_as_java_loops(group: Group) -> dict[str, set[tuple[str, int]]]:
+    """Java's RangeAssignor as plain loops over lists (quadratic, for small groups only)."""
+    ordered = java_member_order(group.members)
+    rack_of = {member.member_id: member.rack or None for member in ordered}
+    result: dict[str, set[tuple[str, int]]] = {member.member_id: set() for member in group.members}
+    states = []
+    for topic in group.topics:
+        consumers = [m.member_id for m in ordered if topic.name in m.topics]
+        if not consumers:
+            continue
+        count = topic.num_partitions
+        consumer_racks = {rack_of[c] for c in consumers} - {None}
+        partition_racks = None
+        if consumer_racks:
+            partition_racks = list(topic.replica_racks or [frozenset()] * count)
+        all_racks = frozenset().union(*partition_racks) if partition_racks else frozenset()
+        states.append({
+            "topic": topic.name, "consumers": consumers, "racks": partition_racks,
+            "unassigned": list(range(count)), "count": dict.fromkeys(consumers, 0),
+            "per": count // len(consumers), "extra": count % len(consumers),
+            "needs": bool(consumer_racks) and not consumer_racks.isdisjoint(all_racks)
+            and any(racks != all_racks for racks in partition_racks or []),
+        })
+
+    def quota(state, consumer):
+        return max(0, state["per"] + (state["extra"] > 0) - state["count"][consumer])
+
+    def give(state, consumer, partitions):
+        result[consumer].update((state["topic"], p) for p in partitions)
+        state["count"][consumer] += len(partitions)
+        if state["count"][consumer] > state["per"]:
+            state["extra"] -= 1
+        for partition in partitions:
+            state["unassigned"].remove(partition)
+
+    def matches(state, consumer, partition):
+        rack = rack_of[consumer]
+        return rack is None or (state["racks"] is not None and rack in state["racks"][partition])
+
+    def ranges(state, may_assign):
+        for consumer in state["consumers"]:
+            if not state["unassigned"]:
+                break
+            fits = [p for p in state["unassigned"] if may_assign(state, consumer, p)]
+            if fits[: quota(state, consumer)]:
+                give(state, consumer, fits[: quota(state, consumer)])
+
+    if any(state["needs"] for state in states):
+        grouped: dict[tuple, dict[int, list]] = {}
+        for state in states:
+            size = len(state["racks"]) if state["racks"] is not None else 0
+            key = tuple((c, rack_of[c]) for c in state["consumers"])
+            grouped.setdefault(key, {}).setdefault(size, []).append(state)
+        for by_size in grouped.values():
+            for size, together in by_size.items():
+                if len(together) == 1:
+                    if together[0]["needs"]:
+                        ranges(together[0], matches)
+                    continue
+                remaining = list(together[0]["consumers"])
+                for partition in range(size):
+                    chosen = next((c for c in remaining if all(
+                        matches(s, c, partition) and quota(s, c) > 0 for s in together)), None)
+                    if chosen is None:
+                        continue
+                    for state in together:
+                        give(state, chosen, [partition])
+                    if all(quota(state, chosen) == 0 for state in together):
+                        remaining.remove(chosen)
+                        if not remaining:
+                            break
+    for state in states:
+        ranges(state, lambda state, consumer, partition: True)
+    return result
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(group=groups(racks=True, max_topics=6, max_partitions=4, subscription="uniform"))
+def test_range_agrees_with_javas_loops_on_co_partitioned_topics(group: Group):
+    ours = RangeAssignor().assign(group).partitions
+    assert {member: set(tps) for member, tps in ours.items()} == _range_as_java_loops(group)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(group=groups(racks=True))
+def test_range_agrees_with_javas_loops_on_random_groups(group: Group):
+    ours = RangeAssignor().assign(group).partitions
+    assert {member: set(tps) for member, tps in ours.items()} == _range_as_java_loops(group)
+
+
 def test_range_assigns_a_hundred_thousand_partitions_with_racks_in_linear_time():
     racks = ("a", "b", "c")
     topics = tuple(
