@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from partitioners.hashing import KeyInput, as_binary_array, null_mask
+from partitioners.hashing import KeyInput, as_binary_array, key_lengths, null_mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +78,7 @@ class KeyRule(enum.Enum):
             return np.zeros(len(array), dtype=bool)
         mask = ~null_mask(array)
         if self is KeyRule.NON_EMPTY:
-            lengths = array.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
-            mask &= lengths > 0
+            mask &= key_lengths(array) > 0
         return mask
 
 

@@ -160,6 +160,18 @@ def null_mask(keys: KeyInput) -> np.ndarray:
     return np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def key_lengths(keys: KeyInput) -> np.ndarray:
+    """Length in bytes of every key (0 for null), ``int64``."""
+    array = as_binary_array(keys)
+    if len(array) == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets, _ = _arrow_layout(array)
+    lengths = np.diff(offsets).astype(np.int64)
+    if array.null_count:
+        lengths[null_mask(array)] = 0
+    return lengths
+
+
 def _arrow_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Offsets (one per key plus one) and the data bytes of a binary array, zero-copy."""
     offset_type = np.int64 if pa.types.is_large_binary(array.type) else np.int32
