@@ -40,6 +40,7 @@ non-subscribers one by one.
 from __future__ import annotations
 
 import bisect
+from itertools import repeat
 
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group, TopicPartition
@@ -69,9 +70,13 @@ class RoundRobinAssignor:
                 continue
             positions = subscribers[topic.name]
             first = bisect.bisect_left(positions, walk_position) % len(positions)
-            for partition in range(count):
-                owner = positions[(first + partition) % len(positions)]
-                lists[owner].append(TopicPartition(topic.name, partition))
+            # subscriber k of the cycle gets partitions k, k + S, k + 2S, ...
+            for offset in range(min(len(positions), count)):
+                owner = positions[(first + offset) % len(positions)]
+                lists[owner].extend(
+                    map(tuple.__new__, repeat(TopicPartition),
+                        zip(repeat(topic.name), range(offset, count, len(positions))))
+                )
             walk_position = positions[(first + count - 1) % len(positions)] + 1
 
         # Java walks topics in UTF-16 order; results list them in code point order
