@@ -41,6 +41,7 @@ from assignors.model import NO_GENERATION, Assignment, Group, Member, Topic, Top
 
 REQUEST_FIELDS = frozenset({"name", "assignor", "topics", "members"})
 TOPIC_FIELDS = frozenset({"name", "partitions", "racks", "weights"})
+INT32_MAX = 2**31 - 1  # Kafka's partition counts and generation ids are int32
 MEMBER_FIELDS = frozenset({"id", "topics", "owned", "generation", "rack", "instance_id"})
 
 
@@ -151,6 +152,8 @@ def _parse_topics(raw: object) -> tuple[Topic, ...]:
             raise _fail("a partition count cannot be negative", f"{path}.partitions", count)
         if count == 0:
             raise _fail("a topic needs at least one partition", f"{path}.partitions", count)
+        if count > INT32_MAX:
+            raise _fail("partitions is a 32-bit integer in Kafka", f"{path}.partitions", count)
         racks = _parse_per_partition(entry, "racks", count, path, _parse_rack_set)
         weights = _parse_per_partition(entry, "weights", count, path, _parse_weight)
         topics.append(Topic(name, count, racks, weights))
@@ -218,8 +221,9 @@ def _parse_members(raw: object, topics: Mapping[str, Topic]) -> tuple[Member, ..
         generation = entry.get("generation", NO_GENERATION)
         if generation is None:
             generation = NO_GENERATION
-        if not _is_int(generation) or generation < NO_GENERATION:
-            raise _fail("generation must be an integer >= -1", f"{path}.generation", generation)
+        if not _is_int(generation) or not NO_GENERATION <= generation <= INT32_MAX:
+            raise _fail("generation must be a 32-bit integer >= -1", f"{path}.generation",
+                        generation)
         rack = _optional_name(entry, "rack", path)
         instance_id = _optional_name(entry, "instance_id", path)
         if instance_id is not None:
