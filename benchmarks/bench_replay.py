@@ -1,0 +1,232 @@
+"""Replay throughput: generations replayed (assigned and scored) per second per assignor.
+
+Runs a seeded mixed set of generated traces through each of ktk's built-in assignors and, in the
+same run, through kafka-python's assignor of the same name (the peer: range, roundrobin,
+sticky), printing both figures and the ratio of the time spent inside the assignor.
+
+    python benchmarks/bench_replay.py                 # small and medium sets
+    python benchmarks/bench_replay.py --size large    # 1,000 members x 100,000 partitions
+    python benchmarks/bench_replay.py --no-peer
+
+Sizes (initial members x partitions per group, generations per trace at most):
+small 40 groups of 3-12 x 8-200 (24); medium 4 groups of 100-300 x 2,000-10,000 (8);
+large 1 group of 1,000 x 100,000 (4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from assignors import registry
+from assignors.base import RebalanceProtocol
+from assignors.generate import generate_rows
+from assignors.model import Assignment, Group
+from assignors.replay import replay_with
+from assignors.trace import Trace, build_trace, parse_generation
+
+SIZES: dict[str, dict[str, Any]] = {
+    "small": {"groups": 40, "members": (3, 12), "partitions": (8, 200), "max_generations": 24},
+    "medium": {
+        "groups": 4,
+        "members": (100, 300),
+        "partitions": (2_000, 10_000),
+        "max_generations": 8,
+    },
+    "large": {
+        "groups": 1,
+        "members": (1_000, 1_000),
+        "partitions": (100_000, 100_000),
+        "max_generations": 4,
+    },
+}
+SEED = 2024
+
+
+def build_traces(size: str) -> list[Trace]:
+    by_trace: dict[str, list] = collections.defaultdict(list)
+    for line, row in enumerate(generate_rows("mixed", seed=SEED, **SIZES[size]), 1):
+        by_trace[row["trace_id"]].append(parse_generation(row, size, line))
+    return [build_trace(trace_id, rows) for trace_id, rows in sorted(by_trace.items())]
+
+
+# --- the peer: kafka-python's assignors behind ktk's Assignor contract -----------------------
+
+
+@dataclass
+class _Cluster:
+    counts: dict[str, int]
+
+    def topics(self) -> set[str]:
+        return set(self.counts)
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        count = self.counts.get(topic)
+        return None if count is None else set(range(count))
+
+
+@dataclass
+class _JoinedMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: Any
+
+
+class KafkaPythonPeer:
+    """kafka-python's assignor of the same protocol name; sticky gets its previous assignment
+    as StickyAssignorUserData, as a real kafka-python member would send it."""
+
+    def __init__(self, name: str) -> None:
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+        from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+        from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+        self.name = name
+        self.rebalance_protocol: RebalanceProtocol = "eager"
+        self._assignor = {
+            "range": RangePartitionAssignor,
+            "roundrobin": RoundRobinPartitionAssignor,
+            "sticky": StickyPartitionAssignor,
+        }[name]()
+
+    def assign(self, group: Group) -> Assignment:
+        from kafka.coordinator.assignors.sticky.sticky_assignor import StickyAssignorUserData
+        from kafka.protocol.consumer import ConsumerProtocolSubscription
+
+        members = []
+        for member in group.members:
+            user_data = b""
+            if self.name == "sticky" and member.owned_partitions:
+                by_topic: dict[str, list[int]] = collections.defaultdict(list)
+                for tp in member.owned_partitions:
+                    by_topic[tp.topic].append(tp.partition)
+                user_data = StickyAssignorUserData(list(by_topic.items()), member.generation)
+            metadata = ConsumerProtocolSubscription(0, sorted(member.topics), user_data)
+            members.append(_JoinedMember(member.member_id, member.instance_id, metadata))
+        cluster = _Cluster({topic.name: topic.num_partitions for topic in group.topics})
+        answer = self._assignor.assign(cluster, members)
+        return Assignment.build(
+            [member.member_id for member in group.members],
+            {member_id: list(assignment.partitions()) for member_id, assignment in answer.items()},
+        )
+
+
+def kafka_python_available() -> bool:
+    try:
+        import kafka  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# --- measuring ------------------------------------------------------------------------------
+
+
+Figures = tuple[int, float, float, int]
+
+
+def measure(traces: list[Trace], assignor: Any) -> list[Figures | None]:
+    """Per trace: (generations, wall seconds for the whole replay, seconds inside the assignor,
+    moved), or None when the assignor raised on that trace."""
+    figures: list[Figures | None] = []
+    for trace in traces:
+        started = time.perf_counter()
+        try:
+            rows = replay_with(trace, assignor, timings=True)
+        except Exception:  # the peer has known crashes (roundrobin, mixed subscriptions)
+            figures.append(None)
+            continue
+        elapsed = time.perf_counter() - started
+        inside = sum(row.assign_ms or 0.0 for row in rows) / 1000.0
+        figures.append((len(rows), elapsed, inside, sum(row.moved for row in rows)))
+    return figures
+
+
+def total(figures: list[Figures | None], keep: list[bool]) -> Figures:
+    kept = [f for f, wanted in zip(figures, keep, strict=True) if wanted and f is not None]
+    return (
+        sum(f[0] for f in kept),
+        sum(f[1] for f in kept),
+        sum(f[2] for f in kept),
+        sum(f[3] for f in kept),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=(*SIZES, "all"), default=None)
+    parser.add_argument("--peer", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--peer-budget",
+        type=float,
+        default=120.0,
+        help="skip a peer measurement expected to exceed this many seconds",
+    )
+    arguments = parser.parse_args()
+    sizes = (
+        ["small", "medium"]
+        if arguments.size is None
+        else (list(SIZES) if arguments.size == "all" else [arguments.size])
+    )
+    with_peer = arguments.peer and kafka_python_available()
+    names = [name for name in registry.builtin_names() if _importable(name)]
+    print(f"replay throughput, mixed traces, seed {SEED}")
+    header = (
+        f"{'size':<7} {'assignor':<19} {'gens':>5} {'gens/s':>9} {'assign ms/gen':>14} "
+        f"{'moved':>8} | {'peer gens/s':>11} {'peer ms/gen':>12} {'peer moved':>10} "
+        f"{'assign speedup':>15}"
+    )
+    print(header)
+    print("-" * len(header))
+    for size in sizes:
+        started = time.perf_counter()
+        traces = build_traces(size)
+        print(f"{size}: {len(traces)} traces generated in {time.perf_counter() - started:.1f}s")
+        for name in names:
+            ours = measure(traces, registry.get(name))
+            everything = [True] * len(traces)
+            generations, elapsed, inside, moved = total(ours, everything)
+            line = (
+                f"{size:<7} {name:<19} {generations:>5} {generations / elapsed:>9.1f} "
+                f"{1000 * inside / generations:>14.2f} {moved:>8}"
+            )
+            peer_fits = with_peer and name in ("range", "roundrobin", "sticky")
+            if peer_fits and name == "sticky" and size == "large":
+                peer_fits = arguments.peer_budget > 300  # kafka-python sticky: minutes at this size
+            if peer_fits:
+                peer = measure(traces, KafkaPythonPeer(name))
+                both = [p is not None for p in peer]
+                if not any(both):
+                    print(f"{line} | peer crashed on every trace", flush=True)
+                    continue
+                same_generations, _, same_inside, same_moved = total(ours, both)
+                peer_generations, peer_elapsed, peer_inside, peer_moved = total(peer, both)
+                line += (
+                    f" | {peer_generations / peer_elapsed:>11.1f} "
+                    f"{1000 * peer_inside / peer_generations:>12.2f} {peer_moved:>10} "
+                    f"{peer_inside / same_inside:>14.1f}x"
+                )
+                if not all(both):
+                    line += (
+                        f"  (peer crashed on {both.count(False)} of {len(traces)} traces; peer "
+                        f"columns and speedup over the other {same_generations} generations, "
+                        f"where ktk moved {same_moved})"
+                    )
+            else:
+                line += " | " + "-".rjust(11)
+            print(line, flush=True)
+
+
+def _importable(name: str) -> bool:
+    try:
+        registry.get(name)
+    except ImportError:
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    main()
