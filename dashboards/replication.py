@@ -26,7 +26,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboards.errors import InputError
-from dashboards.page import PALETTE, document, escape, figure_divs, write_atomically
+from dashboards.page import (
+    PALETTE,
+    document,
+    escape,
+    figure_divs,
+    format_number,
+    write_atomically,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,7 @@ class StepRow:
     isr: tuple[str, ...] | None
     newly_acked: tuple[str, ...]
     outcome: str
+    time_ms: int | None = None
 
 
 def _int_or_none(value: object) -> int | None:
@@ -154,6 +162,7 @@ def timeline_rows(result: Mapping[str, Any]) -> list[StepRow]:
                 isr=_ids(entry.get("isr")),
                 newly_acked=newly_acked,
                 outcome=_text(outcome),
+                time_ms=_int_or_none(entry.get("time_ms")),
             )
         )
     return rows
@@ -217,7 +226,13 @@ def timeline_figure(
                 row=1,
                 col=1,
             )
-        epochs = [state.leader_epoch if state else None for state in states]
+        # a replica without a known epoch (offline) reports a negative one: draw a gap instead
+        epochs = [
+            state.leader_epoch
+            if state and state.leader_epoch is not None and state.leader_epoch >= 0
+            else None
+            for state in states
+        ]
         figure.add_trace(
             go.Scatter(
                 x=steps,
@@ -296,22 +311,30 @@ def timeline_figure(
             row=1,
             col=1,
         )
+    invariants_by_step: dict[int, list[str]] = {}
     for violation in violations:
         step = _int_or_none(violation.get("step"))
         if step is None:
             continue
+        names = invariants_by_step.setdefault(step, [])
+        name = _text(violation.get("invariant", "violation"))
+        if name not in names:
+            names.append(name)
+    for position, (step, names) in enumerate(sorted(invariants_by_step.items())):
         figure.add_vline(x=step, line={"color": "#b3261e", "width": 1.5, "dash": "dot"})
+        # neighbouring steps' labels would overlap; three heights keep them apart
         figure.add_annotation(
             x=step,
-            y=1.0,
+            y=1.0 - 0.22 * (position % 3),
             xref="x",
             yref="y domain",
-            text=escape(_text(violation.get("invariant", "violation"))),
+            text="<br>".join(escape(name) for name in names),
             showarrow=False,
-            font={"color": "#b3261e", "size": 11},
+            font={"color": "#b3261e", "size": 10},
             xanchor="left",
             yanchor="top",
-            bgcolor="rgba(255,255,255,0.8)",
+            align="left",
+            bgcolor="rgba(255,255,255,0.85)",
         )
     highest_offset = max(
         (
@@ -350,6 +373,18 @@ def _verdict_section(result: Mapping[str, Any], violations: Sequence[Mapping[str
         ("high watermark", _text(result.get("hw"))),
         ("acknowledged", ", ".join(acked) or "none"),
     ]
+    if "elr" in result:
+        facts.append(("ELR (eligible leader replicas)", ", ".join(_ids(result["elr"]) or ())))
+    if "unclean_elections" in result:
+        facts.append(("unclean elections", _text(result["unclean_elections"])))
+    results = result.get("results")
+    if isinstance(results, Mapping) and results:
+        facts.append(
+            (
+                "produce results",
+                ", ".join(f"{record}: {_text(outcome)}" for record, outcome in results.items()),
+            )
+        )
     cells = "".join(
         f'<tr><td>{escape(label)}</td><td class="text mono">{escape(value)}</td></tr>'
         for label, value in facts
@@ -381,7 +416,8 @@ def _verdict_section(result: Mapping[str, Any], violations: Sequence[Mapping[str
     )
     violations_block = (
         '<table id="violations-table"><thead><tr><th>invariant</th><th>step</th>'
-        f"<th>detail</th></tr></thead><tbody>{violation_rows}</tbody></table>"
+        '<th class="text">detail</th></tr></thead>'
+        f"<tbody>{violation_rows}</tbody></table>"
         if violations
         else '<p class="ok" id="no-violations">No invariant was violated.</p>'
     )
@@ -390,8 +426,23 @@ def _verdict_section(result: Mapping[str, Any], violations: Sequence[Mapping[str
         f'<table id="outcome-table"><tbody>{cells}'
         f'<tr><td>acknowledged and lost</td><td class="text">{lost_cell}</td></tr>'
         f'<tr><td>diverged</td><td class="text">{diverged_cell}</td></tr>'
-        f"{consumed_cells}</tbody></table>"
+        f"{consumed_cells}{_expect_rows(result)}</tbody></table>"
         f"<h2>Invariant violations ({len(violations)})</h2>{violations_block}</section>"
+    )
+
+
+def _expect_rows(result: Mapping[str, Any]) -> str:
+    failures = result.get("expect_failures")
+    if not isinstance(failures, list):
+        return ""
+    if not failures:
+        return (
+            '<tr><td>expectations</td><td class="text"><span class="ok">all held</span></td></tr>'
+        )
+    items = "<br>".join(escape(_text(failure)) for failure in failures)
+    return (
+        '<tr><td>failed expectations</td><td class="text">'
+        f'<span class="bad">{items}</span></td></tr>'
     )
 
 
@@ -404,6 +455,7 @@ def _steps_table(
     replica_headers = "".join(
         f"<th>replica {escape(replica)}<br>LEO / HW / epoch</th>" for replica in replicas
     )
+    with_time = any(row.time_ms is not None for row in rows)
     body: list[str] = []
     previous_isr: tuple[str, ...] | None = None
     for row in rows:
@@ -434,14 +486,19 @@ def _steps_table(
         if isr_changed:
             isr_text += " (changed)"
         body.append(
-            f'<tr{css}><td>{row.step}</td><td class="text mono">{escape(row.op)}</td>'
+            f"<tr{css}><td>{row.step}</td>"
+            + (f"<td>{format_number(row.time_ms)}</td>" if with_time else "")
+            + f'<td class="text mono">{escape(row.op)}</td>'
             f"{''.join(replica_cells)}<td>{escape(row.leader or '—')}</td>"
             f'<td class="text">{escape(isr_text)}</td><td class="text">{acks}</td>'
             f'<td class="text">{escape(row.outcome)}</td></tr>'
         )
     return (
-        '<div class="table-wrap"><table id="steps-table"><thead><tr><th>step</th><th>operation</th>'
-        f"{replica_headers}<th>leader</th><th>ISR</th><th>acknowledged</th><th>result</th>"
+        '<div class="table-wrap"><table id="steps-table"><thead><tr><th>step</th>'
+        + ("<th>time (ms)</th>" if with_time else "")
+        + '<th class="text">operation</th>'
+        f'{replica_headers}<th>leader</th><th class="text">ISR</th>'
+        '<th class="text">acknowledged</th><th class="text">result</th>'
         f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
 

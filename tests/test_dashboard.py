@@ -80,6 +80,7 @@ class _TableCells(HTMLParser):
         self.table_id = table_id
         self.inside = False
         self.rows: list[list[tuple[str, str]]] = []
+        self.row_classes: list[str] = []
         self._cell: list[str] | None = None
         self._class = ""
 
@@ -89,6 +90,7 @@ class _TableCells(HTMLParser):
             self.inside = True
         elif self.inside and tag == "tr":
             self.rows.append([])
+            self.row_classes.append(attributes.get("class") or "")
         elif self.inside and tag in ("td", "th"):
             self._cell, self._class = [], attributes.get("class") or ""
 
@@ -108,6 +110,13 @@ def _table(html: str, table_id: str) -> list[list[tuple[str, str]]]:
     parser = _TableCells(table_id)
     parser.feed(html)
     return parser.rows
+
+
+def _row_classes(html: str, table_id: str) -> dict[str, str]:
+    """First cell text -> class of its row."""
+    parser = _TableCells(table_id)
+    parser.feed(html)
+    return {row[0][0]: css for row, css in zip(parser.rows, parser.row_classes, strict=True)}
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -458,3 +467,22 @@ def test_cli_reports_unreadable_results_in_one_line_with_exit_2(
 def test_module_examples_hold(module: object) -> None:
     outcome = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]
     assert outcome.attempted > 0 and outcome.failed == 0
+
+
+def test_replication_page_of_a_real_simulator_run_marks_each_violation_step() -> None:
+    scenario_file = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
+    scenario_file = scenario_file / "s1-two-round-hw-lag.yaml"
+    if not scenario_file.exists():
+        pytest.skip(f"example scenario {scenario_file.name} not present")
+    from replication.scenario import load_scenario
+    from replication.sim import run_scenario
+
+    result = run_scenario(load_scenario(scenario_file)).to_json()
+    rows = timeline_rows(result)
+    assert [row.step for row in rows] == [entry["step"] for entry in result["timeline"]]
+    acked_at = [record for row in rows for record in row.newly_acked]
+    assert sorted(acked_at) == sorted(result["acked"])
+    html = render_replication(result)
+    violation_steps = {str(violation["step"]) for violation in result["violations"]}
+    classes = _row_classes(html, "steps-table")
+    assert {step for step, css in classes.items() if css == "violation"} == violation_steps

@@ -260,3 +260,26 @@ def test_real_replay_of_example_traces_renders(
         assert rows_shown == len(written.assignors)
         _screenshot(visit, "rebalance-dashboard-replayed-traces.png")
         assert visit.errors == [] and visit.dialogs == [] and visit.blocked == []
+
+
+def test_real_run_of_an_example_scenario_renders(browser: Any, tmp_path: Path) -> None:
+    scenario_file = EXAMPLES / "scenarios" / "s1-two-round-hw-lag.yaml"
+    if not scenario_file.exists():
+        pytest.skip(f"example scenario {scenario_file.name} not present")
+    from replication.scenario import load_scenario
+    from replication.sim import run_scenario
+
+    result = run_scenario(load_scenario(scenario_file)).to_json()
+    assert result["acked_lost"], "S1 under pre-0.11 loses an acknowledged record"
+    page_path = write_replication_page(result, tmp_path / "s1.html")
+    with opened(browser, page_path, charts=1) as visit:
+        page = visit.page
+        assert _chart_states(visit)[0]["traces"] > 0
+        assert page.locator("#steps-table tbody tr").count() == len(result["timeline"])
+        violations = page.locator("#violations-table tbody tr")
+        assert violations.count() == len(result["violations"])
+        lost = result["acked_lost"][0]
+        assert f"{lost} (acknowledged, then lost)" in page.inner_text("#outcome-table")
+        assert page.locator("#logs-table td.lost").count() >= 1
+        _screenshot(visit, "replication-page-s1.png")
+        assert visit.errors == [] and visit.dialogs == [] and visit.blocked == []
