@@ -387,6 +387,44 @@ def test_coordinator_line_breaking_the_template_names_file_and_line() -> None:
     assert (caught.value.source, caught.value.line) == ("a.log", 2)
 
 
+def kip848_line(message: str, second: int) -> str:
+    return (f"[2026-01-05 10:00:{second:02d},000] INFO [GroupCoordinator id=1 "
+            f"topic=__consumer_offsets partition=3] [GroupId c] {message} "
+            "(org.apache.kafka.coordinator.group.GroupMetadataManager)")
+
+
+def test_debug_target_assignment_line_gives_members_and_assignments() -> None:
+    text = "\n".join([
+        kip848_line("Member m1 joins the consumer group using the consumer protocol.", 1),
+        kip848_line("Computed a new target assignment for epoch 7 with 'range' assignor in 3ms: "
+                    "{m1=MemberAssignment(partitions={Z1=[0, 2]}), "
+                    "m2=MemberAssignment(partitions={Z1=[1]})}.", 2),
+    ])
+    side = TopicCatalog({"orders": TopicInfo("orders", 3, topic_id="Z1")})
+    row = import_coordinator_log([("b.log", text)], side).rows[0]
+    assert (row["generation"], row["protocol"]) == (7, "range")
+    assert {member["member_id"]: member["assigned"] for member in row["members"]} == {
+        "m1": [["orders", 0], ["orders", 2]], "m2": [["orders", 1]]}
+
+
+def test_target_assignment_with_unmapped_topic_ids_keeps_membership_only() -> None:
+    text = kip848_line("Computed a new target assignment for epoch 2 with 'uniform' assignor in "
+                       "1ms: {m1=MemberAssignment(partitions={Z9=[0]})}.", 1)
+    result = import_coordinator_log([("b.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}))
+    assert [member["member_id"] for member in result.rows[0]["members"]] == ["m1"]
+    assert "assigned" not in result.rows[0]["members"][0]
+    assert "Z9" in result.skipped[0].reason
+
+
+def test_older_target_assignment_template_without_assignor_is_read() -> None:
+    text = "\n".join([
+        kip848_line("Member m1 joins the consumer group.", 1),
+        kip848_line("Computed a new target assignment for epoch 3: {}.", 2),
+    ])
+    row = import_coordinator_log([("b.log", text)], TopicCatalog({"t": TopicInfo("t", 1)})).rows[0]
+    assert (row["generation"], "protocol" in row, row["members"]) == (3, False, [])
+
+
 def test_coordinator_log_needs_a_topics_file() -> None:
     with pytest.raises(InputError, match="give a topics file"):
         import_history("coordinator-log", [fixture("coordinator-classic.log")])

@@ -11,10 +11,12 @@ KIP-848 consumer groups (``[GroupId g] ...`` lines).
   ``Preparing to rebalance`` line and the time from it to stabilisation. ``Group G with
   generation N is now empty`` gives a row without members.
 - KIP-848 groups: a row per ``Computed a new target assignment for epoch E with 'A' assignor in
-  T ms``, holding the members joined and not yet left or fenced, with ``A`` as the protocol.
+  T ms``, holding the members joined and not yet left or fenced, with ``A`` as the protocol. At
+  DEBUG (and on brokers that logged it at INFO) the line ends with the whole target assignment by
+  topic id; it then gives the membership and, with topic ids in the side file, ``assigned``.
 
-Logs do not say who got which partition, nor (classic) what members subscribe to: partition
-counts and subscriptions come from the topics side file. Timestamps are read as UTC. A line that
+Otherwise logs do not say who got which partition, nor (classic) what members subscribe to:
+partition counts and subscriptions come from the topics side file. Timestamps are read as UTC. A line that
 starts like a known coordinator message but does not parse raises InputError naming file:line.
 
 >>> log_text = '''\\
@@ -51,6 +53,7 @@ from assignors.importers.common import (
     TraceAssembler,
     collect,
 )
+from assignors.model import TopicPartition
 
 _LAYOUT = re.compile(r"^\[(?P<time>[^\]]+)\] (?P<level>[A-Z]+) (?P<body>.*)$")
 _LOGGER_SUFFIX = re.compile(r" \((?:kafka\.coordinator\.group\.GroupCoordinator|"
@@ -140,10 +143,10 @@ _CLASSIC: tuple[tuple[str, _Patterns], ...] = (
 )
 
 _CONSUMER: tuple[tuple[str, _Patterns], ...] = (
-    (" joins the consumer group using the ", _compile(
-        ("join", r"Member (?P<member>\S+) joins the consumer group using the \S+ protocol\."),
+    (" joins the consumer group", _compile(
+        ("join", r"Member (?P<member>\S+) joins the consumer group(?: using the \S+ protocol)?\."),
         ("join_static", r"Static member (?P<member>\S+) with instance id (?P<instance>\S+) joins "
-                        r"the consumer group using the \S+ protocol\."))),
+                        r"the consumer group(?: using the \S+ protocol)?\."))),
     (" re-joins the consumer group using the ", _compile(
         ("rejoin_static", r"Static member with instance id (?P<instance>\S+) re-joins the "
                           r"consumer group using the \S+ protocol\. Created a new member "
@@ -151,8 +154,10 @@ _CONSUMER: tuple[tuple[str, _Patterns], ...] = (
     ("Bumped group epoch to ", _compile(
         ("bump", r"Bumped group epoch to (?P<epoch>\d+)(?: with metadata hash -?\d+)?\."),)),
     ("Computed a new target assignment for epoch ", _compile(
-        ("target", r"Computed a new target assignment for epoch (?P<epoch>\d+) with "
-                   r"'(?P<assignor>[^']*)' assignor in (?P<took>\d+)ms(?:\.|: .*)"),)),
+        # 4.x INFO; DEBUG (and 3.8 INFO) append the assignment; 3.7 had no assignor or time
+        ("target", r"Computed a new target assignment for epoch (?P<epoch>\d+)(?: with "
+                   r"'(?P<assignor>[^']*)' assignor)?(?: in (?P<took>\d+)ms)?"
+                   r"(?:\.|: (?P<assignment>.*)\.)"),)),
     ("temporarily left the consumer group", _compile(
         ("static_away", r"Static Member (?P<member>\S+) with instance id (?P<instance>\S+) "
                         r"temporarily left the consumer group\."),)),
@@ -169,7 +174,7 @@ _CONSUMER: tuple[tuple[str, _Patterns], ...] = (
 
 _GROUP_ID_PREFIX = re.compile(r"^\[GroupId (?P<group>[^\]]+)\] ")
 _FIELD_ORDER = ("member", "instance", "old", "generation", "count", "reason", "members", "epoch",
-                "assignor", "took", "topics")
+                "assignor", "took", "assignment", "topics")
 
 
 def _match(message: str, table: tuple[tuple[str, _Patterns], ...], source: str, line: int
@@ -225,6 +230,33 @@ def _names(text: str) -> list[str]:
     return [name.strip() for name in inner.split(",") if name.strip()]
 
 
+_MEMBER_ASSIGNMENT = re.compile(
+    r"(?P<member>[^\s=,{}]+)=MemberAssignment\(\w+=\{(?P<partitions>[^}]*)\}\)")
+_TOPIC_PARTITIONS = re.compile(r"(?P<topic_id>[^\s=,]+)=\[(?P<numbers>[\d, ]*)\]")
+
+
+def _target_assignment(text: str, event: LogEvent) -> dict[str, list[tuple[str, int]]]:
+    """``{m1=MemberAssignment(partitions={topicId=[0, 1]}), ...}`` (the DEBUG suffix) by member.
+
+    >>> event = LogEvent("g", "consumer_target", (), None, "s.log", 1)
+    >>> _target_assignment("{m1=MemberAssignment(partitions={Ab=[0, 2], Cd=[1]}), "
+    ...                    "m2=MemberAssignment(partitions={})}", event)
+    {'m1': [('Ab', 0), ('Ab', 2), ('Cd', 1)], 'm2': []}
+    """
+    members: dict[str, list[tuple[str, int]]] = {}
+    for found in _MEMBER_ASSIGNMENT.finditer(text):
+        members[found.group("member")] = [
+            (topic.group("topic_id"), int(number))
+            for topic in _TOPIC_PARTITIONS.finditer(found.group("partitions"))
+            for number in topic.group("numbers").replace(" ", "").split(",") if number
+        ]
+    if not members and text.strip() not in ("{}", ""):
+        raise InputError("target assignment not in the form {member=MemberAssignment(...)}",
+                         source=event.source, line=event.line, field="assignment",
+                         value=text[:160])
+    return members
+
+
 _REASON_MEMBER = re.compile(
     r"^Adding new member (?P<member>\S+) with group instance id (?P<instance>\S+?);")
 _REASON_STATIC = re.compile(
@@ -263,11 +295,13 @@ class _LogImporter:
         return self.assemblers[group]
 
     def snapshot(self, group: str, state: _GroupState, generation: int, event: LogEvent,
-                 reason: str | None, protocol: str | None = None) -> None:
+                 reason: str | None, protocol: str | None = None,
+                 assigned: dict[str, tuple[TopicPartition, ...]] | None = None) -> None:
         default_topics = self.catalog.subscription_of(group)
         members = tuple(
             MemberSnapshot(member_id, instance_id, None,
-                           state.subscriptions.get(member_id, default_topics))
+                           state.subscriptions.get(member_id, default_topics),
+                           None if assigned is None else assigned.get(member_id, ()))
             for member_id, instance_id in state.members.items()
         )
         self.assembler(group).add(
@@ -360,10 +394,33 @@ class _LogImporter:
 
     def on_consumer_target(self, event: LogEvent, state: _GroupState, fields: dict[str, str]
                            ) -> None:
-        reason = f"assignor took {fields['took']} ms"
+        reason = f"assignor took {fields['took']} ms" if "took" in fields else None
+        assigned = None
+        if "assignment" in fields:
+            target = _target_assignment(fields["assignment"], event)
+            # the target covers every member of the group: it is the membership
+            state.members = {member_id: state.members.get(member_id) for member_id in target}
+            assigned = self.named(target, event)
         self.snapshot(event.group, state, int(fields["epoch"]), event, reason,
-                      fields["assignor"])
+                      fields.get("assignor"), assigned)
         state.rebalance_started_ms = None
+
+    def named(self, target: dict[str, list[tuple[str, int]]], event: LogEvent
+              ) -> dict[str, tuple[TopicPartition, ...]] | None:
+        """Target partitions by topic name, or None when the topics file lacks an id."""
+        unknown = sorted({topic_id for partitions in target.values()
+                          for topic_id, _ in partitions
+                          if self.catalog.name_of_id(topic_id) is None})
+        if unknown:
+            self.assembler(event.group).skip(
+                event.source, event.line,
+                f"group {event.group}: target assignment names topic ids the topics file does "
+                f"not map ({', '.join(unknown)}); assignments left out")
+            return None
+        return {member_id: tuple(TopicPartition(str(self.catalog.name_of_id(topic_id)),
+                                                partition)
+                                 for topic_id, partition in partitions)
+                for member_id, partitions in target.items()}
 
     def on_consumer_static_away(self, event: LogEvent, state: _GroupState,
                                 fields: dict[str, str]) -> None:
