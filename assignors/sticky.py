@@ -1,0 +1,632 @@
+"""The sticky assignor (KIP-54, KIP-341) and the balance+stickiness engine it shares with
+cooperative-sticky.
+
+Goals in priority order: balance first, stickiness second, rack locality third (a partition a
+member validly owns stays with it unless balance requires a move; what is new or must move
+prefers a member on a rack holding a replica).
+
+Three consumers share two topics of three partitions; the assignment is as even as it can be:
+
+>>> from assignors.model import Group, Member, Topic, TopicPartition as TP
+>>> both = frozenset({"a", "b"})
+>>> topics = (Topic("a", 3), Topic("b", 3))
+>>> first = StickyAssignor().assign(
+...     Group(topics, (Member("c0", both), Member("c1", both), Member("c2", both))))
+>>> for member, partitions in first.partitions.items():
+...     print(member, [f"{tp.topic}{tp.partition}" for tp in partitions])
+c0 ['a0', 'b0']
+c1 ['a1', 'b1']
+c2 ['a2', 'b2']
+
+c1 leaves. c0 and c2 report what they owned in generation 1; each keeps both of its partitions
+and only c1's two are handed out, one to each survivor (nothing else moves):
+
+>>> survivors = tuple(Member(m, both, first.partitions[m], generation=1) for m in ("c0", "c2"))
+>>> second = StickyAssignor().assign(Group(topics, survivors))
+>>> for member, partitions in second.partitions.items():
+...     print(member, [f"{tp.topic}{tp.partition}" for tp in partitions])
+c0 ['a0', 'a1', 'b0']
+c2 ['a2', 'b1', 'b2']
+
+Claims are judged before they are honoured. A claim counts only if its member is present,
+still subscribes to the topic and the partition exists; when several members claim one
+partition the highest generation wins, and two claims in that same generation void the
+partition's stickiness. A claim on a topic the member no longer subscribes to is never honoured
+(the Java client can hand such a partition back, an invalid assignment).
+
+Balance is Kafka's rule: two members whose partition counts differ by more than one are allowed
+only when the fuller one holds nothing the emptier one subscribes to. Feeding an answer back
+with unchanged membership changes nothing, racks included: claimed partitions never move for
+locality alone.
+
+Representation: partitions are dense integer indexes (:meth:`Group.partition_space`) and every
+per-partition quantity is a numpy array, so the cost is dominated by a few sorts of P integers.
+
+- Uniform subscriptions (every member with any known topic subscribes to the same topics):
+  quota arithmetic. With P partitions and C members, ``P % C`` members get ``ceil(P / C)`` and
+  the rest ``floor(P / C)``; the ceil quotas go to the members that claim the most, each keeps
+  ``min(claimed, quota)`` and the released and new partitions are dealt round-robin to the
+  members short of their quota. That moves the fewest partitions any balanced assignment can.
+  Time O(P log P + C log C).
+- Heterogeneous subscriptions: work on counts per (topic, subscriber) edge. Claimed partitions
+  stay; the unclaimed partitions of each topic are water-filled onto its least-loaded
+  subscribers (topics with the fewest subscribers first); then the freely placed partitions of
+  each topic are re-water-filled while that lowers the sum of squared loads, and only a pair
+  that breaks Kafka's rule with no free partition to fix it moves claimed ones (as few as the
+  pair needs). Time O(S · E log E + P log P) for E subscription edges and S sweeps (S is small:
+  each sweep strictly lowers the sum of squared loads and it rarely takes more than a few).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from itertools import repeat
+
+import numpy as np
+from ortools.graph.python import min_cost_flow
+
+from assignors.base import RebalanceProtocol
+from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
+
+_INDEX = np.int64
+_NOBODY = -1
+# heterogeneous groups with at most this many members x subscription edges get a local search
+# over member loads for fewer moves (each step solves one small flow per member pair)
+LOAD_SEARCH_LIMIT = 40_000
+LOAD_SEARCH_STEPS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class StickyPlan:
+    """What the engine decided for one group, on partition indexes of ``space``.
+
+    ``member_ids[i]`` is member ``i`` (the group's order). ``owner[p]`` is the member that gets
+    partition ``p``. ``claimant[p]`` is the member whose claim on ``p`` is valid (-1: none);
+    ``contested[p]`` is true when two members claimed ``p`` in the same, highest generation.
+    """
+
+    space: PartitionSpace
+    member_ids: tuple[str, ...]
+    owner: np.ndarray
+    claimant: np.ndarray
+    contested: np.ndarray
+
+    def moved(self) -> np.ndarray:
+        """Indexes of validly claimed partitions that now go to another member."""
+        return np.flatnonzero((self.claimant >= 0) & (self.owner != self.claimant))
+
+    def partitions_by_member(
+        self, left_out: np.ndarray | None = None
+    ) -> dict[str, tuple[TopicPartition, ...]]:
+        """Member id -> its partitions in (topic, partition) order, skipping ``left_out``."""
+        owner = self.owner
+        if left_out is not None and left_out.size:
+            owner = owner.copy()
+            owner[left_out] = _NOBODY
+        every_partition = _all_partitions(self.space)
+        order = np.argsort(owner, kind="stable")
+        bounds = np.searchsorted(owner[order], np.arange(len(self.member_ids) + 1))
+        fetch = every_partition.__getitem__
+        return {
+            member_id: tuple(map(fetch, order[bounds[i] : bounds[i + 1]].tolist()))
+            for i, member_id in enumerate(self.member_ids)
+        }
+
+    def partitions_at(self, indexes: np.ndarray) -> tuple[TopicPartition, ...]:
+        every_partition = _all_partitions(self.space)
+        return tuple(every_partition[index] for index in np.sort(indexes).tolist())
+
+
+def _all_partitions(space: PartitionSpace) -> list[TopicPartition]:
+    return [
+        TopicPartition(name, partition)
+        for name, count in zip(space.topic_names, space.partition_counts, strict=True)
+        for partition in range(count)
+    ]
+
+
+class StickyAssignor:
+    """Kafka's ``sticky`` assignor (eager protocol): balanced, then sticky, then rack-local."""
+
+    name = "sticky"
+    rebalance_protocol: RebalanceProtocol = "eager"
+
+    def assign(self, group: Group) -> Assignment:
+        plan = plan_sticky(group)
+        return Assignment(plan.partitions_by_member())
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+def plan_sticky(group: Group) -> StickyPlan:
+    """Balanced, sticky, rack-preferring owners for every subscribed partition of ``group``."""
+    space = group.partition_space()
+    members = group.members
+    num_members = len(members)
+    num_partitions = space.size
+    counts = np.asarray(space.partition_counts, dtype=_INDEX)
+    offsets = np.asarray(space.offsets, dtype=_INDEX)
+    topic_position = {name: position for position, name in enumerate(space.topic_names)}
+
+    subscriptions = [
+        tuple(sorted(p for name in m.topics if (p := topic_position.get(name)) is not None
+                     and counts[p] > 0))
+        for m in members
+    ]
+    # ties go to the member that sorts first by static instance id, else by member id
+    by_sort_key = sorted(range(num_members),
+                         key=lambda i: (members[i].sort_key, members[i].member_id))
+    rank = np.empty(num_members, dtype=_INDEX)
+    rank[by_sort_key] = np.arange(num_members, dtype=_INDEX)
+
+    claimant, contested = _valid_claims(group, subscriptions, counts, offsets, topic_position)
+    state = _State(
+        claimant=claimant,
+        topic_of=np.repeat(np.arange(counts.size, dtype=_INDEX), counts),
+        rank=rank,
+        racks=_RackMap.build(group, space) if group.has_racks() else None,
+        owner=np.full(num_partitions, _NOBODY, dtype=_INDEX),
+    )
+
+    distinct = {subscription for subscription in subscriptions if subscription}
+    if num_partitions and len(distinct) == 1:
+        active = np.asarray([i for i, s in enumerate(subscriptions) if s], dtype=_INDEX)
+        targets = _uniform_targets(num_partitions, active, claimant, rank, num_members)
+        _realize(state, np.arange(num_partitions, dtype=_INDEX), targets)
+    elif num_partitions:
+        _assign_heterogeneous(state, subscriptions, counts, offsets)
+    return StickyPlan(space, tuple(m.member_id for m in members), state.owner, claimant, contested)
+
+
+def _valid_claims(
+    group: Group,
+    subscriptions: list[tuple[int, ...]],
+    counts: np.ndarray,
+    offsets: np.ndarray,
+    topic_position: dict[str, int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(claimant per partition, contested mask): highest generation wins, a tie voids."""
+    num_topics, num_partitions = counts.size, int(counts.sum())
+    lookup = topic_position.get
+    partition_parts, member_parts, generation_parts = [], [], []
+    for i, member in enumerate(group.members):
+        owned = member.owned_partitions
+        if not owned or not subscriptions[i]:
+            continue
+        positions = np.fromiter(map(lookup, map(operator.itemgetter(0), owned), repeat(-1)),
+                                dtype=_INDEX, count=len(owned))
+        numbers = np.fromiter(map(operator.itemgetter(1), owned), dtype=_INDEX, count=len(owned))
+        subscribed = np.zeros(num_topics + 1, dtype=bool)  # the extra slot answers position -1
+        subscribed[list(subscriptions[i])] = True
+        safe_positions = np.where(positions >= 0, positions, 0)
+        valid = subscribed[positions] & (numbers >= 0) & (numbers < counts[safe_positions])
+        indexes = offsets[safe_positions[valid]] + numbers[valid]
+        partition_parts.append(indexes)
+        member_parts.append(np.full(indexes.size, i, dtype=_INDEX))
+        generation_parts.append(np.full(indexes.size, member.generation, dtype=_INDEX))
+
+    claimant = np.full(num_partitions, _NOBODY, dtype=_INDEX)
+    contested = np.zeros(num_partitions, dtype=bool)
+    if not partition_parts:
+        return claimant, contested
+    partitions = np.concatenate(partition_parts)
+    claim_members = np.concatenate(member_parts)
+    generations = np.concatenate(generation_parts)
+    order = np.lexsort((-generations, partitions))
+    partitions, claim_members, generations = (
+        partitions[order], claim_members[order], generations[order]
+    )
+    first = np.ones(partitions.size, dtype=bool)
+    first[1:] = partitions[1:] != partitions[:-1]
+    # a partition's claims are sorted newest first; a second claim as new as the first voids it
+    tied = np.zeros(partitions.size, dtype=bool)
+    tied[:-1] = ~first[1:] & (generations[1:] == generations[:-1])
+    leaders = np.flatnonzero(first)
+    void = tied[leaders]
+    claimant[partitions[leaders[~void]]] = claim_members[leaders[~void]]
+    contested[partitions[leaders[void]]] = True
+    return claimant, contested
+
+
+def _uniform_targets(
+    num_partitions: int, active: np.ndarray, claimant: np.ndarray, rank: np.ndarray,
+    num_members: int,
+) -> np.ndarray:
+    """Quota per member: ``P % C`` ceil quotas to the members that claim the most."""
+    targets = np.zeros(num_members, dtype=_INDEX)
+    if active.size == 0:
+        return targets
+    floor_quota, extra = divmod(num_partitions, active.size)
+    claimed = np.bincount(claimant[claimant >= 0], minlength=num_members)[active]
+    by_claims = active[np.lexsort((rank[active], -claimed))]
+    targets[active] = floor_quota
+    targets[by_claims[:extra]] += 1
+    return targets
+
+
+# --------------------------------------------------------------------------- heterogeneous
+
+
+def _water_fill(loads: np.ndarray, units: int, rank: np.ndarray) -> np.ndarray:
+    """How many of ``units`` each member gets when every unit goes to the least-loaded member
+    (ties: lowest rank): everyone below a level is raised to it, the rest go one each in rank
+    order to the members at that level. O(m log m) for m members."""
+    added = np.zeros(loads.size, dtype=_INDEX)
+    if units <= 0 or loads.size == 0:
+        return added
+    low, high = int(loads.min()), int(loads.min()) + units
+    while low < high:  # the highest level whose raise costs at most `units`
+        middle = (low + high + 1) // 2
+        if int(np.maximum(middle - loads, 0).sum()) <= units:
+            low = middle
+        else:
+            high = middle - 1
+    level = low
+    added = np.maximum(level - loads, 0)
+    remaining = units - int(added.sum())
+    if remaining:
+        at_level = np.flatnonzero(loads + added == level)
+        chosen = at_level[np.argsort(rank[at_level], kind="stable")[:remaining]]
+        added[chosen] += 1
+    return added
+
+
+def _assign_heterogeneous(
+    state: _State,
+    subscriptions: list[tuple[int, ...]],
+    counts: np.ndarray,
+    offsets: np.ndarray,
+) -> None:
+    claimant, rank = state.claimant, state.rank
+    num_members = len(subscriptions)
+    num_topics = counts.size
+    subscriber_lists: list[list[int]] = [[] for _ in range(num_topics)]
+    for i, subscription in enumerate(subscriptions):
+        for position in subscription:
+            subscriber_lists[position].append(i)
+    subscribers = [np.asarray(s, dtype=_INDEX) for s in subscriber_lists]
+
+    loads = np.zeros(num_members, dtype=_INDEX)
+    kept: list[np.ndarray] = []  # claimed partitions a subscriber still holds, per topic
+    free: list[np.ndarray] = []  # partitions placed this round, per topic
+    for position in range(num_topics):
+        segment = claimant[offsets[position] : offsets[position] + counts[position]]
+        claimed = np.bincount(segment[segment >= 0], minlength=num_members)
+        kept.append(claimed[subscribers[position]])
+        free.append(np.zeros(subscribers[position].size, dtype=_INDEX))
+        loads += claimed
+
+    by_choice = sorted(range(num_topics), key=lambda p: (subscribers[p].size, p))
+    for position in by_choice:
+        members = subscribers[position]
+        if members.size == 0:
+            continue
+        unplaced = int(counts[position] - kept[position].sum())
+        added = _water_fill(loads[members], unplaced, rank[members])
+        free[position] += added
+        loads[members] += added
+
+    claims = [held.copy() for held in kept]
+    moved_claims = False
+    while True:
+        _spread_free(by_choice, subscribers, free, loads, rank)
+        if not _move_claimed(by_choice, subscribers, kept, free, loads, rank):
+            break
+        moved_claims = True
+    holdings = [held + placed for held, placed in zip(kept, free, strict=True)]
+    if moved_claims:
+        holdings = _fewest_moves(subscribers, claims, counts, loads)
+        if holdings is None:
+            raise RuntimeError("the balanced loads admit no assignment")
+        edges = sum(members.size for members in subscribers)
+        if edges * num_members <= LOAD_SEARCH_LIMIT:
+            holdings = _search_loads(subscribers, claims, counts, loads, holdings)
+
+    for position in range(num_topics):
+        members = subscribers[position]
+        if members.size == 0:
+            continue
+        start, stop = int(offsets[position]), int(offsets[position] + counts[position])
+        targets = np.zeros(num_members, dtype=_INDEX)
+        targets[members] = holdings[position]
+        _realize(state, np.arange(start, stop, dtype=_INDEX), targets)
+
+
+def _spread_free(
+    order: list[int],
+    subscribers: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> None:
+    """Re-water-fill each topic's freely placed partitions while that lowers the sum of squared
+    loads; at the fixed point no free partition can fix a pair that breaks Kafka's rule."""
+    improved = True
+    while improved:
+        improved = False
+        for position in order:
+            placed = free[position]
+            units = int(placed.sum())
+            if units == 0:
+                continue
+            members = subscribers[position]
+            current = loads[members]
+            base = current - placed
+            refilled = _water_fill(base, units, rank[members])
+            after = base + refilled
+            if int((after * after).sum()) < int((current * current).sum()):
+                free[position] = refilled
+                loads[members] = after
+                improved = True
+
+
+def _move_claimed(
+    order: list[int],
+    subscribers: list[np.ndarray],
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> bool:
+    """In the first topic whose fullest claimed holder has two or more partitions than its
+    emptiest subscriber, move claimed partitions one fullest-to-emptiest step at a time until
+    that stops; False when no topic needs it."""
+    for position in order:
+        members = subscribers[position]
+        holding, placed = kept[position], free[position]
+        moved_any = False
+        while True:
+            holders = np.flatnonzero(holding > 0)
+            if holders.size == 0:
+                break
+            member_loads = loads[members]
+            by_load = holders[np.lexsort((rank[members[holders]], -member_loads[holders]))]
+            donor = by_load[0]
+            receivers = np.lexsort((rank[members], member_loads))
+            receiver = receivers[0]
+            gap = int(member_loads[donor] - member_loads[receiver])
+            if gap < 2:
+                break
+            # as many single steps as would pick the same donor and receiver in a row
+            next_donor = int(member_loads[by_load[1]]) if by_load.size > 1 else -1
+            next_receiver = (int(member_loads[receivers[1]]) if receivers.size > 1
+                             else int(member_loads[receiver]) + gap)
+            units = min(
+                int(holding[donor]),
+                gap // 2,
+                max(1, int(member_loads[donor]) - next_donor),
+                max(1, next_receiver - int(member_loads[receiver])),
+            )
+            holding[donor] -= units
+            placed[receiver] += units
+            loads[members[donor]] -= units
+            loads[members[receiver]] += units
+            moved_any = True
+        if moved_any:
+            return True
+    return False
+
+
+def _fewest_moves(
+    subscribers: list[np.ndarray],
+    claims: list[np.ndarray],
+    counts: np.ndarray,
+    loads: np.ndarray,
+) -> list[np.ndarray] | None:
+    """Per topic, how many partitions each subscriber holds so that every member keeps its load
+    from ``loads``, Kafka's rule holds and the most claims are kept: a min-cost flow from topics
+    to members where a member may take a topic only if no subscriber of the topic is two or more
+    below it, and a unit costs 1 unless it is one of the member's own claims on that topic.
+    Nodes: source, T topics, M members, sink; arcs: two per subscription edge. None when no
+    assignment has these loads."""
+    num_topics, num_members = len(subscribers), loads.size
+    source, sink = 0, 1 + num_topics + num_members
+    tails, heads, capacities, costs = [], [], [], []
+    for position, members in enumerate(subscribers):
+        if members.size == 0:
+            continue
+        allowed = members[loads[members] <= int(loads[members].min()) + 1]
+        own = claims[position][loads[members] <= int(loads[members].min()) + 1]
+        topic_node = np.full(allowed.size, 1 + position, dtype=_INDEX)
+        member_nodes = 1 + num_topics + allowed
+        tails += [topic_node, topic_node]
+        heads += [member_nodes, member_nodes]
+        capacities += [own, np.full(allowed.size, int(counts[position]), dtype=_INDEX)]
+        costs += [np.zeros(allowed.size, dtype=_INDEX), np.ones(allowed.size, dtype=_INDEX)]
+    topic_nodes = np.arange(1, 1 + num_topics, dtype=_INDEX)
+    member_nodes = np.arange(1 + num_topics, 1 + num_topics + num_members, dtype=_INDEX)
+    tails += [np.zeros(num_topics, dtype=_INDEX), member_nodes]
+    heads += [topic_nodes, np.full(num_members, sink, dtype=_INDEX)]
+    capacities += [counts.astype(_INDEX), loads.astype(_INDEX)]
+    costs += [np.zeros(num_topics, dtype=_INDEX), np.zeros(num_members, dtype=_INDEX)]
+
+    flow = min_cost_flow.SimpleMinCostFlow()
+    arcs = flow.add_arcs_with_capacity_and_unit_cost(
+        np.concatenate(tails), np.concatenate(heads), np.concatenate(capacities),
+        np.concatenate(costs),
+    )
+    supplies = np.zeros(sink + 1, dtype=_INDEX)
+    supplies[source], supplies[sink] = int(counts.sum()), -int(counts.sum())
+    flow.set_nodes_supplies(np.arange(sink + 1, dtype=_INDEX), supplies)
+    if flow.solve() != flow.OPTIMAL:
+        return None
+    flows = flow.flows(arcs)
+
+    holdings, cursor = [], 0
+    for members in subscribers:
+        held = np.zeros(members.size, dtype=_INDEX)
+        if members.size:
+            mask = loads[members] <= int(loads[members].min()) + 1
+            count = int(mask.sum())
+            held[mask] = flows[cursor : cursor + count] + flows[cursor + count : cursor + 2 * count]
+            cursor += 2 * count
+        holdings.append(held)
+    return holdings
+
+
+def _moves(claims: list[np.ndarray], holdings: list[np.ndarray]) -> int:
+    return sum(int(np.maximum(own - held, 0).sum()) for own, held in zip(claims, holdings,
+                                                                        strict=True))
+
+
+def _search_loads(
+    subscribers: list[np.ndarray],
+    claims: list[np.ndarray],
+    counts: np.ndarray,
+    loads: np.ndarray,
+    holdings: list[np.ndarray],
+) -> list[np.ndarray]:
+    """Steepest descent over member loads: shift one partition of load between two members
+    while that lets the flow keep more claims. O(steps · M² · flow)."""
+    best_moves = _moves(claims, holdings)
+    active = np.flatnonzero(np.bincount(np.concatenate(subscribers), minlength=loads.size) > 0)
+    for _ in range(LOAD_SEARCH_STEPS):
+        if best_moves == 0:
+            break
+        improved = None
+        for giver in active.tolist():
+            if loads[giver] == 0:
+                continue
+            for taker in active.tolist():
+                if taker == giver:
+                    continue
+                trial = loads.copy()
+                trial[giver] -= 1
+                trial[taker] += 1
+                found = _fewest_moves(subscribers, claims, counts, trial)
+                if found is not None and _moves(claims, found) < best_moves:
+                    best_moves, improved = _moves(claims, found), (trial, found)
+        if improved is None:
+            break
+        loads[:], holdings = improved
+    return holdings
+
+
+# --------------------------------------------------------------------------- racks and realization
+
+
+@dataclass(frozen=True, slots=True)
+class _RackMap:
+    """``local[p, r]``: partition ``p`` has a replica on consumer rack ``r``;
+    ``member_rack[i]``: member ``i``'s rack column (-1: unknown)."""
+
+    local: np.ndarray
+    member_rack: np.ndarray
+
+    @classmethod
+    def build(cls, group: Group, space: PartitionSpace) -> _RackMap:
+        rack_names = sorted({m.rack for m in group.members if m.rack is not None})
+        column = {name: c for c, name in enumerate(rack_names)}
+        local = np.zeros((space.size, len(rack_names)), dtype=bool)
+        for name, offset in zip(space.topic_names, space.offsets, strict=True):
+            topic = group.topic(name)
+            if topic is None or topic.replica_racks is None:
+                continue
+            for partition, replica_racks in enumerate(topic.replica_racks):
+                for rack in replica_racks:
+                    if rack in column:
+                        local[offset + partition, column[rack]] = True
+        member_rack = np.asarray(
+            [column[m.rack] if m.rack is not None else -1 for m in group.members], dtype=_INDEX
+        )
+        return cls(local, member_rack)
+
+    def is_local(self, partitions: np.ndarray, members: np.ndarray) -> np.ndarray:
+        rack_of = self.member_rack[members]
+        known = rack_of >= 0
+        result = np.zeros(partitions.size, dtype=bool)
+        result[known] = self.local[partitions[known], rack_of[known]]
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    """What realization reads (valid claimant, topic and tie-break rank per member or partition,
+    racks) and the owner array it fills in."""
+
+    claimant: np.ndarray
+    topic_of: np.ndarray
+    rank: np.ndarray
+    racks: _RackMap | None
+    owner: np.ndarray
+
+
+def _position_in_run(keys: np.ndarray) -> np.ndarray:
+    """For a sorted key array, each element's position within its run of equal keys."""
+    if keys.size == 0:
+        return keys.copy()
+    starts = np.ones(keys.size, dtype=bool)
+    starts[1:] = keys[1:] != keys[:-1]
+    run_start = np.maximum.accumulate(np.where(starts, np.arange(keys.size), 0))
+    return np.arange(keys.size) - run_start
+
+
+def _realize(state: _State, partitions: np.ndarray, targets: np.ndarray) -> None:
+    """Give each member ``targets[i]`` of ``partitions``: first its own claims (rack-local ones
+    first, spread over topics), then the rest dealt round-robin, same-rack first."""
+    topic_of, rank, racks, owner = state.topic_of, state.rank, state.racks, state.owner
+    claims = state.claimant[partitions]
+    claimed = partitions[claims >= 0]
+    holders = claims[claims >= 0]
+    # a claimant's k-th partition of a topic ranks before its (k+1)-th: kept claims mix topics
+    topics = topic_of[claimed]
+    order = np.lexsort((claimed, topics, holders))
+    claimed, holders, topics = claimed[order], holders[order], topics[order]
+    within_topic = _position_in_run(holders * (int(topic_of[-1]) + 1) + topics)
+    remote = (~racks.is_local(claimed, holders) if racks is not None
+              else np.zeros(claimed.size, dtype=bool))
+    order = np.lexsort((claimed, within_topic, remote, holders))
+    claimed, holders = claimed[order], holders[order]
+    keep = _position_in_run(holders) < targets[holders]
+    owner[claimed[keep]] = holders[keep]
+
+    deficits = targets - np.bincount(holders[keep], minlength=targets.size)
+    pool = np.setdiff1d(partitions, claimed[keep], assume_unique=True)
+    if racks is not None:
+        pool = _deal_local(pool, deficits, rank, racks, owner)
+    _deal(pool, deficits, rank, owner)
+
+
+def _deal(pool: np.ndarray, deficits: np.ndarray, rank: np.ndarray, owner: np.ndarray) -> None:
+    """Deal ``pool`` (in order) round-robin to members with a deficit, members in rank order."""
+    needy = np.flatnonzero(deficits > 0)
+    if needy.size == 0 or pool.size == 0:
+        return
+    needy = needy[np.argsort(rank[needy], kind="stable")]
+    takers = np.repeat(needy, deficits[needy])
+    rounds = _position_in_run(takers)
+    sequence = takers[np.lexsort((np.repeat(np.arange(needy.size), deficits[needy]), rounds))]
+    dealt = min(sequence.size, pool.size)
+    owner[pool[:dealt]] = sequence[:dealt]
+    np.subtract.at(deficits, sequence[:dealt], 1)
+
+
+def _deal_local(
+    pool: np.ndarray, deficits: np.ndarray, rank: np.ndarray, racks: _RackMap, owner: np.ndarray
+) -> np.ndarray:
+    """Deal rack-local partitions to members first (partitions with the fewest local racks
+    first, so multi-rack partitions stay available); returns what is left of the pool."""
+    if pool.size == 0:
+        return pool
+    local = racks.local[pool]
+    spread = local.sum(axis=1)
+    taken = np.zeros(pool.size, dtype=bool)
+    for column in range(local.shape[1]):
+        wanting = np.flatnonzero((racks.member_rack == column) & (deficits > 0))
+        if wanting.size == 0:
+            continue
+        candidates = np.flatnonzero(local[:, column] & ~taken)
+        candidates = candidates[np.argsort(spread[candidates], kind="stable")]
+        room = int(deficits[wanting].sum())
+        chosen = np.sort(candidates[:room])
+        if chosen.size == 0:
+            continue
+        column_deficits = np.zeros_like(deficits)
+        column_deficits[wanting] = deficits[wanting]
+        before = column_deficits.copy()
+        _deal(pool[chosen], column_deficits, rank, owner)
+        deficits -= before - column_deficits
+        taken[chosen] = True
+    return pool[~taken]
