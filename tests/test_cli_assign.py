@@ -129,6 +129,18 @@ def test_bundled_range_and_roundrobin_examples_run_cleanly(example: str):
     assert all("assignment" in result for result in results(outcome.stdout))
 
 
+def test_bundled_second_round_example_runs_cleanly():
+    for module in ("assignors.sticky", "assignors.cooperative_sticky"):
+        pytest.importorskip(module)
+    outcome = invoke(str(EXAMPLES / "requests" / "second-round.jsonl"))
+    assert outcome.exit_code == 0, outcome.output
+    joined = {r["name"]: r for r in results(outcome.stdout)}["member-joins-cooperative"]
+    assigned = {tuple(tp) for tps in joined["assignment"].values() for tp in tps}
+    assert assigned | {tuple(tp) for tp in joined.get("withheld", [])} == {
+        ("orders", p) for p in range(6)
+    }
+
+
 def test_static_example_keeps_ranges_across_new_member_ids():
     outcome = invoke(str(EXAMPLES / "requests" / "static-members.jsonl"))
     before, after, dynamic = results(outcome.stdout)
