@@ -309,7 +309,7 @@ class ReplicaLog:
     def recover_after_crash(self, lose_unflushed: bool) -> None:
         """What a restarted broker finds: all records, or only the flushed ones when the page
         cache was lost; the checkpointed HW clamped to the recovered LEO; epoch entries that
-        start beyond the recovered LEO dropped."""
+        start at or beyond the recovered LEO dropped (as Kafka's log recovery does)."""
         if self.storage is not None:
             records, high_watermark, entries = self.storage.recover(lose_unflushed)
         else:
@@ -318,7 +318,7 @@ class ReplicaLog:
             entries = list(self.epoch_cache.entries)
         self._records = list(records)
         end = self.log_end_offset
-        self.epoch_cache = LeaderEpochCache(entry for entry in entries if entry.start_offset <= end)
+        self.epoch_cache = LeaderEpochCache(entry for entry in entries if entry.start_offset < end)
         self._flushed = end
         self._high_watermark = min(max(high_watermark, self.log_start_offset), end)
         self._checkpointed_high_watermark = self._high_watermark
