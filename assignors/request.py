@@ -64,6 +64,7 @@ class Entry:
     name: str | None
     request: Request | None = None
     error: InputError | None = None
+    source: str | None = None
 
 
 def _fail(message: str, field: str | None, value: object = InputError._NO_VALUE) -> InputError:
@@ -310,7 +311,7 @@ def read_requests(
             located = error.located(source=source, line=line)
             entries.append(Entry(line, _request_name(obj), error=located))
         else:
-            entries.append(Entry(line, request.name, request=request))
+            entries.append(Entry(line, request.name, request=request, source=source))
     return entries
 
 
@@ -320,7 +321,8 @@ def _decode(text: str, source: str | None) -> Iterator[tuple[int, object]]:
     if stripped.startswith("["):
         yield from _decode_array(text, source)
         return
-    for number, raw_line in enumerate(text.splitlines(), start=1):
+    # only "\n" ends a line: str.splitlines would also split at U+2028 inside JSON strings
+    for number, raw_line in enumerate(text.split("\n"), start=1):
         if not raw_line.strip():
             continue
         try:
@@ -339,13 +341,15 @@ def _decode_array(text: str, source: str | None) -> Iterator[tuple[int, object]]
         raise InputError(f"malformed JSON array: {error.msg} at column {error.colno}",
                          source=source, line=error.lineno) from None
     position = text.index("[") + 1
+    line, counted_to = 1, 0
     while True:
         position = _skip_blank(text, position)
         if text[position] == "]":
             return
         if text[position] == ",":
             position = _skip_blank(text, position + 1)
-        line = text.count("\n", 0, position) + 1
+        line += text.count("\n", counted_to, position)  # counted incrementally: linear overall
+        counted_to = position
         obj, position = decoder.raw_decode(text, position)
         yield line, obj
 
@@ -365,8 +369,9 @@ def run(entry: Entry, assignor: Assignor | None = None) -> dict[str, object]:
     try:
         chosen = assignor if assignor is not None else registry.get(entry.request.assignor)
     except ImportError as error:
-        return error_result(entry.name, InputError(f"assignor is not available: {error}",
-                                                   field="assignor", value=entry.request.assignor))
+        unavailable = InputError(f"assignor is not available: {error}", source=entry.source,
+                                 line=entry.line, field="assignor", value=entry.request.assignor)
+        return error_result(entry.name, unavailable)
     try:
         assignment = chosen.assign(entry.request.group)
     except InputError as error:

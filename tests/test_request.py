@@ -230,3 +230,9 @@ def test_group_survives_a_round_trip_through_the_request_format(group: Group):
     assert [(m.member_id, m.topics, m.rack, m.instance_id) for m in parsed.members] == [
         (m.member_id, m.topics, m.rack, m.instance_id) for m in group.members
     ]
+
+
+def test_json_lines_split_only_at_newlines_not_at_unicode_line_separators():
+    text = json.dumps(with_change("name", "a\u2028b"), ensure_ascii=False) + "\r\n"
+    [entry] = read_requests(text)
+    assert entry.name == "a\u2028b" and entry.request is not None
