@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assignors.errors import InputError
 from assignors.importers import (
@@ -477,3 +479,98 @@ def test_example_files_are_what_the_generator_writes() -> None:
     assert (FIXTURES / generator.SEGMENT).read_bytes() == segment
     assert (FIXTURES / "dump-log.txt").read_text(encoding="utf-8") == dump
     assert (FIXTURES / "formatter.json").read_text(encoding="utf-8") == formatter
+
+
+# ---------------------------------------------------------------------------------------------
+# property: any classic history survives both renderings
+
+
+@st.composite
+def classic_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    counts = {f"t{index}": draw(st.integers(1, 5)) for index in range(draw(st.integers(1, 3)))}
+    generation = 0
+    history = []
+    for _ in range(draw(st.integers(1, 4))):
+        generation += draw(st.integers(1, 3))
+        ids = draw(st.lists(st.sampled_from(["m0", "m1", "m2", "m3"]), unique=True, max_size=4))
+        free = [TopicPartition(topic, p) for topic, count in counts.items() for p in range(count)]
+        group_members = []
+        for member_id in ids:
+            topics = tuple(sorted(draw(st.sets(st.sampled_from(sorted(counts)), min_size=1))))
+            wanted = [tp for tp in free if tp.topic in topics]
+            assigned = draw(st.lists(st.sampled_from(wanted), unique=True) if wanted
+                            else st.just([]))
+            free = [tp for tp in free if tp not in assigned]
+            version = draw(st.integers(0, 3))
+            group_members.append({
+                "member_id": member_id,
+                "instance_id": draw(st.none() | st.sampled_from(["pod-a", "pod-b"])),
+                "subscription": Subscription(topics, None, (), -1,
+                                             draw(st.none() | st.just("rack-1")), version),
+                "assignment": MemberAssignment(tuple(assigned), None, version),
+            })
+        instance_ids = [member["instance_id"] for member in group_members
+                        if member["instance_id"] is not None]
+        if len(instance_ids) != len(set(instance_ids)):
+            continue
+        history.append({"generation": generation, "members": group_members})
+    return history
+
+
+def render(history: list[dict[str, Any]]) -> tuple[str, str]:
+    from assignors.wire import assignment_to_json, subscription_to_json
+
+    dump, formatter = [], []
+    for offset, generation in enumerate(history):
+        as_json, as_bytes = [], []
+        for member in generation["members"]:
+            common = {"memberId": member["member_id"], "groupInstanceId": member["instance_id"],
+                      "clientId": "c", "clientHost": "h", "rebalanceTimeout": 1,
+                      "sessionTimeout": 1}
+            as_json.append({**common,
+                            "subscription": subscription_to_json(member["subscription"]),
+                            "assignment": assignment_to_json(member["assignment"])})
+            as_bytes.append({**common,
+                             "subscription": b64(encode_subscription(member["subscription"])),
+                             "assignment": b64(encode_assignment(member["assignment"]))})
+        dump.append(dump_line(GROUP_KEY, classic_value(generation["generation"], as_json),
+                              offset))
+        formatter.append(json.dumps({"key": {"type": 2, "data": {"group": "g"}},
+                                     "value": classic_value(generation["generation"], as_bytes)},
+                                    separators=(",", ":")))
+    return "\n".join(dump), "".join(formatter)
+
+
+@settings(max_examples=60, deadline=None)
+@given(classic_histories())
+def test_any_classic_history_imports_the_same_from_both_renderings(
+        history: list[dict[str, Any]]) -> None:
+    from assignors.trace import build_trace, parse_generation
+
+    dump, formatter = render(history)
+    rows = import_dump_log([("d.txt", dump)]).rows
+    # the dump also knows each record's CreateTime; the formatter prints none
+    assert [{**row, "timestamp_ms": None} for row in rows] == [
+        {**row, "timestamp_ms": None} for row in import_formatter([("f.json", formatter)]).rows]
+    assert [row["generation"] for row in rows] == [item["generation"] for item in history]
+    known: dict[str, int] = {}
+    for row, generation in zip(rows, history, strict=True):
+        expected_members = {
+            member["member_id"]: {
+                "member_id": member["member_id"], "instance_id": member["instance_id"],
+                "rack": member["subscription"].at_version().rack_id,
+                "topics": list(member["subscription"].topics),
+                "assigned": sorted([tp.topic, tp.partition]
+                                   for tp in member["assignment"].assigned_partitions)}
+            for member in generation["members"]}
+        assert members(row) == expected_members
+        for member in generation["members"]:
+            for topic in member["subscription"].topics:
+                known.setdefault(topic, 0)
+            for topic, partition in member["assignment"].assigned_partitions:
+                known[topic] = max(known[topic], partition + 1)
+        subscribed = {topic for member in generation["members"]
+                      for topic in member["subscription"].topics}
+        assert row["topics"] == [{"name": topic, "partitions": known[topic]}
+                                 for topic in sorted(subscribed) if known[topic] > 0]
+    build_trace("g", [parse_generation(row, "d.txt", line) for line, row in enumerate(rows, 1)])

@@ -1,4 +1,4 @@
-"""Broker group-coordinator log lines -> trace rows (membership and timing, no assignments).
+"""Broker group-coordinator log lines -> trace rows (membership and timing per generation).
 
 Both coordinators log at INFO in the layout ``[%d] %p %m (%c)``: the old Scala
 ``kafka.coordinator.group.GroupCoordinator`` (prefix ``[GroupCoordinator 1]: ``, the default in
@@ -16,8 +16,9 @@ KIP-848 consumer groups (``[GroupId g] ...`` lines).
   topic id; it then gives the membership and, with topic ids in the side file, ``assigned``.
 
 Otherwise logs do not say who got which partition, nor (classic) what members subscribe to:
-partition counts and subscriptions come from the topics side file. Timestamps are read as UTC. A line that
-starts like a known coordinator message but does not parse raises InputError naming file:line.
+partition counts and subscriptions come from the topics side file. Timestamps are read as UTC.
+A line that starts like a known coordinator message but does not parse raises InputError naming
+file:line.
 
 >>> log_text = '''\\
 ... [2026-01-05 10:00:00,000] INFO [GroupCoordinator 1]: Preparing to rebalance group g in \

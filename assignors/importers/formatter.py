@@ -87,15 +87,16 @@ def iter_json_objects(text: str, source: str) -> Iterator[tuple[int, Any]]:
 def parse_formatter(text: str, source: str, skipped: list[Skipped] | None = None
                     ) -> Iterator[CoordinatorRecord]:
     """The records of one formatter output, in order."""
-    for line, record in iter_json_objects(text, source):
+    for record_number, (line, record) in enumerate(iter_json_objects(text, source), start=1):
         if not isinstance(record, Mapping) or not isinstance(record.get("key"), Mapping):
             raise InputError("must be {\"key\": {...}, \"value\": {...} | null}", source=source,
                              line=line, field="record", value=record)
         key = record["key"]
         key_type = _integer(key, ("type", "version"), "key", source, line)
         if not isinstance(key.get("data"), Mapping):
-            note = Skipped(source, line, f"record type {key_type}: the formatter could not "
-                                         f"decode it (data: {key.get('data')!r})")
+            note = Skipped(source, line, f"record {record_number}: record type {key_type}: the "
+                                         f"formatter could not decode it "
+                                         f"(data: {key.get('data')!r})")
             log.info("%s", note)
             if skipped is not None:
                 skipped.append(note)
@@ -115,6 +116,7 @@ def parse_formatter(text: str, source: str, skipped: list[Skipped] | None = None
             timestamp_ms=None,
             source=source,
             line=line,
+            record_number=record_number,
         )
 
 

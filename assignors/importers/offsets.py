@@ -73,11 +73,13 @@ class CoordinatorRecord:
     timestamp_ms: int | None
     source: str
     line: int
+    record_number: int | None = None  # for outputs that put many records on one line
 
     def fail(self, message: str, field_name: str, value: object = InputError._NO_VALUE
              ) -> InputError:
-        return InputError(message, source=self.source, line=self.line, field=field_name,
-                          value=value)
+        where = field_name if self.record_number is None else (
+            f"record {self.record_number}: {field_name}")
+        return InputError(message, source=self.source, line=self.line, field=where, value=value)
 
     def text(self, node: Mapping[str, Any], name: str, where: str, *,
              nullable: bool = False) -> str | None:
@@ -123,7 +125,7 @@ def _decoded(record: CoordinatorRecord, node: object, where: str, kind: str
                 return wire.subscription_from_json(node, field=where)
             return wire.assignment_from_json(node, field=where)
         except InputError as error:
-            raise error.located(source=record.source, line=record.line) from None
+            raise record.fail(error.message, error.field or where, error.value) from None
     if not isinstance(node, str):
         raise record.fail(f"must be the {kind} JSON or its base64 bytes", where, node)
     try:
