@@ -104,3 +104,10 @@ def test_roundrobin_assigns_a_hundred_thousand_partitions_in_linear_time():
     elapsed = time.perf_counter() - started
     assert sum(len(tps) for tps in assignment.partitions.values()) == 100_000
     assert elapsed < 5.0, f"{elapsed:.2f} s for 100,000 partitions"
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(group=groups(subscription="uniform", unknown_topics=False))
+def test_roundrobin_with_equal_subscriptions_keeps_counts_within_one(group: Group):
+    counts = [len(tps) for tps in RoundRobinAssignor().assign(group).partitions.values()]
+    assert max(counts) - min(counts) <= 1
