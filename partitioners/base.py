@@ -152,9 +152,7 @@ class Partitioner:
     def hashes(self, key: bytes | None) -> bool:
         return self.key_rule.hashes(key)
 
-    def partition(
-        self, topic: str, key: bytes | None, metadata: TopicMetadata, now_ms: int
-    ) -> int:
+    def partition(self, topic: str, key: bytes | None, metadata: TopicMetadata, now_ms: int) -> int:
         if self.key_rule.hashes(key):
             return self.key_hash.scalar(key or b"", metadata.num_partitions)
         return self.unkeyed.choose(topic, key, metadata, now_ms)

@@ -394,9 +394,7 @@ def _crc32_table() -> np.ndarray:
 _CRC32_TABLE = _crc32_table()
 
 
-def _bytewise(
-    keys: KeyInput, initial: int, step: Any, final_xor: int
-) -> np.ndarray:
+def _bytewise(keys: KeyInput, initial: int, step: Any, final_xor: int) -> np.ndarray:
     """A byte-at-a-time hash over every key, column-wise: ``step(h, byte_column)`` in place."""
     count, matrix, offsets, data = _layout(keys)
     result = np.empty(count, dtype=np.uint32)

@@ -84,13 +84,15 @@ def _decode_key(value: Any, source: str | None, line: int) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InputError("must be a base64 string or null", source=source, line=line,
-                         field="key", value=value)
+        raise InputError(
+            "must be a base64 string or null", source=source, line=line, field="key", value=value
+        )
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise InputError("is not valid base64", source=source, line=line, field="key",
-                         value=value) from None
+        raise InputError(
+            "is not valid base64", source=source, line=line, field="key", value=value
+        ) from None
 
 
 def parse_jsonl_lines(lines: Iterable[str], source: str | None = None) -> pd.DataFrame:
@@ -102,14 +104,16 @@ def parse_jsonl_lines(lines: Iterable[str], source: str | None = None) -> pd.Dat
         try:
             record = json.loads(text)
         except json.JSONDecodeError as error:
-            raise InputError(f"not valid JSON: {error.msg}", source=source,
-                             line=line_number) from None
+            raise InputError(
+                f"not valid JSON: {error.msg}", source=source, line=line_number
+            ) from None
         if not isinstance(record, dict):
             raise InputError("each line must be a JSON object", source=source, line=line_number)
         missing = [name for name in TRACE_COLUMNS if name not in record]
         if missing:
-            raise InputError("missing field", source=source, line=line_number,
-                             field=", ".join(missing))
+            raise InputError(
+                "missing field", source=source, line=line_number, field=", ".join(missing)
+            )
         _check_record(record, source, line_number)
         for name in TRACE_COLUMNS:
             columns[name].append(record[name])
@@ -158,17 +162,21 @@ def frame_from_table(table: pa.Table, source: str | None = None) -> pd.DataFrame
     missing = [name for name in TRACE_COLUMNS if name not in table.column_names]
     if missing:
         raise InputError(
-            f"missing column(s) {', '.join(missing)}; a key trace needs "
-            f"{', '.join(TRACE_COLUMNS)}",
+            f"missing column(s) {', '.join(missing)}; a key trace needs {', '.join(TRACE_COLUMNS)}",
             source=source,
         )
     key_type = table.schema.field("key").type
-    if not (pa.types.is_binary(key_type) or pa.types.is_large_binary(key_type)
-            or pa.types.is_null(key_type)):
-        raise InputError("must be binary in Parquet", source=source, field="key",
-                         value=str(key_type))
-    return normalize_frame(table.select(list(TRACE_COLUMNS)).to_pandas(), source=source,
-                           row_label="row")
+    if not (
+        pa.types.is_binary(key_type)
+        or pa.types.is_large_binary(key_type)
+        or pa.types.is_null(key_type)
+    ):
+        raise InputError(
+            "must be binary in Parquet", source=source, field="key", value=str(key_type)
+        )
+    return normalize_frame(
+        table.select(list(TRACE_COLUMNS)).to_pandas(), source=source, row_label="row"
+    )
 
 
 def normalize_frame(
@@ -188,8 +196,9 @@ def normalize_frame(
             row = int(np.flatnonzero(mask)[0])
             value = frame[field].iloc[row]
             where = f"{row_label} {row + 1}"
-            raise InputError(message, source=f"{source}: {where}" if source else where,
-                             field=field, value=value)
+            raise InputError(
+                message, source=f"{source}: {where}" if source else where, field=field, value=value
+            )
 
     for field in ("trace_id", "topic"):
         values = frame[field]

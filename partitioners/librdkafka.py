@@ -139,4 +139,3 @@ class LibrdkafkaSticky(UnkeyedStrategy):
             self._sticky[topic] = current
             self._last_switch_ms[topic] = now_ms
         return current if current is not None else self._random(metadata)
-

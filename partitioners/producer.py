@@ -100,9 +100,7 @@ class ClusterModel:
         )
 
     def metadata(self, num_partitions: int, now_ms: int) -> TopicMetadata:
-        available = tuple(
-            p for p in range(num_partitions) if self.is_up(self.leader(p), now_ms)
-        )
+        available = tuple(p for p in range(num_partitions) if self.is_up(self.leader(p), now_ms))
         return TopicMetadata(num_partitions, available)
 
 

@@ -67,8 +67,14 @@ SCORE_SCHEMA = pa.schema(
 )
 SCORE_COLUMNS = tuple(SCORE_SCHEMA.names)
 
-DISAGREEMENT_COLUMNS = ("trace_id", "key", "num_partitions", "partition_a", "partition_b",
-                        "records")
+DISAGREEMENT_COLUMNS = (
+    "trace_id",
+    "key",
+    "num_partitions",
+    "partition_a",
+    "partition_b",
+    "records",
+)
 
 
 def derived_seed(seed: int, trace_id: str, partitioner: str) -> int:
@@ -92,8 +98,9 @@ def _records(trace: pd.DataFrame) -> Records:
 def _one_trace_id(trace: pd.DataFrame) -> str:
     trace_ids = pd.unique(trace["trace_id"])
     if len(trace_ids) != 1:
-        raise InputError("expected the records of exactly one trace", field="trace_id",
-                         value=list(trace_ids[:3]))
+        raise InputError(
+            "expected the records of exactly one trace", field="trace_id", value=list(trace_ids[:3])
+        )
     return str(trace_ids[0])
 
 
@@ -132,16 +139,15 @@ def score_trace(
     trace = normalize_frame(trace)
     trace_id = _one_trace_id(trace)
     name = canonical(partitioner)
-    run = run_trace(trace, name, batch_size=batch_size, linger_ms=linger_ms, seed=seed,
-                    cluster=cluster)
+    run = run_trace(
+        trace, name, batch_size=batch_size, linger_ms=linger_ms, seed=seed, cluster=cluster
+    )
     partitions = run.partitions.astype(np.int64)
     width = int(trace["num_partitions"].max())
     key_bytes = np.array([len(k) if k is not None else 0 for k in trace["key"]], dtype=np.int64)
     payload = key_bytes + trace["value_bytes"].to_numpy(dtype=np.int64)
     records_per_partition = np.bincount(partitions, minlength=width)
-    bytes_per_partition = np.bincount(partitions, weights=payload, minlength=width).astype(
-        np.int64
-    )
+    bytes_per_partition = np.bincount(partitions, weights=payload, minlength=width).astype(np.int64)
     spanning, remapped = remapped_keys(trace, run.partitions)
     batches = len(run.batches)
     row = {
@@ -224,8 +230,9 @@ def score_traces(
 ) -> pd.DataFrame:
     """``score_trace`` for every trace (in order of first appearance) x partitioner."""
     rows = [
-        score_trace(group, name, batch_size=batch_size, linger_ms=linger_ms, seed=seed,
-                    cluster=cluster)
+        score_trace(
+            group, name, batch_size=batch_size, linger_ms=linger_ms, seed=seed, cluster=cluster
+        )
         for _, group in traces.groupby("trace_id", sort=False)
         for name in partitioners
     ]
@@ -268,8 +275,9 @@ def disagreement(
     if frame.empty:
         return pd.DataFrame({name: [] for name in DISAGREEMENT_COLUMNS})
     grouped = (
-        frame.groupby(["trace_id", "key", "num_partitions", "partition_a", "partition_b"],
-                      sort=False)
+        frame.groupby(
+            ["trace_id", "key", "num_partitions", "partition_a", "partition_b"], sort=False
+        )
         .size()
         .reset_index(name="records")
     )

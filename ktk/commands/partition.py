@@ -81,8 +81,12 @@ def _cell(partition: int) -> str:
 
 @partition_app.command("keys")
 def keys_command(
-    keys: Annotated[list[str], typer.Argument(help="Keys (UTF-8 text, or hex with --hex); `-` "
-                                              "reads one key per line from stdin.")],
+    keys: Annotated[
+        list[str],
+        typer.Argument(
+            help="Keys (UTF-8 text, or hex with --hex); `-` reads one key per line from stdin."
+        ),
+    ],
     partitions: Annotated[int, typer.Option("--partitions", "-n", help="Partition count.")],
     partitioner: Annotated[
         str, typer.Option("--partitioner", "-p", help="See `ktk partition names`.")
@@ -213,10 +217,20 @@ def _spark_scores(
 def _print_scores(scores: Any) -> None:
     from rich.table import Table
 
-    table = Table(title="Key-trace scores (producer model)", show_lines=False, box=None,
-                  title_justify="left")
-    for header in ("trace", "partitioner", "records", "used/partitions", "bytes skew",
-                   "batches", "mean fill", "latency ms", "keys remapped"):
+    table = Table(
+        title="Key-trace scores (producer model)", show_lines=False, box=None, title_justify="left"
+    )
+    for header in (
+        "trace",
+        "partitioner",
+        "records",
+        "used/partitions",
+        "bytes skew",
+        "batches",
+        "mean fill",
+        "latency ms",
+        "keys remapped",
+    ):
         table.add_column(header, justify="left" if header in ("trace", "partitioner") else "right")
     for row in scores.itertuples(index=False):
         table.add_row(
@@ -251,8 +265,9 @@ def _print_disagreement(
     first, second = names
     for frame in frames:
         for trace_id, trace in frame.groupby("trace_id", sort=False):
-            differing = disagreement(trace, first, second, batch_size=batch_size,
-                                     linger_ms=linger_ms, seed=seed)
+            differing = disagreement(
+                trace, first, second, batch_size=batch_size, linger_ms=linger_ms, seed=seed
+            )
             keys = differing["key"].nunique() if len(differing) else 0
             records = int(differing["records"].sum()) if len(differing) else 0
             out.print(
