@@ -41,6 +41,8 @@ NOT_ENOUGH_REPLICAS = "NOT_ENOUGH_REPLICAS"
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 REQUEST_TIMED_OUT = "REQUEST_TIMED_OUT"
 OK = "ok"
+# "never": older than any simulated time, so a follower never heard from is not caught up
+NEVER_MS = -(2**62)
 
 
 @dataclass(slots=True)
@@ -48,9 +50,9 @@ class FollowerState:
     """What the leader knows about one follower (Kafka's Replica.ReplicaState)."""
 
     log_end_offset: int = UNDEFINED_OFFSET
-    last_caught_up_time_ms: int = 0
+    last_caught_up_time_ms: int = NEVER_MS
     last_fetch_leader_log_end_offset: int = 0
-    last_fetch_time_ms: int = 0
+    last_fetch_time_ms: int = NEVER_MS
     broker_epoch: int = -1
 
     def update_on_fetch(
@@ -176,11 +178,10 @@ class PartitionReplica:
                 if state is None:
                     state = FollowerState()
                     self.followers[replica_id] = state
-                    state.last_fetch_time_ms = 0
                 else:
                     state.last_fetch_leader_log_end_offset = self.leader_epoch_start_offset
-                    state.last_fetch_time_ms = now_ms if replica_id in isr else 0
-                state.last_caught_up_time_ms = now_ms if replica_id in isr else 0
+                    state.last_fetch_time_ms = now_ms if replica_id in isr else NEVER_MS
+                state.last_caught_up_time_ms = now_ms if replica_id in isr else NEVER_MS
         self.maybe_increment_high_watermark(now_ms)
 
     def become_follower(self, leader_id: int, leader_epoch: int, partition_epoch: int) -> None:
