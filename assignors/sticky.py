@@ -84,6 +84,8 @@ class StickyPlan:
     ``member_ids[i]`` is member ``i`` (the group's order). ``owner[p]`` is the member that gets
     partition ``p``. ``claimant[p]`` is the member whose claim on ``p`` is valid (-1: none);
     ``contested[p]`` is true when two members claimed ``p`` in the same, highest generation.
+    ``objects[p]`` is partition ``p`` as a :class:`TopicPartition` (the request's own object
+    when some member claimed it, else made on first use).
     """
 
     space: PartitionSpace
@@ -91,6 +93,7 @@ class StickyPlan:
     owner: np.ndarray
     claimant: np.ndarray
     contested: np.ndarray
+    objects: np.ndarray
 
     def moved(self) -> np.ndarray:
         """Indexes of validly claimed partitions that now go to another member."""
@@ -104,26 +107,28 @@ class StickyPlan:
         if left_out is not None and left_out.size:
             owner = owner.copy()
             owner[left_out] = _NOBODY
-        every_partition = _all_partitions(self.space)
+        objects = self._filled_objects()
         order = np.argsort(owner, kind="stable")
         bounds = np.searchsorted(owner[order], np.arange(len(self.member_ids) + 1))
-        fetch = every_partition.__getitem__
         return {
-            member_id: tuple(map(fetch, order[bounds[i] : bounds[i + 1]].tolist()))
+            member_id: tuple(objects[order[bounds[i] : bounds[i + 1]]].tolist())
             for i, member_id in enumerate(self.member_ids)
         }
 
     def partitions_at(self, indexes: np.ndarray) -> tuple[TopicPartition, ...]:
-        every_partition = _all_partitions(self.space)
-        return tuple(every_partition[index] for index in np.sort(indexes).tolist())
+        """The partitions at ``indexes``, in (topic, partition) order."""
+        return tuple(self._filled_objects()[np.sort(indexes)].tolist())
 
-
-def _all_partitions(space: PartitionSpace) -> list[TopicPartition]:
-    return [
-        TopicPartition(name, partition)
-        for name, count in zip(space.topic_names, space.partition_counts, strict=True)
-        for partition in range(count)
-    ]
+    def _filled_objects(self) -> np.ndarray:
+        missing = np.flatnonzero(np.equal(self.objects, None))
+        if missing.size:
+            offsets = np.asarray(self.space.offsets, dtype=_INDEX)
+            positions = np.searchsorted(offsets, missing, side="right") - 1
+            names = np.asarray(self.space.topic_names, dtype=object)[positions].tolist()
+            numbers = (missing - offsets[positions]).tolist()
+            made = map(TopicPartition, names, numbers)
+            self.objects[missing] = np.fromiter(made, dtype=object, count=missing.size)
+        return self.objects
 
 
 class StickyAssignor:
@@ -150,18 +155,26 @@ def plan_sticky(group: Group) -> StickyPlan:
     offsets = np.asarray(space.offsets, dtype=_INDEX)
     topic_position = {name: position for position, name in enumerate(space.topic_names)}
 
-    subscriptions = [
-        tuple(sorted(p for name in m.topics if (p := topic_position.get(name)) is not None
-                     and counts[p] > 0))
-        for m in members
-    ]
+    known: dict[frozenset[str], tuple[int, ...]] = {}  # members mostly share subscriptions
+    subscriptions = []
+    for member in members:
+        subscription = known.get(member.topics)
+        if subscription is None:
+            subscription = tuple(sorted(
+                p for name in member.topics
+                if (p := topic_position.get(name)) is not None and counts[p] > 0
+            ))
+            known[member.topics] = subscription
+        subscriptions.append(subscription)
     # ties go to the member that sorts first by static instance id, else by member id
     by_sort_key = sorted(range(num_members),
                          key=lambda i: (members[i].sort_key, members[i].member_id))
     rank = np.empty(num_members, dtype=_INDEX)
     rank[by_sort_key] = np.arange(num_members, dtype=_INDEX)
 
-    claimant, contested = _valid_claims(group, subscriptions, counts, offsets, topic_position)
+    claimant, contested, objects = _valid_claims(
+        group, subscriptions, counts, offsets, topic_position
+    )
     state = _State(
         claimant=claimant,
         topic_of=np.repeat(np.arange(counts.size, dtype=_INDEX), counts),
@@ -177,7 +190,8 @@ def plan_sticky(group: Group) -> StickyPlan:
         _realize(state, np.arange(num_partitions, dtype=_INDEX), targets)
     elif num_partitions:
         _assign_heterogeneous(state, subscriptions, counts, offsets)
-    return StickyPlan(space, tuple(m.member_id for m in members), state.owner, claimant, contested)
+    member_ids = tuple(m.member_id for m in members)
+    return StickyPlan(space, member_ids, state.owner, claimant, contested, objects)
 
 
 def _valid_claims(
@@ -186,11 +200,13 @@ def _valid_claims(
     counts: np.ndarray,
     offsets: np.ndarray,
     topic_position: dict[str, int],
-) -> tuple[np.ndarray, np.ndarray]:
-    """(claimant per partition, contested mask): highest generation wins, a tie voids."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(claimant per partition, contested mask, claimed TopicPartition objects): the highest
+    generation wins, a tie in it voids the partition's claims."""
     num_topics, num_partitions = counts.size, int(counts.sum())
     lookup = topic_position.get
     partition_parts, member_parts, generation_parts = [], [], []
+    objects = np.full(num_partitions, None, dtype=object)
     for i, member in enumerate(group.members):
         owned = member.owned_partitions
         if not owned or not subscriptions[i]:
@@ -203,6 +219,7 @@ def _valid_claims(
         safe_positions = np.where(positions >= 0, positions, 0)
         valid = subscribed[positions] & (numbers >= 0) & (numbers < counts[safe_positions])
         indexes = offsets[safe_positions[valid]] + numbers[valid]
+        objects[indexes] = np.fromiter(owned, dtype=object, count=len(owned))[valid]
         partition_parts.append(indexes)
         member_parts.append(np.full(indexes.size, i, dtype=_INDEX))
         generation_parts.append(np.full(indexes.size, member.generation, dtype=_INDEX))
@@ -210,7 +227,7 @@ def _valid_claims(
     claimant = np.full(num_partitions, _NOBODY, dtype=_INDEX)
     contested = np.zeros(num_partitions, dtype=bool)
     if not partition_parts:
-        return claimant, contested
+        return claimant, contested, objects
     partitions = np.concatenate(partition_parts)
     claim_members = np.concatenate(member_parts)
     generations = np.concatenate(generation_parts)
@@ -227,7 +244,7 @@ def _valid_claims(
     void = tied[leaders]
     claimant[partitions[leaders[~void]]] = claim_members[leaders[~void]]
     contested[partitions[leaders[void]]] = True
-    return claimant, contested
+    return claimant, contested, objects
 
 
 def _uniform_targets(

@@ -1,0 +1,63 @@
+"""The cooperative-sticky assignor (KIP-429): the sticky engine on the cooperative protocol.
+
+Goals in priority order: balance first, stickiness second, rack locality third, exactly as
+``sticky`` (the same engine decides). What differs is the protocol: members keep consuming what
+they own during a rebalance, so a partition that changes owner cannot be handed to its new owner
+until the old one has let it go. Such partitions are withheld this round; the old owner revokes
+them and rejoins, and the follow-up rebalance hands them out.
+
+Two consumers share topic ``a`` of four partitions; ``c2`` joins. Balance needs one partition to
+move, so round one withholds it (``c1``'s ``a3``) and changes nothing else:
+
+>>> from assignors.model import Group, Member, Topic, TopicPartition as TP
+>>> topics = (Topic("a", 4),)
+>>> joined = Group(topics, (
+...     Member("c0", frozenset({"a"}), (TP("a", 0), TP("a", 1)), generation=3),
+...     Member("c1", frozenset({"a"}), (TP("a", 2), TP("a", 3)), generation=3),
+...     Member("c2", frozenset({"a"}))))
+>>> first = CooperativeStickyAssignor().assign(joined)
+>>> {m: [tp.partition for tp in tps] for m, tps in first.partitions.items()}
+{'c0': [0, 1], 'c1': [2], 'c2': []}
+>>> first.withheld
+(TopicPartition(topic='a', partition=3),)
+
+Round two: every member reports what round one gave it (``c1`` revoked ``a3``). Nothing is
+claimed twice and nothing needs to move, so the withheld partition goes to ``c2``:
+
+>>> rejoined = Group(topics, tuple(
+...     Member(m, frozenset({"a"}), first.partitions[m], generation=4) for m in ("c0", "c1", "c2")))
+>>> second = CooperativeStickyAssignor().assign(rejoined)
+>>> {m: [tp.partition for tp in tps] for m, tps in second.partitions.items()}, second.withheld
+({'c0': [0, 1], 'c1': [2], 'c2': [3]}, ())
+
+Withheld this round: partitions whose valid owner (present, subscribed, highest generation)
+changes, and partitions two members claimed in the same highest generation (each claimant may
+still be consuming them, so neither is trusted until both have revoked). With uniform
+subscriptions the follow-up round never withholds anything: everyone then owns at most its
+quota and the members owning a ceil quota are exactly the ones that get it again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from assignors.base import RebalanceProtocol
+from assignors.model import Assignment, Group
+from assignors.sticky import StickyPlan, plan_sticky
+
+
+def withheld_indexes(plan: StickyPlan) -> np.ndarray:
+    """Partition indexes to withhold this round: moved ones and same-generation double claims."""
+    return np.union1d(plan.moved(), np.flatnonzero(plan.contested))
+
+
+class CooperativeStickyAssignor:
+    """Kafka's ``cooperative-sticky`` assignor: sticky's answer minus what changes owner."""
+
+    name = "cooperative-sticky"
+    rebalance_protocol: RebalanceProtocol = "cooperative"
+
+    def assign(self, group: Group) -> Assignment:
+        plan = plan_sticky(group)
+        withheld = withheld_indexes(plan)
+        return Assignment(plan.partitions_by_member(withheld), plan.partitions_at(withheld))
