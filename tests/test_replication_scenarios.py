@@ -1,0 +1,277 @@
+"""The verdict table of spec/replication.md over the bundled scenario files, in all four modes;
+the scenario format (round trip, invalid files naming step and field); determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES
+
+from replication.errors import ScenarioError
+from replication.modes import MODE_NAMES
+from replication.scenario import load_scenario, scenario_to_dict, scenario_to_text
+from replication.sim import ScenarioResult, run_scenario
+
+SCENARIOS = EXAMPLES / "scenarios"
+
+# (file, mode) -> (acknowledged records lost?, logs diverged?) as ktk reproduces the table
+VERDICTS: dict[str, dict[str, tuple[bool, bool]]] = {
+    "s1-two-round-hw-lag": {
+        "pre-0.11": (True, True),
+        "kip-101": (False, False),
+        "kip-279": (False, False),
+        "current": (False, False),
+    },
+    "s2-both-lose-unflushed": {
+        "pre-0.11": (True, True),
+        "kip-101": (True, False),
+        "kip-279": (True, False),
+        "current": (True, False),
+    },
+    # pre-0.11 truncates both replicas to their HW before any fetch: no divergence (see docs)
+    "s3-fast-leader-changes": {
+        "pre-0.11": (True, False),
+        "kip-101": (True, True),
+        "kip-279": (True, False),
+        "current": (True, False),
+    },
+    "s4-unclean-election": {
+        "pre-0.11": (True, True),
+        "kip-101": (True, True),
+        "kip-279": (True, False),
+        "current": (True, False),
+    },
+    "s5-isr-shrinks-to-one": dict.fromkeys(MODE_NAMES, (True, False)),
+    "s5-min-isr-2": dict.fromkeys(MODE_NAMES, (False, False)),
+    "s5-unclean-shutdown": dict.fromkeys(MODE_NAMES, (True, False)),
+    "s5-unclean-shutdown-elr": {
+        "pre-0.11": (True, False),
+        "kip-101": (True, False),
+        "kip-279": (True, False),
+        "current": (False, False),
+    },
+    "s6-expand-without-maximal-isr": {"current": (True, False)},
+    "s6-expand-with-maximal-isr": {"current": (False, False)},
+    "s7-join-isr-below-leso": {"current": (True, False)},
+    "s7-join-isr-at-leso": {"current": (False, False)},
+}
+
+CELLS = [(name, mode) for name, modes in VERDICTS.items() for mode in modes]
+
+
+def run(name: str, mode: str) -> ScenarioResult:
+    return run_scenario(load_scenario(SCENARIOS / f"{name}.yaml"), mode)
+
+
+def test_every_example_file_has_a_verdict() -> None:
+    assert sorted(p.stem for p in SCENARIOS.glob("*.yaml")) == sorted(VERDICTS)
+
+
+@pytest.mark.parametrize(("name", "mode"), CELLS, ids=[f"{n}@{m}" for n, m in CELLS])
+def test_verdict_table_cell(name: str, mode: str) -> None:
+    result = run(name, mode)
+    lost, diverged = VERDICTS[name][mode]
+    assert bool(result.acked_lost) is lost, result.acked_lost
+    assert result.diverged is diverged
+    assert result.expect_failures == []
+
+
+def test_s4_loss_is_detected_by_consumers_only_in_current_mode() -> None:
+    detected = {
+        mode: run("s4-unclean-election", mode).final["truncation_detected"] for mode in MODE_NAMES
+    }
+    assert detected == {
+        "pre-0.11": {"c1": False},
+        "kip-101": {"c1": False},
+        "kip-279": {"c1": False},
+        "current": {"c1": True},
+    }
+
+
+def test_s5_min_isr_2_rejects_writes_when_isr_is_the_leader_alone() -> None:
+    result = run("s5-min-isr-2", "current")
+    assert result.final["results"]["m3"] == "NOT_ENOUGH_REPLICAS"
+    assert result.final["acked"] == ["m1"]
+
+
+def test_safe_cells_break_no_invariant() -> None:
+    for name, mode in [
+        ("s1-two-round-hw-lag", "current"),
+        ("s3-fast-leader-changes", "kip-279"),
+        ("s3-fast-leader-changes", "current"),
+        ("s5-min-isr-2", "current"),
+        ("s5-unclean-shutdown-elr", "current"),
+        ("s6-expand-with-maximal-isr", "current"),
+        ("s7-join-isr-at-leso", "current"),
+    ]:
+        assert run(name, mode).violations == [], (name, mode)
+
+
+def test_switched_off_rules_are_caught_by_named_invariants() -> None:
+    assert "StrongIsr" in run("s6-expand-without-maximal-isr", "current").violation_names()
+    assert "LeaderCompleteness" in run("s7-join-isr-below-leso", "current").violation_names()
+    assert "StrongIsr" in run("s1-two-round-hw-lag", "pre-0.11").violation_names()
+    assert "LogMatching" in run("s3-fast-leader-changes", "kip-101").violation_names()
+
+
+def test_violations_name_invariant_step_and_detail() -> None:
+    violation = run("s1-two-round-hw-lag", "pre-0.11").violations[0]
+    assert violation == {
+        "invariant": "StrongIsr",
+        "step": 8,
+        "detail": "replica 1 lacks offset 1 (leader has m2) below leader HW 2",
+    }
+
+
+def test_result_json_has_the_documented_fields() -> None:
+    document = run("s1-two-round-hw-lag", "pre-0.11").to_json()
+    for key in ("name", "mode", "leader", "leader_epoch", "isr", "hw", "replicas", "acked"):
+        assert key in document
+    for key in ("acked_lost", "diverged", "consumed", "violations", "timeline"):
+        assert key in document
+    replica = document["replicas"]["1"]
+    assert set(replica) >= {"log", "leo", "hw", "epoch_cache", "online"}
+    assert replica["log"][0] == [0, 0, "m1"]
+    first = document["timeline"][0]
+    assert first["step"] == 0 and first["op"] == "produce m1 (acks=all)"
+    assert set(first["replicas"]["2"]) == {"leo", "hw", "epoch", "online"}
+    json.dumps(document)
+
+
+def test_runs_are_deterministic_byte_for_byte() -> None:
+    scenario = load_scenario(SCENARIOS / "s4-unclean-election.yaml")
+    first = json.dumps(run_scenario(scenario, "current").to_json(), sort_keys=True)
+    second = json.dumps(run_scenario(scenario, "current").to_json(), sort_keys=True)
+    assert first == second
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_scenario_round_trips_through_dict_json_and_yaml(path: Path) -> None:
+    scenario = load_scenario(path)
+    again = load_scenario(scenario_to_dict(scenario))
+    assert again.steps == scenario.steps and again.config == scenario.config
+    assert load_scenario(scenario_to_text(scenario, "json")).steps == scenario.steps
+    assert load_scenario(scenario_to_text(scenario, "yaml")).steps == scenario.steps
+
+
+def test_mid_scenario_expectation_and_acks_arriving_later() -> None:
+    scenario = load_scenario(
+        {
+            "name": "late-ack",
+            "config": {"brokers": [1, 2], "replicas": [1, 2]},
+            "steps": [
+                {"produce": "m1"},
+                {"expect": {"acked": [], "results": {"m1": "pending"}}},
+                {"fetch": 2},
+                {"fetch": 2},
+                {"expect": {"acked": ["m1"], "hw": 1}},
+            ],
+        }
+    )
+    result = run_scenario(scenario)
+    assert result.expect_failures == []
+    assert [entry["acked"] for entry in result.timeline] == [[], [], ["m1"]]
+
+
+def test_failed_expectation_says_which() -> None:
+    scenario = load_scenario(
+        {
+            "name": "wrong",
+            "config": {"brokers": [1, 2], "replicas": [1, 2]},
+            "steps": [{"produce": "m1", "acks": 1}, {"expect": {"acked_lost": ["m1"]}}],
+        }
+    )
+    assert run_scenario(scenario).expect_failures == [
+        "step 1: expect acked_lost: wanted ['m1'], got []"
+    ]
+
+
+def test_request_timeout_fails_a_waiting_acks_all_produce() -> None:
+    scenario = load_scenario(
+        {
+            "name": "timeout",
+            "config": {"brokers": [1, 2], "replicas": [1, 2], "request_timeout_ms": 1000},
+            "steps": [{"produce": "m1"}, {"advance_ms": 1000}],
+        }
+    )
+    assert run_scenario(scenario).final["results"] == {"m1": "REQUEST_TIMED_OUT"}
+
+
+def test_isolated_leader_is_fenced_after_session_timeout_and_replaced() -> None:
+    scenario = load_scenario(
+        {
+            "name": "isolate",
+            "config": {"brokers": [1, 2, 3], "replicas": [1, 2, 3]},
+            "steps": [{"isolate": 1}, {"advance_ms": 8999}, {"advance_ms": 1}, {"heal": 1}],
+        }
+    )
+    timeline = run_scenario(scenario).timeline
+    assert [entry["leader"] for entry in timeline] == [1, 1, 2, 2]
+    assert [entry["isr"] for entry in timeline] == [[1, 2, 3], [1, 2, 3], [2, 3], [2, 3]]
+
+
+def test_storage_factory_gets_one_storage_per_replica() -> None:
+    made: list[int] = []
+
+    def factory(broker_id: int) -> object:
+        from test_replication_log import RecordingStorage
+
+        made.append(broker_id)
+        return RecordingStorage()
+
+    result = run_scenario(
+        load_scenario(SCENARIOS / "s2-both-lose-unflushed.yaml"), "current", storage_factory=factory
+    )
+    assert sorted(made) == [1, 2]
+    assert result.expect_failures == []
+
+
+# ---------------------------------------------------------------------------- invalid files
+
+BASE = '"name": "bad", "config": {"brokers": [1, 2], "replicas": [1, 2]}'
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        ('[{"fetch": 1}, {"jump": 2}]', "step 1: jump: unknown op"),
+        ('[{"fetch": 9}]', "step 0: fetch: unknown broker (got 9)"),
+        ('[{"produce": "m", "acks": 2}]', 'step 0: acks: acks must be 0, 1, -1 or "all" (got 2)'),
+        (
+            '[{"advance_ms": 50}, {"fetch": 1, "at_ms": 10}]',
+            "step 1: at_ms: time must not go backwards (clock is at 50 ms) (got 10)",
+        ),
+        ('[{"advance_ms": -5}]', "step 0: advance_ms: must be an integer >= 0 (got -5)"),
+        (
+            '[{"crash": 1, "unflushed": "maybe"}]',
+            "step 0: unflushed: unflushed must be keep or lose",
+        ),
+        ('[{"fetch": 1, "acks": 1}]', "step 0: acks: field not allowed on fetch"),
+        ('[{"elect": 7}]', "step 0: elect: elect takes auto, preferred, unclean or a replica id"),
+        ('[{"expect": {"lost": []}}]', "step 0: expect.lost: unknown expect field"),
+        ('[{"expect": {"acked": []}, "modes": ["1.0"]}]', "step 0: modes: modes lists some of"),
+        ('[{"fetch": 1, "produce": "m"}]', "step 0: op: a step holds exactly one op"),
+    ],
+)
+def test_invalid_scenario_names_step_and_field(steps: str, message: str) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario("{" + BASE + ', "steps": ' + steps + "}")
+    assert message in str(caught.value)
+
+
+def test_invalid_config_names_the_field() -> None:
+    with pytest.raises(ScenarioError, match=r"config.replicas: replica is not a broker \(got 3\)"):
+        load_scenario('{"name": "x", "config": {"brokers": [1], "replicas": [1, 3]}, "steps": []}')
+    with pytest.raises(ScenarioError, match=r"config\.mode: unknown mode"):
+        load_scenario(
+            '{"name": "x", "config": {"brokers": [1], "replicas": [1], "mode": "0.8"}, "steps": []}'
+        )
+
+
+def test_invalid_file_error_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nconfig: {brokers: [1], replicas: [1]}\nsteps:\n  - {fetch: 4}\n")
+    with pytest.raises(ScenarioError, match=r"bad\.yaml: step 0: fetch: unknown broker"):
+        load_scenario(path)
