@@ -371,12 +371,14 @@ def _json_partitions(node: object, field: str) -> tuple[TopicPartition, ...]:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("topic"), str):
             raise InputError("expected {topic, partitions}", field=where, value=entry)
         numbers = entry.get("partitions")
-        if not isinstance(numbers, list) or not all(
-            isinstance(number, int) and not isinstance(number, bool) for number in numbers
-        ):
+        topic = entry["topic"]
+        # type() rather than isinstance: true and false are not partition numbers
+        made = [TopicPartition(topic, number) for number in numbers if type(number) is int] if (
+            isinstance(numbers, list)) else []
+        if not isinstance(numbers, list) or len(made) != len(numbers):
             raise InputError("partitions must be a list of integers", field=f"{where}.partitions",
                              value=numbers)
-        partitions.extend(TopicPartition(entry["topic"], number) for number in numbers)
+        partitions.extend(made)
     return tuple(partitions)
 
 

@@ -142,6 +142,25 @@ def _decoded(record: CoordinatorRecord, node: object, where: str, kind: str
         raise record.fail(f"{error.message} in {error.field}", where, node) from None
 
 
+def _subscribed(record: CoordinatorRecord, node: object, where: str
+                ) -> tuple[tuple[str, ...], str | None]:
+    """Subscribed topics and rack; decoded JSON is read directly (owned partitions, which a
+    trace does not need, are skipped: the cost of a big group is in them)."""
+    if isinstance(node, Mapping):
+        topics = node.get("topics", [])
+        if not isinstance(topics, list) or not all(isinstance(topic, str) for topic in topics):
+            raise record.fail("topics must be a list of names", f"{where}.topics", topics)
+        rack = node.get("rackId")
+        if rack is not None and not isinstance(rack, str):
+            raise record.fail("rackId must be text or null", f"{where}.rackId", rack)
+        return tuple(topics), rack
+    subscription = _decoded(record, node, where, "subscription")
+    if subscription is None:
+        return (), None
+    assert isinstance(subscription, wire.Subscription)
+    return subscription.topics, subscription.rack_id
+
+
 def classic_snapshot(record: CoordinatorRecord) -> Snapshot | None:
     """The generation a GroupMetadataValue records, or None when it is not a consumer group."""
     value = record.value
@@ -159,17 +178,15 @@ def classic_snapshot(record: CoordinatorRecord) -> Snapshot | None:
             raise record.fail("must be an object", where.rstrip("."), member)
         member_id = str(record.text(member, "memberId", where))
         instance_id = record.text(member, "groupInstanceId", where, nullable=True)
-        subscription = _decoded(record, member.get("subscription"), f"{where}subscription",
-                                "subscription")
+        topics, rack = _subscribed(record, member.get("subscription"), f"{where}subscription")
         assignment = _decoded(record, member.get("assignment"), f"{where}assignment",
                               "assignment")
-        assert subscription is None or isinstance(subscription, wire.Subscription)
         assert assignment is None or isinstance(assignment, wire.MemberAssignment)
         members.append(MemberSnapshot(
             member_id=member_id,
             instance_id=instance_id,
-            rack=None if subscription is None else subscription.rack_id,
-            topics=() if subscription is None else subscription.topics,
+            rack=rack,
+            topics=topics,
             assigned=None if assignment is None else assignment.assigned_partitions,
         ))
     reason = "group is empty" if not members else None
