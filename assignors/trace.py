@@ -95,6 +95,10 @@ class Trace:
         """True when the trace carries what the real group assigned (the `recorded` assignor)."""
         return any(generation.has_recorded_assignment() for generation in self.generations)
 
+    @property
+    def has_recorded(self) -> bool:
+        return self.has_recorded_assignment()
+
 
 class TraceFailure(NamedTuple):
     """A trace (or an unattributable row) that could not be read; ``trace_id`` is None when the
@@ -419,6 +423,38 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return found
 
 
+def _json_lines(
+    lines: Iterable[str], source: str, bad_lines: list[InputError] | None
+) -> Iterator[tuple[str, int, Any]]:
+    for line, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as error:
+            guessed = _TRACE_ID_PATTERN.search(text)
+            problem = InputError(
+                f"not valid JSON: {error.msg} at column {error.colno}",
+                source=source,
+                line=line,
+                field="row",
+                trace_id=guessed.group(1) if guessed else None,
+            )
+            if bad_lines is None:
+                raise problem from None
+            bad_lines.append(problem)
+            continue
+        yield source, line, row
+
+
+def _parquet_rows(parquet: pq.ParquetFile, source: str) -> Iterator[tuple[str, int, Any]]:
+    line = 0
+    for batch in parquet.iter_batches(batch_size=4096):
+        for row in batch.to_pylist():
+            line += 1
+            yield source, line, row
+
+
 def iter_trace_rows(
     path: str | os.PathLike[str], bad_lines: list[InputError] | None = None
 ) -> Iterator[tuple[str, int, Any]]:
@@ -431,34 +467,75 @@ def iter_trace_rows(
     source = str(path)
     name = Path(path).name
     if name.endswith(".parquet"):
-        parquet = pq.ParquetFile(path)
-        line = 0
-        for batch in parquet.iter_batches(batch_size=4096):
-            for row in batch.to_pylist():
-                line += 1
-                yield source, line, row
+        yield from _parquet_rows(pq.ParquetFile(path), source)
         return
     opener = gzip.open if name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as error:
-                guessed = _TRACE_ID_PATTERN.search(text)
-                problem = InputError(
-                    f"not valid JSON: {error.msg} at column {error.colno}",
-                    source=source,
-                    line=line,
-                    field="row",
-                    trace_id=guessed.group(1) if guessed else None,
-                )
-                if bad_lines is None:
-                    raise problem from None
-                bad_lines.append(problem)
-                continue
-            yield source, line, row
+        yield from _json_lines(handle, source, bad_lines)
+
+
+class RawRow(NamedTuple):
+    """A row read from a file but not yet checked (for engines that move rows around before
+    putting traces together); ``error`` is set when the row could not be read at all."""
+
+    source: str
+    line: int
+    row: Any
+    error: str | None = None
+
+
+class RowError(NamedTuple):
+    """A line that could not be read; ``row`` is ``{"trace_id": ...}`` when the broken text
+    still names its trace, else None."""
+
+    source: str
+    line: int
+    row: Any
+    error: InputError
+
+
+def iter_trace_rows_from_bytes(content: bytes, source: str) -> Iterator[RawRow | RowError]:
+    """The rows of one trace file given as bytes (``source`` names it and decides the format by
+    its suffix, as for :func:`iter_trace_rows`). Unreadable lines come back as RowError in
+    place; an undecodable file raises InputError."""
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    if name.endswith(".parquet"):
+        try:
+            parquet = pq.ParquetFile(pa.BufferReader(content))
+        except pa.ArrowException as error:
+            raise InputError(f"unreadable Parquet file: {error}", source=source) from None
+        for _, line, row in _parquet_rows(parquet, source):
+            yield RawRow(source, line, row)
+        return
+    try:
+        data = gzip.decompress(content) if name.endswith(".gz") else content
+        text = data.decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as error:
+        raise InputError(f"unreadable file: {error}", source=source) from None
+    bad_lines: list[InputError] = []
+    lines = text.split("\n")  # only newlines end rows; U+2028 may sit inside a JSON string
+    rows = {line: row for _, line, row in _json_lines(lines, source, bad_lines)}
+    problems = {problem.line or 0: problem for problem in bad_lines}
+    for line in sorted(rows.keys() | problems.keys()):
+        if line in problems:
+            problem = problems[line]
+            named = {"trace_id": problem.trace_id} if problem.trace_id else None
+            yield RowError(source, line, named, problem)
+        else:
+            yield RawRow(source, line, rows[line])
+
+
+def assemble_trace(trace_id: str, raw_rows: Iterable[RawRow]) -> Trace:
+    """:func:`parse_generation` on every row, then :func:`build_trace`; a row carrying a read
+    error fails the trace with that error."""
+    generations = []
+    for raw in raw_rows:
+        if raw.error is not None:
+            error = InputError(raw.error)
+            error.source, error.line, error.trace_id = raw.source, raw.line, trace_id
+            raise error
+        generations.append(parse_generation(raw.row, raw.source, raw.line))
+    return build_trace(trace_id, generations)
 
 
 _TRACE_ID_PATTERN = re.compile(r'"trace_id"\s*:\s*"([^"\\]+)"')

@@ -15,8 +15,12 @@ import pytest
 from assignors.errors import InputError
 from assignors.model import TopicPartition
 from assignors.trace import (
+    RawRow,
+    RowError,
+    assemble_trace,
     build_trace,
     iter_trace_rows,
+    iter_trace_rows_from_bytes,
     parse_generation,
     read_traces,
     trace_to_rows,
@@ -270,3 +274,34 @@ def test_parquet_violations_name_the_row_number(tmp_path):
     assert failure.reason.startswith(
         f"{tmp_path / 't.parquet'}:2: trace orders-app: members[1].assigned[0]: "
     )
+
+
+def test_rows_from_bytes_match_rows_from_files_for_every_format(tmp_path):
+    rows = [_row(generation=1), _row(generation=2)]
+    broken = json.dumps(_row(generation=3))[:-3]
+    _write_lines(tmp_path / "t.jsonl", [*rows, broken])
+    write_traces_jsonl(rows, tmp_path / "t.jsonl.gz")
+    write_traces_parquet(rows, tmp_path / "t.parquet")
+    for name in ("t.jsonl", "t.jsonl.gz", "t.parquet"):
+        read = list(iter_trace_rows_from_bytes((tmp_path / name).read_bytes(), f"store/{name}"))
+        good = [item for item in read if isinstance(item, RawRow)]
+        assert build_trace(
+            "orders-app", [parse_generation(r.row, r.source, r.line) for r in good]
+        ) == assemble_trace("orders-app", good)
+        assert [item.line for item in good] == [1, 2]
+        assert assemble_trace("orders-app", good) == read_traces([tmp_path / "t.jsonl.gz"])[0][0]
+    [bad] = [
+        item
+        for item in iter_trace_rows_from_bytes((tmp_path / "t.jsonl").read_bytes(), "s/t.jsonl")
+        if isinstance(item, RowError)
+    ]
+    assert (bad.line, bad.row) == (3, {"trace_id": "orders-app"})
+    assert str(bad.error).startswith("s/t.jsonl:3: trace orders-app: row: not valid JSON")
+
+
+def test_assemble_trace_fails_on_a_row_that_could_not_be_read():
+    rows = [RawRow("s", 1, _row(generation=1)), RawRow("s", 2, None, "s:2: row: not valid JSON")]
+    with pytest.raises(InputError) as caught:
+        assemble_trace("orders-app", rows)
+    assert str(caught.value) == "s:2: row: not valid JSON"
+    assert (caught.value.source, caught.value.line) == ("s", 2)
