@@ -246,7 +246,8 @@ class _OffsetsImporter:
         elif CONSUMER_GROUP_METADATA <= record.key_type <= CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             self.consumer(record)
         else:
-            self.skip(record, f"record type {record.key_type} is not a consumer-group record")
+            self.skip(record, f"record type {record.key_type} carries nothing a trace uses "
+                                    "(share or streams groups, regular expressions)")
 
     def classic(self, record: CoordinatorRecord) -> None:
         group = record.group()
