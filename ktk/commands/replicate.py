@@ -4,13 +4,15 @@ schedules (`ktk replicate explore`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
-from ktk.console import err, escape, fail, out, reported_errors
+from ktk.console import err, escape, fail, is_interactive, out, reported_errors
 
 EXIT_EXPECT_FAILED = 1
 EXPLORE = "explore"
@@ -44,10 +46,12 @@ def replicate_command(
     `ktk replicate FILE [--mode M] [--json] [--html page.html]` exits 0 when every `expect`
     held, 1 when one failed and 2 when the file is invalid.
     `ktk replicate explore --mode M [--min-isr N --acks A --unclean --elr] --schedules N
-    --seed S [--out DIR]` prints each violation found as a replayable scenario.
+    --seed S [--out DIR] [--json]` runs seeded random fault schedules and prints each violation
+    class found, shrunk to a minimal scenario file that `ktk replicate` replays.
     """
     if target == EXPLORE:
-        _explore(mode, min_isr, acks, unclean, elr, schedules, seed, out_dir and Path(out_dir))
+        explore_dir = Path(out_dir) if out_dir else None
+        _explore(mode, min_isr, acks, unclean, elr, schedules, seed, explore_dir, as_json)
         return
     _run_file(target, mode, as_json, html)
 
@@ -145,23 +149,56 @@ def _explore(
     schedules: int,
     seed: int,
     out_dir: Path | None,
+    as_json: bool,
 ) -> None:
-    try:
-        from replication import explore as explore_module
-    except ModuleNotFoundError:
-        raise fail("the explorer (replication.explore) is not installed") from None
-    with reported_errors():
-        report = explore_module.explore(
-            mode=mode or "current",
+    import time
+
+    from replication.explore import explore
+    from replication.scenario import scenario_to_text
+
+    acks_value: str | int = "all" if acks in ("all", "-1") else acks
+    if acks_value != "all":
+        if acks not in ("0", "1"):
+            raise fail(f"--acks: must be 0, 1 or all (got {acks!r})")
+        acks_value = int(acks)
+    with reported_errors(), _progress(schedules) as progress:
+        report = explore(
+            mode or "current",
             min_insync_replicas=min_isr,
-            acks=acks,
+            acks=acks_value,
             unclean_leader_election=unclean,
             eligible_leader_replicas=elr,
             schedules=schedules,
             seed=seed,
             out_dir=out_dir,
+            timer=time.perf_counter,
+            progress=progress,
         )
-    typer.echo(json.dumps(report, indent=1, default=str))
+    if as_json:
+        typer.echo(json.dumps(report.to_json(include_timing=True), indent=2))
+        return
+    out.print(escape(report.summary()))
+    if out_dir is None:
+        for finding in report.findings:
+            out.print(f"\n# {escape(finding.file_name)}")
+            typer.echo(scenario_to_text(finding.scenario, "json"), nl=False)
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on an interactive terminal; nothing otherwise."""
+    if not is_interactive():
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("schedules", total=total)
+
+        def update(done: int, _total: int) -> None:
+            bar.update(task, completed=done)
+
+        yield update
 
 
 def register(app: typer.Typer) -> None:
