@@ -35,7 +35,7 @@ import binascii
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from assignors import wire
 from assignors.errors import InputError
@@ -203,16 +203,43 @@ def classic_snapshot(record: CoordinatorRecord) -> Snapshot | None:
 # KIP-848 consumer groups (types 3-8)
 
 
+class _TopicMetadata(NamedTuple):
+    name: str
+    partitions: int
+    replica_racks: tuple[tuple[str, ...], ...] | None
+
+
+class _MemberMetadata(NamedTuple):
+    instance_id: str | None
+    rack: str | None
+    topic_names: tuple[str, ...]
+    topic_regex: str | None
+    server_assignor: str | None
+
+
+class _TargetPartitions(NamedTuple):
+    """Partitions of one topic id in a member's target, and the record that said so."""
+
+    topic_id: str
+    partitions: tuple[int, ...]
+    source: str
+    line: int
+
+
+class _PendingGeneration(NamedTuple):
+    snapshot: Snapshot
+    source: str
+    line: int
+
+
 @dataclass(slots=True)
 class _ConsumerGroup:
-    topics_by_id: dict[str, tuple[str, int, tuple[tuple[str, ...], ...] | None]] = field(
-        default_factory=dict)
-    members: dict[str, tuple[str | None, str | None, tuple[str, ...], str | None,
-                             str | None]] = field(default_factory=dict)
-    # member -> [(topic id, partitions, source, line)]
-    targets: dict[str, list[tuple[str, tuple[int, ...], str, int]]] = field(default_factory=dict)
-    group_epoch: int | None = None
-    pending: tuple[Snapshot, str, int] | None = None
+    """What the records of one KIP-848 group have said so far."""
+
+    topics_by_id: dict[str, _TopicMetadata] = field(default_factory=dict)
+    members: dict[str, _MemberMetadata] = field(default_factory=dict)
+    targets: dict[str, list[_TargetPartitions]] = field(default_factory=dict)
+    pending: _PendingGeneration | None = None
     reconciled: set[str] = field(default_factory=set)
 
 
@@ -274,7 +301,7 @@ class _OffsetsImporter:
                                                       "deleted (tombstone)")
                 self.consumer_groups[group] = _ConsumerGroup()
             else:
-                state.group_epoch = record.integer(value, "epoch", "value.")
+                record.integer(value, "epoch", "value.")  # the target epoch (type 6) is used
         elif kind == CONSUMER_GROUP_PARTITION_METADATA:
             if value is not None:
                 self.topic_metadata(record, state, value)
@@ -295,12 +322,12 @@ class _OffsetsImporter:
             if value is not None:
                 epoch = record.integer(value, "assignmentEpoch", "value.")
                 self.flush(group)
-                state.pending = (self.target_snapshot(group, state, epoch, record),
-                                 record.source, record.line)
+                state.pending = _PendingGeneration(
+                    self.target_snapshot(group, state, epoch, record), record.source, record.line)
         elif kind == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT and value is not None:
             member_id = str(record.text(record.key, "memberId", "key."))
             epoch = record.integer(value, "memberEpoch", "value.")
-            if state.pending is not None and epoch == state.pending[0].generation:
+            if state.pending is not None and epoch == state.pending.snapshot.generation:
                 state.reconciled.add(member_id)
 
     def topic_metadata(self, record: CoordinatorRecord, state: _ConsumerGroup,
@@ -322,11 +349,10 @@ class _OffsetsImporter:
                     if 0 <= partition < count and isinstance(entry.get("racks"), list):
                         racks[partition] = tuple(str(rack) for rack in entry["racks"])
             known_racks = tuple(racks) if metadata and all(racks) else None
-            state.topics_by_id[topic_id] = (name, count, known_racks)
+            state.topics_by_id[topic_id] = _TopicMetadata(name, count, known_racks)
 
     def member_metadata(self, record: CoordinatorRecord, value: Mapping[str, Any]
-                        ) -> tuple[str | None, str | None, tuple[str, ...], str | None,
-                                   str | None]:
+                        ) -> _MemberMetadata:
         instance_id = record.text(value, "instanceId", "value.", nullable=True)
         rack = record.text(value, "rackId", "value.", nullable=True)
         names = record.array(value, "subscribedTopicNames", "value.")
@@ -335,10 +361,10 @@ class _OffsetsImporter:
                               names)
         regex = record.text(value, "subscribedTopicRegex", "value.", nullable=True) or None
         assignor = record.text(value, "serverAssignor", "value.", nullable=True)
-        return instance_id, rack, tuple(names), regex, assignor
+        return _MemberMetadata(instance_id, rack, tuple(names), regex, assignor)
 
     def topic_partitions(self, record: CoordinatorRecord, value: Mapping[str, Any], name: str
-                         ) -> list[tuple[str, tuple[int, ...], str, int]]:
+                         ) -> list[_TargetPartitions]:
         entries = []
         for index, entry in enumerate(record.array(value, name, "value.")):
             where = f"value.{name}[{index}]."
@@ -347,14 +373,14 @@ class _OffsetsImporter:
             partitions = record.array(entry, "partitions", where)
             if not all(isinstance(p, int) and not isinstance(p, bool) for p in partitions):
                 raise record.fail("must be a list of integers", f"{where}partitions", partitions)
-            entries.append((_uuid_text(record, entry, where), tuple(partitions), record.source,
-                            record.line))
+            entries.append(_TargetPartitions(_uuid_text(record, entry, where), tuple(partitions),
+                                             record.source, record.line))
         return entries
 
     def topic_name(self, state: _ConsumerGroup, topic_id: str, source: str, line: int) -> str:
         known = state.topics_by_id.get(topic_id)
         if known is not None:
-            return known[0]
+            return known.name
         name = self.catalog.name_of_id(topic_id)
         if name is None:
             raise InputError(
@@ -365,32 +391,33 @@ class _OffsetsImporter:
 
     def target_snapshot(self, group: str, state: _ConsumerGroup, epoch: int,
                         record: CoordinatorRecord) -> Snapshot:
-        known_names = sorted({name for name, _, _ in state.topics_by_id.values()}
+        known_names = sorted({topic.name for topic in state.topics_by_id.values()}
                              | set(self.catalog.topics))
         members = []
         assignors = set()
-        for member_id, (instance_id, rack, names, regex, assignor) in sorted(
-                state.members.items()):
-            topics = set(names)
-            if regex is not None:
+        for member_id, metadata in sorted(state.members.items()):
+            topics = set(metadata.topic_names)
+            if metadata.topic_regex is not None:
                 try:
-                    pattern = re.compile(regex)
+                    pattern = re.compile(metadata.topic_regex)
                     topics.update(name for name in known_names if pattern.fullmatch(name))
                 except re.error as error:
-                    self.skip(record, f"group {group}: member {member_id}: regex {regex!r} "
-                                      f"not understood ({error}); its topics are unknown")
+                    self.skip(record, f"group {group}: member {member_id}: regex "
+                                      f"{metadata.topic_regex!r} not understood ({error}); "
+                                      "its topics are unknown")
             assigned = [
-                TopicPartition(self.topic_name(state, topic_id, source, line), partition)
-                for topic_id, partitions, source, line in state.targets.get(member_id, ())
-                for partition in partitions
+                TopicPartition(self.topic_name(state, target.topic_id, target.source,
+                                               target.line), partition)
+                for target in state.targets.get(member_id, ())
+                for partition in target.partitions
             ]
-            members.append(MemberSnapshot(member_id, instance_id, rack, tuple(sorted(topics)),
-                                          tuple(assigned)))
-            if assignor is not None:
-                assignors.add(assignor)
-        counts = {name: count for name, count, _ in state.topics_by_id.values()}
-        racks = {name: topic_racks for name, _, topic_racks in state.topics_by_id.values()
-                 if topic_racks is not None}
+            members.append(MemberSnapshot(member_id, metadata.instance_id, metadata.rack,
+                                          tuple(sorted(topics)), tuple(assigned)))
+            if metadata.server_assignor is not None:
+                assignors.add(metadata.server_assignor)
+        counts = {topic.name: topic.partitions for topic in state.topics_by_id.values()}
+        racks = {topic.name: topic.replica_racks for topic in state.topics_by_id.values()
+                 if topic.replica_racks is not None}
         return Snapshot(
             generation=epoch,
             members=tuple(members),
