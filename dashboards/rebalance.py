@@ -373,9 +373,7 @@ def scatter_points(per_trace: pd.DataFrame, max_points: int = MAX_SCATTER_POINTS
     frame = per_trace.dropna(subset=["moved", "spread_max"])[
         ["assignor", "trace_id", "moved", "spread_max"]
     ]
-    distinct = frame.groupby("assignor")[["moved", "spread_max"]].apply(
-        lambda rows: len(rows.drop_duplicates())
-    )
+    distinct = frame.drop_duplicates(["assignor", "moved", "spread_max"]).groupby("assignor").size()
     binned = bool(len(distinct)) and int(distinct.max()) > max_points
     moved_x = frame["moved"].to_numpy(dtype="float64")
     spread_y = frame["spread_max"].to_numpy(dtype="float64")
@@ -468,52 +466,83 @@ def recorded_comparison(per_trace: pd.DataFrame) -> pd.DataFrame:
     return comparison.reindex(assignor_order(comparison.index))
 
 
-def timeline_index(scores: pd.DataFrame, trace_ids: Sequence[str], assignors: Sequence[str]):
+def _segments(*keys: np.ndarray) -> list[tuple[int, int]]:
+    """[start, stop) of each run of equal consecutive key tuples (the rows are sorted)."""
+    if len(keys[0]) == 0:
+        return []
+    change = np.zeros(len(keys[0]) - 1, dtype=bool)
+    for key in keys:
+        change |= key[1:] != key[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(change) + 1))
+    stops = np.concatenate((starts[1:], [len(keys[0])]))
+    return list(zip(starts.tolist(), stops.tolist(), strict=True))
+
+
+def timeline_index(
+    scores: pd.DataFrame, trace_ids: Sequence[str], assignors: Sequence[str]
+) -> list[dict[str, Any]]:
     """The per-trace series the timeline chart switches between, in JSON-ready lists.
 
     Each trace: id, a label for the selector, members per generation, and per assignor (in
     `assignors` order, null when the assignor has no rows) [generations, spread, moved, revoked].
+    Works on sorted numpy slices: 200 traces x 5 assignors take milliseconds, not seconds.
     """
-    wanted = scores[scores["trace_id"].isin(trace_ids)]
-    by_trace = {str(trace_id): rows for trace_id, rows in wanted.groupby("trace_id", sort=False)}
+    wanted = scores[scores["trace_id"].isin(set(trace_ids))].sort_values(
+        list(KEY_COLUMNS), kind="stable"
+    )
+    trace_column = wanted["trace_id"].to_numpy()
+    assignor_column = wanted["assignor"].to_numpy()
+    columns = {
+        name: wanted[name].to_numpy(dtype="float64")
+        for name in ("generation", "spread", "moved", "revoked")
+    }
+    position_of = {name: index for index, name in enumerate(assignors)}
+    series_by_trace: dict[str, list[list[list[Any]] | None]] = {}
+    moved_by_trace: dict[str, float] = {}
+    for start, stop in _segments(trace_column, assignor_column):
+        trace_id, assignor = str(trace_column[start]), str(assignor_column[start])
+        series = series_by_trace.setdefault(trace_id, [None] * len(assignors))
+        if assignor in position_of:
+            series[position_of[assignor]] = [
+                _json_numbers(columns[name][start:stop])
+                for name in ("generation", "spread", "moved", "revoked")
+            ]
+        moved = float(np.nansum(columns["moved"][start:stop]))
+        moved_by_trace[trace_id] = max(moved_by_trace.get(trace_id, 0.0), moved)
+    members = wanted.groupby(["trace_id", "generation"], sort=True)["members"].max().reset_index()
+    members_trace = members["trace_id"].to_numpy()
+    members_by_trace = {
+        str(members_trace[start]): (
+            members["generation"].to_numpy()[start:stop],
+            members["members"].to_numpy()[start:stop],
+        )
+        for start, stop in _segments(members_trace)
+    }
+    spread_worst = wanted.groupby("trace_id", sort=False)["spread"].max()
     traces: list[dict[str, Any]] = []
     for trace_id in trace_ids:
-        rows = by_trace.get(trace_id)
-        if rows is None:
+        if trace_id not in series_by_trace:
             continue
-        members = rows.groupby("generation", sort=True)["members"].max()
-        series: list[list[list[Any]] | None] = []
-        for assignor in assignors:
-            own = rows[rows["assignor"] == assignor]
-            if own.empty:
-                series.append(None)
-                continue
-            series.append(
-                [
-                    _json_numbers(own["generation"]),
-                    _json_numbers(own["spread"]),
-                    _json_numbers(own["moved"]),
-                    _json_numbers(own["revoked"]),
-                ]
-            )
-        moved_total = rows.groupby("assignor")["moved"].sum().max()
-        spread_worst = rows["spread"].max()
+        generations, member_counts = members_by_trace[trace_id]
         label = (
-            f"{trace_id} — {len(members)} generations, up to {format_number(moved_total)} "
-            f"moved, worst spread {format_number(spread_worst)}"
+            f"{trace_id} — {len(generations)} generations, up to "
+            f"{format_number(moved_by_trace[trace_id])} moved, worst spread "
+            f"{format_number(spread_worst[trace_id])}"
         )
         traces.append(
             {
                 "id": trace_id,
                 "label": label,
-                "members": [_json_numbers(members.index), _json_numbers(members)],
-                "series": series,
+                "members": [_json_numbers(generations), _json_numbers(member_counts)],
+                "series": series_by_trace[trace_id],
             }
         )
     return traces
 
 
-def _json_numbers(values: Sequence[Any] | pd.Series | pd.Index) -> list[int | float | None]:
+def _json_numbers(
+    values: Sequence[Any] | pd.Series | pd.Index | np.ndarray,
+) -> list[int | float | None]:
     numbers: list[int | float | None] = []
     for value in values:
         number = float(value)
