@@ -228,14 +228,33 @@ def test_key_without_payload_is_malformed() -> None:
         import_dump_log([("d.txt", text)])
 
 
-def test_text_format_of_older_dump_log_is_skipped_with_advice() -> None:
-    text = ("offset: 0 position: 0 CreateTime: 1 isvalid: true keySize: 9 valueSize: 9 "
-            "key: group_metadata::group=g payload: {\"protocolType\":\"consumer\"}\n"
-            "offset: 1 position: 0 CreateTime: 1 isvalid: true keySize: 9 valueSize: 9 "
-            "key: offset_commit::group=g,partition=t-0 payload: offset=1")
+def test_text_format_of_older_dump_log_gives_members_and_assignments() -> None:
+    member = "consumer-my-group-1-75802c25-7e83-44cb-8249-a7d2e3197e32"
+    prefix = "| offset: {} CreateTime: 16645311{:05d} keySize: 12 valueSize: 257 sequence: -1 " \
+             "headerKeys: [] key: "
+    text = "\n".join([
+        "Starting offset: 0",
+        prefix.format(0, 16553) + 'group_metadata::group=my-group payload: {"protocolType":'
+        '"consumer","protocol":"range","generationId":1,"assignment":"{' + member +
+        '=[wc-input-0]}"}',
+        prefix.format(1, 17354) + "offset_commit::group=my-group,partition=wc-input-0 "
+        "payload: offset=12",
+        prefix.format(2, 18000) + 'group_metadata::group=my-group payload: {"protocolType":'
+        '"consumer","protocol":"range","generationId":2,"assignment":"{' + member +
+        '=[wc-input-0, wc-input-2],b=[wc-input-1]:0001ff}"}',
+        prefix.format(3, 19000) + "group_metadata::group=my-group payload: <DELETE>",
+    ])
     result = import_dump_log([("d.txt", text)])
-    assert [note.line for note in result.skipped] == [1]
-    assert "Kafka 3.8 or later" in result.skipped[0].reason
+    assert [(row["generation"], row["timestamp_ms"]) for row in result.rows] == [
+        (1, 1664531116553), (2, 1664531118000)]
+    assert members(result.rows[1]) == {
+        member: {"member_id": member, "instance_id": None, "rack": None, "topics": ["wc-input"],
+                 "assigned": [["wc-input", 0], ["wc-input", 2]]},
+        "b": {"member_id": "b", "instance_id": None, "rack": None, "topics": ["wc-input"],
+              "assigned": [["wc-input", 1]]}}
+    assert result.rows[1]["topics"] == [{"name": "wc-input", "partitions": 3}]
+    assert [note.line for note in result.skipped] == [2, 5]
+    assert "before 3.8" in result.skipped[0].reason
 
 
 def kip848(kind: int, member: str | None, value: dict[str, Any] | None, offset: int) -> str:

@@ -10,7 +10,8 @@ For a consumer group the tool has already decoded each member's subscription and
 bytes into JSON; when it could not, it printed their base64 and ktk decodes them itself. A
 tombstone prints ``payload: <DELETE>``; a record type the tool does not know prints ``key:
 Unknown record type N at offset M, skipping.`` (skipped here with that reason). Batch headers and
-``Dumping ...`` lines carry no record and are passed over.
+``Dumping ...`` lines carry no record and are passed over. The text format of tools before 3.8
+(``key: group_metadata::group=g payload: {...}``) is read too, without subscriptions.
 
 >>> text = ('| offset: 3 CreateTime: 1762000000000 keySize: 9 valueSize: 99 key: '
 ...         '{"type":"2","data":{"group":"g"}} payload: {"version":"3","data":'
@@ -34,7 +35,7 @@ from typing import Any
 
 from assignors.errors import InputError
 from assignors.importers.common import ImportResult, Skipped, TopicCatalog, in_file_order, log
-from assignors.importers.offsets import CoordinatorRecord, rows_from_records
+from assignors.importers.offsets import GROUP_METADATA, CoordinatorRecord, rows_from_records
 
 _KEY = re.compile(r"(?:^|\s)key: ")
 _PAYLOAD = re.compile(r"\s*payload: ")
@@ -57,11 +58,65 @@ def _not_json_reason(key_text: str) -> str | None:
     """Why a key that is not JSON is skipped (None: nothing worth reporting)."""
     if key_text.startswith("offset_commit::"):
         return None
-    if key_text.startswith("group_metadata::"):
-        return ("text format of kafka-dump-log before 3.8 (no subscriptions): "
-                "dump the segment with Kafka 3.8 or later")
     shown = key_text if len(key_text) <= 120 else key_text[:117] + "..."
     return f"kafka-dump-log: {shown}"
+
+
+_LEGACY_KEY = re.compile(r"group_metadata::group=(?P<group>.*?) payload: ")
+_LEGACY_MEMBER = re.compile(
+    r"(?P<member>[^,{}=\s][^,{}=]*)=\[(?P<partitions>[^\]]*)\](?::[0-9a-f]*)?")
+LEGACY_NOTE = ("text format of kafka-dump-log before 3.8: it has no subscriptions, instance ids "
+               "or racks; members subscribe to the topics their group was assigned (newer "
+               "tools read old segments too)")
+
+
+def _legacy_group_metadata(text: str, source: str, line: int
+                           ) -> tuple[str, dict[str, Any] | None] | None:
+    """``group_metadata::group=G payload: {"protocolType":..,"generationId":..,
+    "assignment":"{m1=[t-0, t-1],m2=[t-2]}"}`` (kafka-dump-log up to 3.7) as a GroupMetadataValue
+    without subscriptions; None when the line is not such a record.
+
+    >>> _legacy_group_metadata('group_metadata::group=g payload: {"protocolType":"consumer",'
+    ...     '"protocol":"range","generationId":2,"assignment":"{a=[my-topic-0, my-topic-2]}"}',
+    ...     "d.txt", 1)[1]["members"][0]["assignment"]
+    {'assignedPartitions': [{'topic': 'my-topic', 'partitions': [0]}, \
+{'topic': 'my-topic', 'partitions': [2]}]}
+    """
+    key = _LEGACY_KEY.match(text)
+    if key is None:
+        return None
+    group, rest = key.group("group"), text[key.end():]
+    if rest.startswith(_TOMBSTONE):
+        return group, None
+    payload, _ = _json_at(rest, 0, "payload", source, line)
+    if not isinstance(payload, dict) or not isinstance(payload.get("assignment"), str):
+        raise InputError("must be {\"protocolType\", \"generationId\", \"assignment\", ...}",
+                         source=source, line=line, field="payload", value=payload)
+    members = []
+    for found in _LEGACY_MEMBER.finditer(payload["assignment"]):
+        entries = []
+        for text_partition in filter(None, (part.strip() for part in
+                                            found.group("partitions").split(","))):
+            topic, _, number = text_partition.rpartition("-")
+            if not topic or not number.isdigit():
+                raise InputError("partition must read topic-number", source=source, line=line,
+                                 field="payload.assignment", value=text_partition)
+            entries.append({"topic": topic, "partitions": [int(number)]})
+        members.append({"memberId": found.group("member").strip(), "groupInstanceId": None,
+                        "assignment": {"assignedPartitions": entries}})
+    subscribed = sorted({entry["topic"] for member in members
+                         for entry in member["assignment"]["assignedPartitions"]})
+    for member in members:
+        member["subscription"] = {"topics": subscribed}
+    value = {"protocolType": payload.get("protocolType"),
+             "generation": payload.get("generationId"), "protocol": payload.get("protocol"),
+             "members": members}
+    return group, value
+
+
+def _record_time(line: str, key_start: int) -> int | None:
+    timestamp = _TIMESTAMP.search(line, 0, key_start + 1)
+    return int(timestamp.group(1)) if timestamp else None
 
 
 def _json_at(text: str, start: int, what: str, source: str, line: int) -> tuple[Any, int]:
@@ -76,11 +131,20 @@ def parse_dump_log(text: str, source: str, skipped: list[Skipped] | None = None
                    ) -> Iterator[CoordinatorRecord]:
     """The records of one dump, in file order. Lines the tool itself could not decode go to
     ``skipped`` (with their reason); lines that break the format raise InputError."""
+    legacy_noted = False
     for line_number, line in enumerate(text.splitlines(), start=1):
         key_match = _KEY.search(line)
         if key_match is None:
             continue
         start = key_match.end()
+        legacy = _legacy_group_metadata(line[start:], source, line_number)
+        if legacy is not None:
+            if skipped is not None and not legacy_noted:
+                skipped.append(Skipped(source, line_number, LEGACY_NOTE))
+                legacy_noted = True
+            yield CoordinatorRecord(GROUP_METADATA, {"group": legacy[0]}, legacy[1], None,
+                                    _record_time(line, key_match.start()), source, line_number)
+            continue
         if not line.startswith("{", start):
             reason = _not_json_reason(line[start:].strip())
             if reason is not None and skipped is not None:
@@ -112,13 +176,12 @@ def parse_dump_log(text: str, source: str, skipped: list[Skipped] | None = None
             value = payload["data"]
             value_version = _version_number(payload.get("version"), "payload.version", source,
                                             line_number)
-        timestamp = _TIMESTAMP.search(line, 0, key_match.start() + 1)
         yield CoordinatorRecord(
             key_type=key_type,
             key=key["data"],
             value=value,
             value_version=value_version,
-            timestamp_ms=int(timestamp.group(1)) if timestamp else None,
+            timestamp_ms=_record_time(line, key_match.start()),
             source=source,
             line=line_number,
         )
