@@ -70,11 +70,11 @@ class Broker:
 
 @dataclass(frozen=True, slots=True)
 class Outage:
-    """The broker leads nothing during ``[start_ms, end_ms)``."""
+    """The broker leads nothing during ``[start_ms, end_ms)`` (``end_ms`` None: for good)."""
 
     broker_id: int
     start_ms: int
-    end_ms: int
+    end_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,9 @@ class ClusterModel:
 
     def is_up(self, broker_id: int, now_ms: int) -> bool:
         return not any(
-            outage.broker_id == broker_id and outage.start_ms <= now_ms < outage.end_ms
+            outage.broker_id == broker_id
+            and outage.start_ms <= now_ms
+            and (outage.end_ms is None or now_ms < outage.end_ms)
             for outage in self.outages
         )
 
@@ -260,7 +262,8 @@ def simulate(
     state = _State(config, cluster, partitioner)
     for outage in cluster.outages:
         state.wake_at(outage.start_ms)
-        state.wake_at(outage.end_ms)
+        if outage.end_ms is not None:
+            state.wake_at(outage.end_ms)
     count = len(records)
     keyed = partitioner.keyed_partitions(records.keys, records.num_partitions) if count else None
     record_bytes = key_lengths(records.keys) + records.value_bytes + config.record_overhead_bytes
