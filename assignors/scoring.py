@@ -311,10 +311,6 @@ def _min_moved_flow(
     return int(solver.optimal_cost())
 
 
-def _exists(group: Group, tp: TopicPartition) -> bool:
-    return 0 <= tp.partition < group.num_partitions(tp.topic)
-
-
 def _considered_members(group: Group) -> list[int]:
     """Indexes of members subscribed to at least one existing partition."""
     return [
@@ -364,24 +360,33 @@ def _min_moved(
 ) -> int:
     if not previous_owner:
         return 0
-    considered_set = set(considered)
-    members_by_identity = {
-        identity: [index]
-        for identity, index in _member_by_identity(group).items()
-        if index in considered_set
-    }
+    speaker = _member_by_identity(group)
+    counts = _partition_counts(group)
     # partitions a present, still subscribed previous owner could keep, by (class, owner)
     keepable: Counter[tuple[int, str]] = Counter()
     for tp, owner in previous_owner.items():
         class_index = class_by_topic.get(tp.topic)
-        if class_index is None or not 0 <= tp.partition < group.num_partitions(tp.topic):
-            continue
-        if any(tp.topic in group.members[m].topics for m in members_by_identity.get(owner, ())):
+        index = speaker.get(owner)
+        if (
+            class_index is not None
+            and index is not None
+            and 0 <= tp.partition < counts[tp.topic]
+            and tp.topic in group.members[index].topics
+        ):
             keepable[class_index, owner] += 1
+    return _min_moved_of(classes, len(considered), keepable, speaker, capacity)
+
+
+def _min_moved_of(
+    classes: _Classes,
+    num_considered: int,
+    keepable: Mapping[tuple[int, str], int],
+    speaker: Mapping[str, int],
+    capacity: int,
+) -> int:
     if not keepable:
         return 0
-    uniform = len(classes.sizes) == 1 and len(classes.subscribers[0]) == len(considered)
-    if uniform:
+    if len(classes.sizes) == 1 and len(classes.subscribers[0]) == num_considered:
         # everyone may take everything: each owner keeps up to `capacity`, the rest must move
         return sum(max(0, count - capacity) for count in keepable.values())
     counts: dict[tuple[int, str | None], int] = dict(keepable)
@@ -391,7 +396,13 @@ def _min_moved(
     for class_index, size in enumerate(classes.sizes):
         if size > kept_by_class[class_index]:
             counts[class_index, None] = size - kept_by_class[class_index]
+    members_by_identity = {identity: [index] for identity, index in speaker.items()}
     return _min_moved_flow(classes, counts, members_by_identity, capacity)
+
+
+def _partition_counts(group: Group) -> dict[str, int]:
+    """Topic -> partition count, 0 for unknown topics (a plain dict: the hot loops use it)."""
+    return defaultdict(int, {topic.name: topic.num_partitions for topic in group.topics})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -422,24 +433,22 @@ def score_generation(
     classes, class_by_topic = _topic_classes(group, considered)
     num_partitions = sum(classes.sizes)
 
+    counts = _partition_counts(group)
+
     # validity
     holders: Counter[TopicPartition] = Counter()
     bad: set[TopicPartition] = set()
     for member in members:
-        for tp in partitions_by_member.get(member.member_id, ()):
-            holders[tp] += 1
-            if tp.topic not in member.topics or not 0 <= tp.partition < group.num_partitions(
-                tp.topic
-            ):
-                bad.add(tp)
+        held = partitions_by_member.get(member.member_id, ())
+        holders.update(held)
+        subscribed = member.topics
+        bad.update(
+            tp
+            for tp in held
+            if tp.topic not in subscribed or not 0 <= tp.partition < counts[tp.topic]
+        )
     invalid = len(bad | {tp for tp, count in holders.items() if count > 1})
-    validly_held = sum(
-        1
-        for tp in holders
-        if tp not in bad
-        and tp.topic in class_by_topic
-        and 0 <= tp.partition < group.num_partitions(tp.topic)
-    )
+    validly_held = sum(1 for tp in holders if tp not in bad and tp.topic in class_by_topic)
     unassigned = num_partitions - validly_held
 
     # balance
@@ -452,28 +461,34 @@ def score_generation(
     capacity = _optimal_max_load(classes, len(considered))
 
     # churn against the previous final assignment
-    moved = forced = revoked = 0
+    moved = forced = revoked = minimum_moved = 0
     if previous_owner:
         speaker = _member_by_identity(group)
         held_by_speaker: dict[int, frozenset[TopicPartition]] = {}
+        keepable: Counter[tuple[int, str]] = Counter()
+        eager = protocol == "eager"
         for tp, owner in previous_owner.items():
+            class_index = class_by_topic.get(tp.topic)
+            exists = class_index is not None and 0 <= tp.partition < counts[tp.topic]
             index = speaker.get(owner)
             if index is None:
-                exists = tp.topic in class_by_topic and _exists(group, tp)
-                forced += 1 if exists else 0
+                forced += exists
                 continue
             member = members[index]
-            if index not in held_by_speaker:
-                held_by_speaker[index] = frozenset(partitions_by_member.get(member.member_id, ()))
-            still_held = tp in held_by_speaker[index]
-            revoked += 1 if protocol == "eager" or not still_held else 0
-            if not (tp.topic in class_by_topic and _exists(group, tp)):
+            held = held_by_speaker.get(index)
+            if held is None:
+                held = frozenset(partitions_by_member.get(member.member_id, ()))
+                held_by_speaker[index] = held
+            still_held = tp in held
+            revoked += eager or not still_held
+            if not exists:
                 continue
             if tp.topic not in member.topics:
                 forced += 1
-            elif not still_held:
-                moved += 1
-    minimum_moved = _min_moved(group, considered, classes, class_by_topic, capacity, previous_owner)
+                continue
+            keepable[class_index, owner] += 1  # type: ignore[index]
+            moved += not still_held
+        minimum_moved = _min_moved_of(classes, len(considered), keepable, speaker, capacity)
 
     return ScoreRow(
         trace_id=trace_id,
@@ -559,20 +574,17 @@ def _rack_mismatch(
     """Partitions held by a member whose rack has none of their replicas; None without racks."""
     if not group.has_racks():
         return None
+    racks_by_topic = {
+        topic.name: topic.replica_racks for topic in group.topics if topic.replica_racks is not None
+    }
     mismatched = 0
     for member in group.members:
         if member.rack is None:
             continue
         for tp in partitions_by_member.get(member.member_id, ()):
-            topic = group.topic(tp.topic)
-            if (
-                topic is None
-                or topic.replica_racks is None
-                or not 0 <= tp.partition < topic.num_partitions
-            ):
-                continue
-            if member.rack not in topic.replica_racks[tp.partition]:
-                mismatched += 1
+            racks = racks_by_topic.get(tp.topic)
+            if racks is not None and 0 <= tp.partition < len(racks):
+                mismatched += member.rack not in racks[tp.partition]
     return mismatched
 
 

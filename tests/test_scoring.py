@@ -80,14 +80,14 @@ def _brute_force(group: Group, previous: dict[TopicPartition, str]) -> tuple[int
     return best if best is not None else (0, 0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(small_cases())
 def test_optimal_max_load_and_min_moved_equal_brute_force(case):
     group, previous = case
     assert (optimal_max_load(group), min_moved(group, previous)) == _brute_force(group, previous)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(small_cases())
 def test_uniform_closed_form_equals_brute_force(case):
     group, previous = case
