@@ -11,10 +11,11 @@ later safety rules are on. The four generations, oldest first:
 >>> current.with_switches(maximal_isr=False).maximal_isr
 False
 
-``pre-0.11`` truncates to the local HW on becoming follower or after a restart; ``kip-101`` asks
+``pre-0.11`` truncates to the local HW when it follows a new leader or restarts; ``kip-101`` asks
 the leader for the start of the first later epoch; ``kip-279`` gets back the epoch the leader used
 and iterates, and a new leader caches (epoch, LEO) at election (KAFKA-7415, shipped in 2.1 and
-modelled with it, like the LESO rule of KAFKA-7128); ``current`` fences stale epochs (KIP-320),
+modelled with it, like the LESO rule of KAFKA-7128 and reconciling after every epoch change of
+KAFKA-7164); ``current`` fences stale epochs (KIP-320),
 detects divergence inside fetch responses (KAFKA-10554), freezes HW while the ISR is below
 min.insync.replicas (3.7), counts the maximal ISR for HW (KIP-497) and only lets a follower join
 the ISR at or past the leader-epoch start offset. ``eligible_leader_replicas`` (KIP-966) is an
@@ -53,6 +54,8 @@ class ProtocolMode:
     leader_epoch_fencing: bool
     # HW stays put while |ISR| < min.insync.replicas (KIP-966 part 1, 3.7, R1.5)
     strict_min_isr: bool
+    # a follower reconciles after every leader-epoch change, not only a leader change (KAFKA-7164)
+    reconcile_on_every_epoch: bool
     # HW counts pending ISR additions (PendingExpand) at once (KIP-497, R2.4)
     maximal_isr: bool
     # a follower joins the ISR only with LEO >= leader-epoch start offset (KAFKA-7128, R2.4)
@@ -91,6 +94,7 @@ _MODES: dict[str, ProtocolMode] = {
         cache_epoch_at_election=False,
         leader_epoch_fencing=False,
         strict_min_isr=False,
+        reconcile_on_every_epoch=False,
         maximal_isr=True,
         leso_isr_join=False,
     ),
@@ -100,6 +104,7 @@ _MODES: dict[str, ProtocolMode] = {
         cache_epoch_at_election=False,
         leader_epoch_fencing=False,
         strict_min_isr=False,
+        reconcile_on_every_epoch=False,
         maximal_isr=True,
         leso_isr_join=False,
     ),
@@ -109,6 +114,7 @@ _MODES: dict[str, ProtocolMode] = {
         cache_epoch_at_election=True,
         leader_epoch_fencing=False,
         strict_min_isr=False,
+        reconcile_on_every_epoch=True,
         maximal_isr=True,
         leso_isr_join=True,
     ),
@@ -118,6 +124,7 @@ _MODES: dict[str, ProtocolMode] = {
         cache_epoch_at_election=True,
         leader_epoch_fencing=True,
         strict_min_isr=True,
+        reconcile_on_every_epoch=True,
         maximal_isr=True,
         leso_isr_join=True,
     ),

@@ -185,7 +185,9 @@ class PartitionReplica:
         self.maybe_increment_high_watermark(now_ms)
 
     def become_follower(self, leader_id: int, leader_epoch: int, partition_epoch: int) -> None:
-        """Follow ``leader_id``; a new epoch means reconciling the log first (R4.5, R4.7)."""
+        """Follow ``leader_id``; a new leader (or, from KAFKA-7164 on, any new epoch) means
+        reconciling the log first (R4.5, R4.7)."""
+        new_leader = self.role != "follower" or leader_id != self.leader_id
         new_epoch = self.role != "follower" or leader_epoch != self.leader_epoch
         self.role = "follower"
         self.leader_id = leader_id
@@ -197,6 +199,8 @@ class PartitionReplica:
         if not new_epoch:
             return
         self.leader_epoch = leader_epoch
+        if not new_leader and not self.mode.reconcile_on_every_epoch:
+            return
         truncation = self.mode.truncation
         if truncation == "high-watermark":
             self.log.truncate_to(self.log.high_watermark)

@@ -354,3 +354,17 @@ def test_restart_keeps_broker_in_isr_without_elr() -> None:
     controller = Controller((1, 2, 3))
     controller.register(2)
     assert controller.registration.isr == (1, 2, 3)
+
+
+def test_pre_0_11_follower_keeps_log_when_only_the_epoch_changes() -> None:
+    follower = PartitionReplica(
+        2, (1, 2), get_mode("pre-0.11"), log=ReplicaLog.from_records([(0, "a"), (0, "b")])
+    )
+    follower.become_follower(1, 1, 1)
+    follower.log.update_high_watermark(1)
+    # a ZooKeeper-era ISR change bumps the epoch but keeps the leader: no truncation (KAFKA-7164)
+    follower.become_follower(1, 2, 2)
+    assert follower.log.values() == ["a", "b"]
+    assert follower.leader_epoch == 2
+    follower.become_follower(3, 3, 3)
+    assert follower.log.values() == ["a"]
