@@ -75,6 +75,11 @@ def _partitions_of(name: str, keys: list[bytes], num_partitions: int) -> list[in
     return partitions
 
 
+def _tsv(cells: list[str]) -> None:
+    """One tab-separated line, verbatim (rich would expand the tabs)."""
+    typer.echo("\t".join(cells))
+
+
 def _cell(partition: int) -> str:
     return "-" if partition < 0 else str(partition)
 
@@ -107,7 +112,7 @@ def keys_command(
         cells = [typed, _cell(chosen[index])]
         if other is not None:
             cells.append(_cell(other[index]))
-        out.print(escape("\t".join(cells)))
+        _tsv(cells)
 
 
 @partition_app.command("remap")
@@ -133,7 +138,7 @@ def remap_command(
         moves = old < 0 or new < 0 or old != new
         moved += moves
         verdict = "moves" if moves else "stays"
-        out.print(escape(f"{typed}\t{_cell(old)}\t{_cell(new)}\t{verdict}"))
+        _tsv([typed, _cell(old), _cell(new), verdict])
     out.print(
         f"{moved} of {len(decoded)} keys change partition going from {from_partitions} to "
         f"{to_partitions} partitions ({escape(partitioner)})"
@@ -283,7 +288,7 @@ def names_command() -> None:
 
     for name in names():
         text = f"alias of {ALIASES[name]}" if name in ALIASES else DESCRIPTIONS[name]
-        out.print(escape(f"{name}\t{text}"))
+        _tsv([name, text])
 
 
 def register(app: typer.Typer) -> None:

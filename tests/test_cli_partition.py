@@ -1,0 +1,168 @@
+"""`ktk partition`: the keys form (default), remap, score, names; bad input exits 2."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import EXAMPLES
+from typer.testing import CliRunner
+
+from ktk.cli import app
+
+EXAMPLE_TRACE = EXAMPLES / "key-traces" / "orders-and-clicks.jsonl"
+
+
+def invoke(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(app, ["partition", *args], input=stdin)
+
+
+def lines(text: str) -> list[list[str]]:
+    return [line.split("\t") for line in text.splitlines() if line.strip()]
+
+
+def test_keys_form_prints_each_key_and_its_java_partition():
+    outcome = invoke("TT0124", "fd7af248-ce5c-46a5-93d7-1c0c9005b99d", "--partitions", "32")
+    assert outcome.exit_code == 0, outcome.output
+    assert lines(outcome.stdout) == [
+        ["TT0124", "22"],
+        ["fd7af248-ce5c-46a5-93d7-1c0c9005b99d", "26"],
+    ]
+
+
+def test_compare_shows_the_librdkafka_default_beside_java():
+    outcome = invoke("TT0124", "-n", "15", "--compare", "librdkafka-default")
+    assert outcome.exit_code == 0, outcome.output
+    assert lines(outcome.stdout) == [["TT0124", "10", "9"]]
+
+
+def test_options_may_come_first_and_keys_may_be_subcommand_names():
+    outcome = invoke("--partitions", "15", "--partitioner", "java-default", "TT0124")
+    assert lines(outcome.stdout) == [["TT0124", "10"]]
+    named = invoke("keys", "score", "-n", "32")
+    assert named.exit_code == 0 and lines(named.stdout)[0][0] == "score"
+
+
+def test_hex_keys_and_keys_from_stdin():
+    outcome = invoke("--hex", "545430313234", "-n", "15")
+    assert lines(outcome.stdout) == [["545430313234", "10"]]
+    piped = invoke("-", "-n", "15", stdin="TT0124\na\n")
+    assert lines(piped.stdout) == [["TT0124", "10"], ["a", "4"]]
+
+
+def test_a_key_ignoring_partitioner_prints_a_dash_and_warns():
+    outcome = invoke("k", "-n", "6", "-p", "java-roundrobin")
+    assert outcome.exit_code == 0
+    assert lines(outcome.stdout) == [["k", "-"]]
+    assert "does not hash" in outcome.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("k", "--partitions", "0"), "--partitions must be > 0 (got 0)"),
+        (("k", "--partitions", "-4"), "--partitions must be > 0 (got -4)"),
+        (("--hex", "zz", "-n", "3"), "key is not valid hex (got 'zz')"),
+        (("k", "-n", "3", "-p", "java-magic"), "unknown partitioner"),
+        (("remap", "--from", "0", "--to", "4", "k"), "--from must be > 0"),
+    ],
+)
+def test_bad_input_is_one_error_line_and_exit_2(args, message):
+    outcome = invoke(*args)
+    assert outcome.exit_code == 2
+    assert message in outcome.stderr
+    assert len(outcome.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in outcome.output
+
+
+def test_remap_says_which_keys_change_partition():
+    outcome = invoke("remap", "--from", "12", "--to", "16", "a", "c")
+    assert outcome.exit_code == 0, outcome.output
+    rows = lines(outcome.stdout)
+    assert rows[0] == ["a", "4", "12", "moves"]
+    assert rows[1] == ["c", "10", "10", "stays"]
+    assert rows[2][0].startswith("1 of 2 keys change partition going from 12 to 16")
+
+
+def test_score_prints_a_table_per_trace_and_partitioner_and_the_disagreement():
+    outcome = invoke(
+        "score",
+        str(EXAMPLE_TRACE),
+        "--partitioners",
+        "java-builtin,librdkafka-default",
+        "--seed",
+        "1",
+    )
+    assert outcome.exit_code == 0, outcome.output
+    text = outcome.stdout
+    assert text.count("orders-2024-06-11") >= 3 and "librdkafka-consistent_random" in text
+    assert (
+        "land on different partitions under java-builtin and librdkafka-consistent_random" in text
+    )
+
+
+def test_score_of_a_trace_with_missing_columns_fails_in_one_line(tmp_path: Path):
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"trace_id": ["t"], "key": [b"k"]}), path)
+    outcome = invoke("score", str(path))
+    assert outcome.exit_code == 2
+    assert "missing column(s) timestamp_ms" in outcome.stderr
+    assert len(outcome.stderr.strip().splitlines()) == 1
+
+
+def test_score_of_a_missing_file_fails_in_one_line(tmp_path: Path):
+    outcome = invoke("score", str(tmp_path / "nope.jsonl"))
+    assert outcome.exit_code == 2 and "No such file" in outcome.stderr
+
+
+def test_spark_engine_hands_paths_and_settings_to_the_spark_job(monkeypatch):
+    from partitioners.keytrace import read_key_trace
+    from partitioners.scoring import score_traces
+
+    calls = []
+
+    def run(paths, partitioners, batch_size, linger_ms, seed, master):
+        calls.append((paths, partitioners, batch_size, linger_ms, seed, master))
+        frame = read_key_trace(paths[0])
+        return score_traces(
+            frame, partitioners, batch_size=batch_size, linger_ms=linger_ms, seed=seed
+        )
+
+    job = types.ModuleType("spark_jobs.score_key_traces")
+    job.run = run
+    monkeypatch.setitem(sys.modules, "spark_jobs.score_key_traces", job)
+    import spark_jobs
+
+    monkeypatch.setattr(spark_jobs, "score_key_traces", job, raising=False)
+    outcome = invoke(
+        "score",
+        str(EXAMPLE_TRACE),
+        "-p",
+        "java-sticky",
+        "--engine",
+        "spark",
+        "--batch-size",
+        "8192",
+        "--linger-ms",
+        "2",
+        "--master",
+        "local[1]",
+    )
+    assert outcome.exit_code == 0, outcome.output
+    assert calls == [([str(EXAMPLE_TRACE)], ["java-sticky"], 8192, 2, 0, "local[1]")]
+    assert "clickstream-2024-06-11" in outcome.stdout
+
+
+def test_unknown_engine_is_refused():
+    outcome = invoke("score", str(EXAMPLE_TRACE), "--engine", "flink")
+    assert outcome.exit_code == 2 and "--engine must be python or spark" in outcome.stderr
+
+
+def test_names_lists_java_and_librdkafka_partitioners():
+    outcome = invoke("names")
+    names = [row[0] for row in lines(outcome.stdout)]
+    assert "java-builtin" in names and "librdkafka-murmur2_random" in names
