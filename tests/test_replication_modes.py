@@ -358,7 +358,10 @@ def test_restart_keeps_broker_in_isr_without_elr() -> None:
 
 def test_pre_0_11_follower_keeps_log_when_only_the_epoch_changes() -> None:
     follower = PartitionReplica(
-        2, (1, 2), get_mode("pre-0.11"), log=ReplicaLog.from_records([(0, "a"), (0, "b")])
+        2,
+        (1, 2),
+        get_mode("pre-0.11"),
+        log=ReplicaLog.from_records([(0, "a"), (0, "b")], high_watermark=2),
     )
     follower.become_follower(1, 1, 1)
     follower.log.update_high_watermark(1)
