@@ -446,6 +446,12 @@ def test_older_target_assignment_template_without_assignor_is_read() -> None:
     assert (row["generation"], "protocol" in row, row["members"]) == (3, False, [])
 
 
+def test_classic_message_behind_a_group_id_prefix_is_still_read() -> None:
+    text = kip848_line("Stabilized group c generation 4 with 0 members.", 1)
+    row = import_coordinator_log([("b.log", text)], TopicCatalog({"t": TopicInfo("t", 1)})).rows[0]
+    assert (row["trace_id"], row["generation"]) == ("c", 4)
+
+
 def test_coordinator_log_needs_a_topics_file() -> None:
     with pytest.raises(InputError, match="give a topics file"):
         import_history("coordinator-log", [fixture("coordinator-classic.log")])

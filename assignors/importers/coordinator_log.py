@@ -206,14 +206,15 @@ def parse_coordinator_log(text: str, source: str) -> list[LogEvent]:
             continue
         message = body[prefix.end():]
         consumer_group = _GROUP_ID_PREFIX.match(message)
+        found = None
         if consumer_group is not None:
-            found = _match(message[consumer_group.end():], _CONSUMER, source, line_number)
-            if found is None:
-                continue
-            kind, fields = found
-            group = consumer_group.group("group")
-            kind = f"consumer_{kind}"
-        else:
+            message = message[consumer_group.end():]
+            found = _match(message, _CONSUMER, source, line_number)
+            if found is not None:
+                kind, fields = found
+                group, kind = consumer_group.group("group"), f"consumer_{kind}"
+        if found is None:
+            # classic-group messages, with or without a [GroupId g] prefix
             found = _match(message, _CLASSIC, source, line_number)
             if found is None:
                 continue
