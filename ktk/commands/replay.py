@@ -189,11 +189,13 @@ def replay_command(
         list[str] | None, typer.Option("--conf", help="Spark setting KEY=VALUE (engine spark).")
     ] = None,
 ) -> None:
-    """Replay rebalance traces through assignors; write scores.parquet, summary.parquet and
-    errors.jsonl into --out and print the summary.
+    """Replay rebalance traces through assignors and score every generation.
 
-    A trace that breaks the format is listed in errors.jsonl and skipped (exit 0 with a
-    warning; with --strict exit 1). Unreadable arguments or unknown assignors exit 2.
+    Writes scores.parquet, summary.parquet and errors.jsonl into --out and prints the summary.
+
+    A broken trace is listed in errors.jsonl and skipped: exit 0 with a warning, 1 with --strict.
+
+    A missing path or an unknown assignor exits 2.
     """
     if engine not in ENGINES:
         raise fail(f"--engine must be one of {', '.join(ENGINES)} (got {engine!r})")
@@ -204,6 +206,8 @@ def replay_command(
             summary, failures = _run_spark(
                 list(traces), assignors, out_dir, strict, timings, master, conf or []
             )
+    if not summary and not failures:
+        warn("no traces found (looked for .jsonl, .jsonl.gz and .parquet files)")
     _print_summary(summary)
     out.print(f"results: {escape(str(out_dir))}")
     if failures:
