@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from replication.log import ReplicaLog
-from replication.partition import OK
 
 if TYPE_CHECKING:
     from replication.sim import Cluster
@@ -118,7 +117,7 @@ class InvariantChecker:
         if not registration.isr and not cluster.mode.eligible_leader_replicas:
             fail("LeaderInIsr", ["the ISR is empty"])
 
-        acked_all = [p.value for p in cluster.produces if p.acks == "all" and p.result == OK]
+        acked_all = cluster.acked_all
         if leader is not None:
             leader_log = leader.replica.log
             online_isr = {r: logs[r] for r in registration.isr if cluster.brokers[r].online}
@@ -159,7 +158,7 @@ class InvariantChecker:
             ],
         )
         fail("LogMatching", log_matching(logs))
-        if cluster.lossy_shutdowns < cluster.config.min_insync_replicas:
+        if acked_all and cluster.lossy_shutdowns < cluster.config.min_insync_replicas:
             everywhere = {v for log in logs.values() for v in log.values()}
             fail(
                 "NoCommittedRecordLostGlobally",

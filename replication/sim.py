@@ -166,6 +166,8 @@ class Cluster:
         self.in_flight: list[InFlightAlterPartition] = []
         self.produces: list[ProduceRequest] = []
         self.acked: list[str] = []
+        # the acks=all subset of ``acked``: what the protocol promises to keep
+        self.acked_all: list[str] = []
         self.consumers: dict[str, ConsumerState] = {}
         # offset -> value of every record a current leader ever had below its HW
         self.committed: dict[int, str] = {}
@@ -249,6 +251,7 @@ class Cluster:
                 request.result = outcome
                 if outcome == OK:
                     self.acked.append(request.value)
+                    self.acked_all.append(request.value)
             elif self.now_ms >= request.deadline_ms:
                 request.result = REQUEST_TIMED_OUT
 
