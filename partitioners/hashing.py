@@ -327,8 +327,9 @@ def _murmur2_mixed(count: int, offsets: np.ndarray, data: np.ndarray) -> np.ndar
     """murmur2 of keys of mixed lengths, a span of neighbouring keys (about 4 MB) at a time.
 
     Each span's bytes are copied four times, shifted by 0-3 bytes, into aligned uint32 rows,
-    so block j of any key is one aligned gather; within the span keys are sorted longest
-    first, so the keys that still have a block j are a prefix and each j is one column step.
+    so block j of any key is one aligned gather. Keys stay in buffer order (the gathers walk
+    memory forwards); block j is mixed into every key of a chunk and kept where the key has
+    more than j blocks.
     """
     out = np.empty(count, dtype=np.uint32)
     starts = offsets[:-1].astype(np.int64)
@@ -353,32 +354,39 @@ def _murmur2_span(
         word_count = max(len(segment) - shift, 0) // 4
         shifted[shift, :word_count] = segment[shift : shift + 4 * word_count].view("<u4")
     words = shifted.reshape(-1)
-    order = np.argsort(-lengths, kind="stable")
-    relative = starts[order] - low
-    key_lengths = lengths[order]
+    last_word = len(words) - 1
+    relative = starts - low
     first_word = (relative & 3) * words_per_shift + (relative >> 2)
-    blocks = key_lengths >> 2
-    h = ((MURMUR2_SEED ^ key_lengths) & _U32).astype(np.uint32)
-    block_count = int(blocks[0])
-    active_counts = len(blocks) - np.searchsorted(blocks[::-1], np.arange(block_count), "right")
-    index_buf = np.empty(len(h), dtype=np.int64)
-    k_buf = np.empty(len(h), dtype=np.uint32)
-    t_buf = np.empty(len(h), dtype=np.uint32)
-    for block, active in enumerate(active_counts):
-        index, k = index_buf[:active], k_buf[:active]
-        np.add(first_word[:active], block, out=index)
-        np.take(words, index, out=k)
-        _mix_block(h[:active], k, t_buf[:active])
-    tails = key_lengths & 3
-    tail_base = relative + 4 * blocks
-    for position in (2, 1, 0):
-        having = np.flatnonzero(tails > position)
-        if len(having):
-            tail_bytes = segment[tail_base[having] + position].astype(np.uint32)
-            h[having] ^= tail_bytes << np.uint32(8 * position)
-    h[tails > 0] *= _M32
-    _finalize(h, t_buf, h)
-    out[order] = h
+    rows = min(_CHUNK_ROWS, len(starts))
+    index = np.empty(rows, dtype=np.int64)
+    k_buf = np.empty(rows, dtype=np.uint32)
+    t_buf = np.empty(rows, dtype=np.uint32)
+    mixed_buf = np.empty(rows, dtype=np.uint32)
+    active_buf = np.empty(rows, dtype=bool)
+    for chunk_start in range(0, len(starts), rows):
+        chunk = slice(chunk_start, min(chunk_start + rows, len(starts)))
+        n = chunk.stop - chunk.start
+        key_lengths = lengths[chunk]
+        blocks = key_lengths >> 2
+        h = ((MURMUR2_SEED ^ key_lengths) & _U32).astype(np.uint32)
+        k, t, mixed, active = k_buf[:n], t_buf[:n], mixed_buf[:n], active_buf[:n]
+        for block in range(int(blocks.max())):
+            np.add(first_word[chunk], block, out=index[:n])
+            np.minimum(index[:n], last_word, out=index[:n])
+            np.take(words, index[:n], out=k)
+            np.copyto(mixed, h)
+            _mix_block(mixed, k, t)
+            np.greater(blocks, block, out=active)
+            np.copyto(h, mixed, where=active)
+        tails = key_lengths & 3
+        tail_base = relative[chunk] + 4 * blocks
+        for position in (2, 1, 0):
+            having = np.flatnonzero(tails > position)
+            if len(having):
+                tail_bytes = segment[tail_base[having] + position].astype(np.uint32)
+                h[having] ^= tail_bytes << np.uint32(8 * position)
+        h[tails > 0] *= _M32
+        _finalize(h, t, out[chunk])
 
 
 def _crc32_table() -> np.ndarray:
