@@ -1,0 +1,724 @@
+"""Random fault schedules against the simulator, sorted into the known loss classes S1-S5 and
+shrunk to minimal replayable scenario files.
+
+A schedule is a seeded random walk over the scenario operations (produce with acks, fetch
+rounds, lost fetch replies, crashes that keep or lose unflushed data, restarts, controlled
+shutdowns, flushes, time advances, isolate/heal, elections, consumer reads), generated step by
+step against a live ``Cluster`` so that each operation is one that can happen now (a restart
+only for a broker that is down, a forced election only of an ISR member unless unclean election
+is enabled). It ends with a settle phase (heal, restart, elect, a few fetch rounds, a read) so
+that a loss or divergence becomes visible. Each schedule is then run as a ``Scenario`` by
+``run_scenario``, which checks the invariants after every step.
+
+A schedule "violates" when an invariant broke, an acknowledged record is lost or two replicas'
+logs diverged. The violation is classified by the fault that explains it (protocol spec
+section 7), most specific first:
+
+- ``S5`` ISR shrank to one replica and that replica was lost: a lost record was acknowledged
+  while the ISR was a single broker, or the sole ISR member crashed losing its unflushed tail;
+- ``S4`` an unclean election made a replica outside the ISR leader;
+- ``S2`` a replica restarted after losing its unflushed tail;
+- ``S1`` a restart cut a replica's log back to its local HW, which lags the leader's by a
+  round trip (the two-round HW lag);
+- ``S3`` none of those: leadership moved faster than followers caught up (with or without a
+  crash on the way), and truncation by epochs could not tell the logs apart.
+
+Every class found is shrunk by delta debugging (drop chunks of steps, then single steps, then
+simplify options: lossy crash -> keep, lost reply -> ok, forced election -> auto, shorter time
+advances, renumbered record values) for as long as the *same class* still occurs; the minimal
+schedule gets an ``expect`` step stating what it shows, so ``ktk replicate FILE`` replays it and
+exits 0. Lossy crashes are limited per schedule (``max_lossy_crashes``, by default
+max(1, min.insync.replicas - 1)): losing more copies than the ISR guarantee covers is not a
+protocol flaw.
+
+Five schedules of the KIP-101 generation on two brokers (no lossy crashes) already hit the
+fast-leader-change divergence that KIP-279 fixed, shrunk from 32 steps to 8:
+
+>>> report = explore("kip-101", brokers=(1, 2), max_lossy_crashes=0, schedules=5, seed=9)
+>>> report.class_counts, report.first_schedule
+({'S3': 1}, {'S3': 1})
+>>> finding = report.findings[0]
+>>> finding.original_steps, len(finding.scenario.steps) - 1, finding.diverged
+(32, 8, True)
+>>> print(*(step.describe() for step in finding.scenario.steps[:5]), sep="; ")
+produce m1 (acks=all); elect 2; produce m2 (acks=all); elect preferred; produce m3 (acks=all)
+
+The same schedules under ``current`` with min.insync.replicas=2 and acks=all find nothing:
+
+>>> explore("current", min_insync_replicas=2, max_lossy_crashes=0, schedules=30, seed=9).findings
+()
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replication.errors import InputError
+from replication.invariants import InvariantChecker
+from replication.modes import MODE_NAMES
+from replication.scenario import (
+    Scenario,
+    ScenarioConfig,
+    Step,
+    load_scenario,
+    scenario_to_dict,
+    scenario_to_text,
+)
+from replication.sim import Cluster, ScenarioResult, effective_mode, run_scenario
+
+CLASS_NAMES: tuple[str, ...] = ("S1", "S2", "S3", "S4", "S5")
+CLASS_DESCRIPTIONS: dict[str, str] = {
+    "S1": "two-round HW lag: a restart cut a log back to its stale local HW",
+    "S2": "lossy restart: a replica came back without its unflushed tail",
+    "S3": "fast leader changes: epochs could not tell diverging logs apart",
+    "S4": "unclean election: a replica outside the ISR became leader",
+    "S5": "ISR shrank to one replica and that last replica was lost",
+}
+DEFAULT_MAX_STEPS = 24
+CONSUMER_ID = "c1"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One violating schedule, shrunk: its class, what broke and the minimal scenario."""
+
+    violation_class: str
+    schedule: int
+    violations: tuple[str, ...]
+    acked_lost: tuple[str, ...]
+    diverged: bool
+    original_steps: int
+    scenario: Scenario
+    file_name: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "class": self.violation_class,
+            "schedule": self.schedule,
+            "violations": list(self.violations),
+            "acked_lost": list(self.acked_lost),
+            "diverged": self.diverged,
+            "original_steps": self.original_steps,
+            "shrunk_steps": sum(1 for step in self.scenario.steps if step.op != "expect"),
+            "file": self.file_name,
+            "scenario": scenario_to_dict(self.scenario),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ExploreReport:
+    """What an exploration found; ``to_json`` is deterministic for a given seed."""
+
+    mode: str
+    config: ScenarioConfig
+    seed: int
+    requested: int
+    schedules: int
+    max_steps: int
+    max_lossy_crashes: int
+    max_crashes: int | None
+    acks: str | int
+    violating_schedules: int
+    class_counts: dict[str, int]
+    first_schedule: dict[str, int]
+    findings: tuple[Finding, ...]
+    elapsed_seconds: float | None = None
+
+    @property
+    def schedules_per_second(self) -> float | None:
+        if not self.elapsed_seconds:
+            return None
+        return self.schedules / self.elapsed_seconds
+
+    def to_json(self, *, include_timing: bool = False) -> dict[str, Any]:
+        """The report as JSON data; timing only on request, so equal seeds give equal bytes."""
+        document: dict[str, Any] = {
+            "mode": self.mode,
+            "config": scenario_to_dict(Scenario("config", self.config, ()))["config"],
+            "seed": self.seed,
+            "acks": self.acks,
+            "max_steps": self.max_steps,
+            "max_lossy_crashes": self.max_lossy_crashes,
+            "max_crashes": self.max_crashes,
+            "requested_schedules": self.requested,
+            "schedules": self.schedules,
+            "violating_schedules": self.violating_schedules,
+            "classes": {
+                name: {
+                    "count": self.class_counts[name],
+                    "first_schedule": self.first_schedule[name],
+                    "description": CLASS_DESCRIPTIONS[name],
+                }
+                for name in sorted(self.class_counts)
+            },
+            "findings": [finding.to_json() for finding in self.findings],
+        }
+        if include_timing and self.elapsed_seconds is not None:
+            document["elapsed_seconds"] = round(self.elapsed_seconds, 3)
+            rate = self.schedules_per_second
+            document["schedules_per_second"] = round(rate, 1) if rate is not None else None
+        return document
+
+    def summary(self) -> str:
+        """A few human lines: what ran, what was found, where the minimal scenarios are."""
+        config = self.config
+        lines = [
+            f"{self.schedules} schedules of mode {self.mode} (seed {self.seed}, brokers "
+            f"{list(config.brokers)}, min.insync.replicas {config.min_insync_replicas}, acks "
+            f"{self.acks}, unclean election {'on' if config.unclean_leader_election else 'off'}, "
+            f"ELR {'on' if config.eligible_leader_replicas else 'off'})"
+        ]
+        rate = self.schedules_per_second
+        if rate is not None:
+            lines[0] += f": {rate:,.0f} schedules/s"
+        if not self.class_counts:
+            lines.append("no violation found")
+        for name in sorted(self.class_counts):
+            lines.append(
+                f"{name}: {self.class_counts[name]} schedules (first: #{self.first_schedule[name]})"
+                f" - {CLASS_DESCRIPTIONS[name]}"
+            )
+        for finding in self.findings:
+            shrunk = sum(1 for step in finding.scenario.steps if step.op != "expect")
+            what = ", ".join(
+                [*finding.violations]
+                + ([f"acked lost {list(finding.acked_lost)}"] if finding.acked_lost else [])
+                + (["logs diverged"] if finding.diverged else [])
+            )
+            lines.append(
+                f"  {finding.file_name}: {finding.original_steps} -> {shrunk} steps; {what}"
+            )
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- classification
+
+
+def is_violation(result: ScenarioResult) -> bool:
+    return bool(result.violations or result.acked_lost or result.diverged)
+
+
+def classify(result: ScenarioResult) -> str | None:
+    """The S-class of a run (see the module docstring), or None when nothing broke."""
+    if not is_violation(result):
+        return None
+    steps = result.scenario.steps
+    isr_after = {entry["step"]: tuple(entry["isr"]) for entry in result.timeline}
+    initial_isr = tuple(result.scenario.config.replicas)
+    isr_before: dict[int, tuple[int, ...]] = {}
+    current = initial_isr
+    for index in range(len(steps)):
+        isr_before[index] = current
+        current = isr_after.get(index, current)
+
+    lost = set(result.acked_lost)
+    acked_alone: set[str] = set()
+    seen: set[str] = set()
+    for entry in result.timeline:
+        newly = [value for value in entry["acked"] if value not in seen]
+        seen.update(newly)
+        if len(entry["isr"]) == 1:
+            acked_alone.update(newly)
+    lossy_crashes = [
+        (index, step.target)
+        for index, step in enumerate(steps)
+        if step.op == "crash" and step.option("unflushed") == "lose"
+    ]
+    if lost & acked_alone or any(isr_before[i] == (broker,) for i, broker in lossy_crashes):
+        return "S5"
+    if result.final.get("unclean_elections", 0):
+        return "S4"
+    if lossy_crashes:
+        return "S2"
+    if _restart_truncated(result):
+        return "S1"
+    return "S3"
+
+
+def _restart_truncated(result: ScenarioResult) -> bool:
+    """Did a restart itself cut a replica's log (truncation to a stale local HW)?"""
+    leo_before: dict[str, int] = {
+        str(broker_id): 0 for broker_id in result.scenario.config.replicas
+    }
+    for entry in result.timeline:
+        step = result.scenario.steps[entry["step"]]
+        views = entry["replicas"]
+        if step.op == "restart" and views[str(step.target)]["leo"] < leo_before[str(step.target)]:
+            return True
+        leo_before = {broker_id: view["leo"] for broker_id, view in views.items()}
+    return False
+
+
+# ------------------------------------------------------------------------- schedules
+
+
+@dataclass(slots=True)
+class _Generator:
+    """Builds one random schedule against a live cluster (so every step makes sense now)."""
+
+    config: ScenarioConfig
+    rng: random.Random
+    acks: str | int
+    max_lossy_crashes: int
+    max_crashes: int | None = None
+    cluster: Cluster = field(init=False)
+    checker: InvariantChecker = field(init=False)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    lossy_crashes: int = 0
+    crashes: int = 0
+    produced: int = 0
+
+    def __post_init__(self) -> None:
+        self.cluster = Cluster(self.config, effective_mode(self.config))
+        self.checker = InvariantChecker(self.cluster)
+
+    def run(self, max_steps: int) -> list[dict[str, Any]]:
+        for _ in range(max_steps):
+            self._do(self._random_step())
+        self._settle()
+        return self.steps
+
+    def suspicious(self) -> bool:
+        """Did the run break an invariant, lose an acknowledged record or diverge?"""
+        cluster = self.cluster
+        return bool(self.checker.violations or cluster.acked_lost() or cluster.diverged())
+
+    def _do(self, step: dict[str, Any]) -> None:
+        # the same sequence as run_scenario, so the verdict here is the verdict of a replay
+        self.steps.append(step)
+        self.cluster.step_index = len(self.steps) - 1
+        self.cluster.apply(_as_step(step))
+        self.cluster.note_committed()
+        self.checker.check(len(self.steps) - 1)
+
+    def _online(self) -> list[int]:
+        return [b for b, broker in self.cluster.brokers.items() if broker.online]
+
+    def _offline(self) -> list[int]:
+        return [b for b, broker in self.cluster.brokers.items() if not broker.online]
+
+    def _isolated(self) -> list[int]:
+        return [b for b, broker in self.cluster.brokers.items() if broker.isolated]
+
+    def _leader_or_random(self, candidates: list[int]) -> int:
+        leader = self.cluster.controller.registration.leader
+        if leader in candidates and self.rng.random() < 0.5:
+            return leader
+        return self.rng.choice(candidates)
+
+    def _random_step(self) -> dict[str, Any]:
+        rng = self.rng
+        config = self.config
+        online, offline, isolated = self._online(), self._offline(), self._isolated()
+        choices: list[tuple[float, str]] = [(4.0, "produce"), (6.0, "fetch"), (1.2, "advance")]
+        choices += [(1.0, "flush"), (1.0, "elect"), (0.4, "consume")]
+        if online:
+            choices.append((0.2, "shutdown"))
+            if self.max_crashes is None or self.crashes < self.max_crashes:
+                choices.append((0.8, "crash"))
+            if not isolated:
+                choices.append((0.4, "isolate"))
+        if offline:
+            choices.append((2.0, "restart"))
+        if isolated:
+            choices.append((1.5, "heal"))
+        total = sum(weight for weight, _ in choices)
+        pick = rng.random() * total
+        kind = choices[-1][1]
+        for weight, name in choices:
+            pick -= weight
+            if pick < 0:
+                kind = name
+                break
+        replicas = list(config.replicas)
+        if kind == "produce":
+            self.produced += 1
+            return {"produce": f"m{self.produced}", "acks": self.acks}
+        if kind == "fetch":
+            step: dict[str, Any] = {"fetch": rng.choice(replicas)}
+            if rng.random() < 0.15:
+                step["response"] = "lost"
+            return step
+        if kind == "advance":
+            durations = (
+                1000,
+                config.replica_lag_time_max_ms // 2 + 1,
+                config.replica_lag_time_max_ms + 1,
+                config.broker_session_timeout_ms + 1,
+            )
+            return {"advance_ms": rng.choice(durations)}
+        if kind == "flush":
+            return {"flush": rng.choice(online or replicas)}
+        if kind == "consume":
+            return {"consume": CONSUMER_ID}
+        if kind == "crash":
+            self.crashes += 1
+            step = {"crash": self._leader_or_random(online)}
+            if self.lossy_crashes < self.max_lossy_crashes and rng.random() < 0.5:
+                self.lossy_crashes += 1
+                step["unflushed"] = "lose"
+            if rng.random() < 0.4:
+                step["detected"] = True
+            return step
+        if kind == "shutdown":
+            return {"shutdown": self._leader_or_random(online)}
+        if kind == "isolate":
+            return {"isolate": self._leader_or_random(online)}
+        if kind == "restart":
+            return {"restart": rng.choice(offline)}
+        if kind == "heal":
+            return {"heal": rng.choice(isolated)}
+        return {"elect": self._election_target()}
+
+    def _election_target(self) -> str | int:
+        rng = self.rng
+        registration = self.cluster.controller.registration
+        # forcing a replica outside the ISR is an unclean election: only where it is allowed
+        unclean = self.config.unclean_leader_election
+        pool = list(self.config.replicas if unclean else registration.isr)
+        roll = rng.random()
+        if roll < 0.5 and pool:
+            return rng.choice(pool)
+        if roll < 0.7:
+            return "preferred"
+        if roll < 0.8 and self.config.unclean_leader_election:
+            return "unclean"
+        return "auto"
+
+    def _settle(self) -> None:
+        """Heal and restart everyone, elect, let followers catch up and read once."""
+        for broker_id in self._isolated():
+            self._do({"heal": broker_id})
+        for broker_id in self._offline():
+            self._do({"restart": broker_id})
+        self._do({"elect": "auto"})
+        for _ in range(3):
+            for broker_id in self.config.replicas:
+                self._do({"fetch": broker_id})
+        self._do({"consume": CONSUMER_ID})
+
+
+def _as_step(entry: dict[str, Any]) -> Step:
+    """A generated step dict as a ``Step`` (generated dicts always hold exactly one op)."""
+    op = next(key for key in entry if key not in _OPTION_KEYS)
+    options = tuple((key, value) for key, value in entry.items() if key != op)
+    return Step(op=op, target=entry[op], options=options)
+
+
+_OPTION_KEYS = frozenset({"acks", "timeout_ms", "response", "unflushed", "detected", "at_ms"})
+
+
+def generate_schedule(
+    config: ScenarioConfig,
+    seed: int,
+    index: int,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    acks: str | int = "all",
+    max_lossy_crashes: int = 1,
+    max_crashes: int | None = None,
+) -> list[dict[str, Any]]:
+    """Schedule ``index`` of the exploration with ``seed``, as scenario step dicts."""
+    return _generate(config, seed, index, max_steps, acks, max_lossy_crashes, max_crashes)[0]
+
+
+def _generate(
+    config: ScenarioConfig,
+    seed: int,
+    index: int,
+    max_steps: int,
+    acks: str | int,
+    max_lossy_crashes: int,
+    max_crashes: int | None,
+) -> tuple[list[dict[str, Any]], bool]:
+    """A schedule and whether running it broke anything (checked while generating)."""
+    # string seeds hash the same on every platform and Python run
+    rng = random.Random(f"ktk-explore/{seed}/{index}")
+    generator = _Generator(config, rng, acks, max_lossy_crashes, max_crashes)
+    steps = generator.run(max_steps)
+    return steps, generator.suspicious()
+
+
+def _scenario(name: str, config: ScenarioConfig, steps: Iterable[dict[str, Any]]) -> Scenario:
+    document = scenario_to_dict(Scenario(name, config, ()))
+    document["steps"] = list(steps)
+    return load_scenario(document)
+
+
+# ------------------------------------------------------------------------- shrinking
+
+
+def shrink(
+    config: ScenarioConfig,
+    steps: list[dict[str, Any]],
+    holds: Callable[[list[dict[str, Any]]], bool],
+) -> list[dict[str, Any]]:
+    """The smallest schedule found for which ``holds`` is still true (delta debugging).
+
+    ``holds(steps)`` must be true on entry. Drops chunks (ddmin), then single steps, then
+    simplifies options, repeating until nothing changes.
+
+    >>> def has_crash(steps): return any("crash" in step for step in steps)
+    >>> shrink(None, [{"fetch": 1}, {"crash": 2, "unflushed": "lose"}, {"fetch": 1}], has_crash)
+    [{'crash': 2}]
+    """
+    current = list(steps)
+    while True:
+        before = current
+        current = _ddmin(current, holds)
+        current = _simplify(current, holds)
+        if current == before:
+            return _renumber(current, holds)
+
+
+def _ddmin(
+    steps: list[dict[str, Any]], holds: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    chunks = 2
+    while len(steps) >= 2:
+        size = -(-len(steps) // chunks)
+        reduced = False
+        for start in range(0, len(steps), size):
+            candidate = steps[:start] + steps[start + size :]
+            if candidate and holds(candidate):
+                steps, chunks, reduced = candidate, max(chunks - 1, 2), True
+                break
+        if not reduced:
+            if chunks >= len(steps):
+                break
+            chunks = min(chunks * 2, len(steps))
+    return steps
+
+
+def _simplify(
+    steps: list[dict[str, Any]], holds: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    for index in range(len(steps)):
+        for simpler in _simpler_versions(steps[index]):
+            candidate = [*steps[:index], simpler, *steps[index + 1 :]]
+            if holds(candidate):
+                steps = candidate
+                break
+    return steps
+
+
+def _simpler_versions(step: dict[str, Any]) -> list[dict[str, Any]]:
+    simpler: list[dict[str, Any]] = []
+    if step.get("unflushed") == "lose":
+        simpler.append({key: value for key, value in step.items() if key != "unflushed"})
+    if step.get("detected"):
+        simpler.append({key: value for key, value in step.items() if key != "detected"})
+    if step.get("response") == "lost":
+        simpler.append({key: value for key, value in step.items() if key != "response"})
+    if "elect" in step and step["elect"] != "auto":
+        simpler.append({"elect": "auto"})
+    if "advance_ms" in step and step["advance_ms"] > 1:
+        simpler.append({"advance_ms": step["advance_ms"] // 2})
+    return simpler
+
+
+def _renumber(
+    steps: list[dict[str, Any]], holds: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    """Record values m1, m2, ... in the order they are produced (kept only if it still holds)."""
+    names: dict[str, str] = {}
+    renamed = []
+    for step in steps:
+        if "produce" in step:
+            names.setdefault(step["produce"], f"m{len(names) + 1}")
+            step = {**step, "produce": names[step["produce"]]}
+        renamed.append(step)
+    if renamed != steps and holds(renamed):
+        return renamed
+    return steps
+
+
+# ------------------------------------------------------------------------- exploring
+
+
+def explore(
+    mode: str = "current",
+    *,
+    brokers: Collection[int] = (1, 2, 3),
+    replicas: Collection[int] | None = None,
+    min_insync_replicas: int = 1,
+    unclean_leader_election: bool = False,
+    eligible_leader_replicas: bool = False,
+    replica_lag_time_max_ms: int = 30000,
+    broker_session_timeout_ms: int = 9000,
+    acks: str | int = "all",
+    schedules: int = 1000,
+    seed: int = 0,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_lossy_crashes: int | None = None,
+    max_crashes: int | None = None,
+    shrink_per_class: int = 1,
+    stop_when_found: Collection[str] = (),
+    out_dir: str | Path | None = None,
+    timer: Callable[[], float] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExploreReport:
+    """Run ``schedules`` random fault schedules under ``mode``; classify and shrink violations.
+
+    The first ``shrink_per_class`` violating schedules of each class and kind (with or without
+    divergence, with or without acknowledged loss) are shrunk; all are counted.
+    ``stop_when_found`` ends the search once every named class was seen. ``out_dir`` receives
+    the shrunk scenarios as ``<class>-<n>.json``. ``timer`` (e.g. ``time.perf_counter``) is
+    read at start and end only, to report schedules per second. ``progress(done, total)`` is
+    called every 100 schedules.
+    """
+    if mode not in MODE_NAMES:
+        raise InputError(
+            f"unknown mode; expected one of {', '.join(MODE_NAMES)}", field="mode", value=mode
+        )
+    if schedules < 0:
+        raise InputError("schedules must be >= 0", field="schedules", value=schedules)
+    unknown = sorted(set(stop_when_found) - set(CLASS_NAMES))
+    if unknown:
+        raise InputError("unknown violation class", field="stop_when_found", value=unknown[0])
+    replica_ids = tuple(replicas) if replicas is not None else tuple(brokers)
+    document = {
+        "brokers": list(brokers),
+        "replicas": list(replica_ids),
+        "mode": mode,
+        "min_insync_replicas": min_insync_replicas,
+        "unclean_leader_election": unclean_leader_election,
+        "eligible_leader_replicas": eligible_leader_replicas,
+        "replica_lag_time_max_ms": replica_lag_time_max_ms,
+        "broker_session_timeout_ms": broker_session_timeout_ms,
+    }
+    config = load_scenario({"name": "explore", "config": document, "steps": []}).config
+    lossy_budget = (
+        max(1, min_insync_replicas - 1) if max_lossy_crashes is None else max_lossy_crashes
+    )
+    started = timer() if timer is not None else None
+
+    class_counts: dict[str, int] = {}
+    first_schedule: dict[str, int] = {}
+    findings: list[Finding] = []
+    shrunk_seen: set[str] = set()
+    violating = 0
+    done = 0
+    for index in range(schedules):
+        steps, suspicious = _generate(
+            config, seed, index, max_steps, acks, lossy_budget, max_crashes
+        )
+        done = index + 1
+        if progress is not None and done % 100 == 0:
+            progress(done, schedules)
+        if not suspicious:
+            continue
+        result = run_scenario(_scenario(f"schedule-{index}", config, steps))
+        violation_class = classify(result)
+        if violation_class is None:
+            continue
+        violating += 1
+        class_counts[violation_class] = class_counts.get(violation_class, 0) + 1
+        first_schedule.setdefault(violation_class, index)
+        signature = _signature(violation_class, result)
+        shrunk_so_far = sum(1 for f in findings if _finding_signature(f) == signature)
+        if shrunk_so_far < shrink_per_class:
+            number = sum(1 for f in findings if f.violation_class == violation_class) + 1
+            finding = _shrink_finding(config, steps, index, signature, number)
+            key = json.dumps(scenario_to_dict(finding.scenario)["steps"])
+            if key not in shrunk_seen:
+                shrunk_seen.add(key)
+                findings.append(finding)
+        if _all_found(stop_when_found, class_counts):
+            break
+    elapsed = timer() - started if timer is not None and started is not None else None
+    report = ExploreReport(
+        mode=mode,
+        config=config,
+        seed=seed,
+        requested=schedules,
+        schedules=done,
+        max_steps=max_steps,
+        max_lossy_crashes=lossy_budget,
+        max_crashes=max_crashes,
+        acks=acks,
+        violating_schedules=violating,
+        class_counts=dict(sorted(class_counts.items())),
+        first_schedule=dict(sorted(first_schedule.items())),
+        findings=tuple(findings),
+        elapsed_seconds=elapsed,
+    )
+    if out_dir is not None:
+        write_scenarios(report, out_dir)
+    return report
+
+
+Signature = tuple[str, bool, bool]
+
+
+def _signature(violation_class: str, result: ScenarioResult) -> Signature:
+    """Class, divergence and loss: shrinking keeps all three (a divergence stays one)."""
+    return violation_class, result.diverged, bool(result.acked_lost)
+
+
+def _finding_signature(finding: Finding) -> Signature:
+    return finding.violation_class, finding.diverged, bool(finding.acked_lost)
+
+
+def _all_found(wanted: Collection[str], class_counts: dict[str, int]) -> bool:
+    return bool(wanted) and all(name in class_counts for name in wanted)
+
+
+def _shrink_finding(
+    config: ScenarioConfig,
+    steps: list[dict[str, Any]],
+    index: int,
+    signature: Signature,
+    number: int,
+) -> Finding:
+    violation_class = signature[0]
+
+    def same_class(candidate: list[dict[str, Any]]) -> bool:
+        try:
+            scenario = _scenario("candidate", config, candidate)
+        except InputError:
+            return False
+        result = run_scenario(scenario)
+        found = classify(result)
+        return found is not None and _signature(found, result) == signature
+
+    minimal = shrink(config, steps, same_class)
+    name = f"{violation_class}-{number}"
+    result = run_scenario(_scenario(name, config, minimal))
+    expect: dict[str, Any] = {
+        "acked_lost": list(result.acked_lost),
+        "diverged": result.diverged,
+        "violations": result.violation_names(),
+    }
+    if result.final.get("unclean_elections", 0):
+        expect["unclean_elections"] = result.final["unclean_elections"]
+    scenario = _scenario(
+        f"{name.lower()}-{config.mode}", config, [*minimal, {"expect": expect}]
+    )
+    return Finding(
+        violation_class=violation_class,
+        schedule=index,
+        violations=tuple(result.violation_names()),
+        acked_lost=tuple(result.acked_lost),
+        diverged=result.diverged,
+        original_steps=len(steps),
+        scenario=scenario,
+        file_name=f"{name}.json",
+    )
+
+
+def write_scenarios(report: ExploreReport, out_dir: str | Path) -> list[Path]:
+    """Write every finding's minimal scenario to ``out_dir/<class>-<n>.json``."""
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for finding in report.findings:
+        path = directory / finding.file_name
+        path.write_text(scenario_to_text(finding.scenario), encoding="utf-8")
+        written.append(path)
+    return written
