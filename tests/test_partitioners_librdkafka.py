@@ -142,3 +142,63 @@ def test_keyed_records_under_random_get_a_fresh_partition_each_not_the_sticky_on
     assert len(drawn) == 16
     sticky = {partitioner.partition("t", None, metadata, 0) for _ in range(200)}
     assert len(sticky) == 1
+
+
+def _produce_to_mock_cluster(partitioner: str, keys: list[bytes | None], **extra) -> list[int]:
+    """Partitions the real librdkafka producer chose, against its in-process mock cluster."""
+    producer_module = pytest.importorskip("confluent_kafka")
+    config = {
+        "test.mock.num.brokers": 1,
+        "partitioner": partitioner,
+        "linger.ms": 0,
+        "log_level": 3,
+        **extra,
+    }
+    producer = producer_module.Producer(config)
+    producer.list_topics("keys", timeout=10)  # auto-creates the topic before the first send
+    chosen: dict[int, int] = {}
+    for index, key in enumerate(keys):
+
+        def report(error, message, index=index):
+            assert error is None, error
+            chosen[index] = message.partition()
+
+        producer.produce("keys", value=b"v", key=key, on_delivery=report)
+    assert producer.flush(20) == 0
+    return [chosen[index] for index in range(len(keys))]
+
+
+def _mock_partition_count() -> int:
+    producer_module = pytest.importorskip("confluent_kafka")
+    producer = producer_module.Producer({"test.mock.num.brokers": 1, "log_level": 3})
+    return len(producer.list_topics("keys", timeout=10).topics["keys"].partitions)
+
+
+@pytest.mark.parametrize("variant", ["consistent", "murmur2", "fnv1a"])
+def test_real_producer_places_null_empty_and_other_keys_as_ktk_predicts(variant):
+    count = _mock_partition_count()
+    keys = [None, b"", b"TT0124", b"fd7af248-ce5c-46a5-93d7-1c0c9005b99d", b"a"]
+    real = _produce_to_mock_cluster(variant, keys)
+    assert create(f"librdkafka-{variant}").keyed_partitions(keys, count).tolist() == real
+
+
+def test_real_producer_keeps_null_keys_on_one_partition_within_the_sticky_linger():
+    real = _produce_to_mock_cluster(
+        "murmur2_random", [None] * 30, **{"sticky.partitioning.linger.ms": 60_000}
+    )
+    assert len(set(real)) == 1
+    ours = create(
+        "librdkafka-murmur2_random",
+        rng=random.Random(1),
+        settings=Settings(sticky_linger_ms=60_000),
+    )
+    metadata = TopicMetadata.all_available(_mock_partition_count())
+    assert len({ours.partition("keys", None, metadata, now_ms) for now_ms in range(30)}) == 1
+
+
+def test_real_producer_spreads_empty_keys_under_consistent_random_without_sticky_linger():
+    real = _produce_to_mock_cluster(
+        "consistent_random", [b""] * 60, **{"sticky.partitioning.linger.ms": 0}
+    )
+    assert len(set(real)) > 1
+    assert create("librdkafka-consistent_random").keyed_partitions([b""], 4).tolist() == [-1]
