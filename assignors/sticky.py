@@ -495,18 +495,23 @@ def _search_loads(
     loads: np.ndarray,
     holdings: list[np.ndarray],
 ) -> list[np.ndarray]:
-    """Steepest descent over member loads: shift one partition of load between two members
-    while that lets the flow keep more claims. O(steps · M² · flow)."""
+    """Steepest descent over member loads: shift one partition of load from a member that took
+    partitions it did not claim to a member that lost claims, while that lets the flow keep
+    more claims. O(steps · takers · losers · flow)."""
     best_moves = _moves(claims, holdings)
-    active = np.flatnonzero(np.bincount(np.concatenate(subscribers), minlength=loads.size) > 0)
     for _ in range(LOAD_SEARCH_STEPS):
         if best_moves == 0:
             break
+        kept = np.zeros(loads.size, dtype=_INDEX)
+        claimed = np.zeros(loads.size, dtype=_INDEX)
+        for members, own, held in zip(subscribers, claims, holdings, strict=True):
+            np.add.at(kept, members, np.minimum(own, held))
+            np.add.at(claimed, members, own)
+        givers = np.flatnonzero(loads > kept).tolist()
+        takers = np.flatnonzero(claimed > kept).tolist()
         improved = None
-        for giver in active.tolist():
-            if loads[giver] == 0:
-                continue
-            for taker in active.tolist():
+        for giver in givers:
+            for taker in takers:
                 if taker == giver:
                     continue
                 trial = loads.copy()
