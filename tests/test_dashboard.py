@@ -490,23 +490,18 @@ def test_replication_page_of_a_real_simulator_run_marks_each_violation_step() ->
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_partitioned_results_read_like_the_python_replays(spark, tmp_path: Path) -> None:
-    from assignors.replay import replay_assignors
-    from assignors.results import write_results as write_replay_results
-    from assignors.trace import read_traces
-    from spark_jobs.replay_traces import run
-
-    examples = Path(__file__).resolve().parent.parent / "examples" / "traces"
-    if not examples.is_dir():
-        pytest.skip("examples/traces not present")
-    assignors = ["range", "roundrobin"]
-    run([str(examples)], assignors, str(tmp_path / "spark"), spark=spark, timings=False)
-    traces, failures = read_traces([examples])
-    rows = [row for trace in traces for row in replay_assignors(trace, assignors, timings=False)]
-    write_replay_results(tmp_path / "python", rows, failures)
-    from_spark = read_results(tmp_path / "spark")
-    assert (tmp_path / "spark" / "scores.parquet").is_dir()
-    pd.testing.assert_frame_equal(from_spark.scores, read_results(tmp_path / "python").scores)
-    assert render_rebalance(from_spark) == render_rebalance(
-        RebalanceResults(read_results(tmp_path / "python").scores, source="spark")
+def test_results_written_by_spark_partitioned_by_assignor_read_like_a_single_file(
+    spark, tmp_path: Path
+) -> None:
+    scores = synthetic_scores(25, seed=6)
+    scores["rack_mismatch"] = scores["rack_mismatch"].astype("float64")
+    single = read_results(write_results(tmp_path / "single", scores))
+    spark_dir = tmp_path / "spark"
+    spark_dir.mkdir()
+    spark.createDataFrame(scores).repartition(2).write.partitionBy("assignor").parquet(
+        str(spark_dir / "scores.parquet")
     )
+    names = {path.name for path in (spark_dir / "scores.parquet").iterdir()}
+    assert "_SUCCESS" in names and "assignor=cooperative-sticky" in names
+    from_spark = read_results(spark_dir)
+    pd.testing.assert_frame_equal(from_spark.scores, single.scores)
