@@ -417,7 +417,7 @@ def revoked_distribution(rebalances: pd.DataFrame) -> pd.DataFrame:
     quantiles.columns = ["min", "q1", "median", "q3", "max"]
     quantiles["mean"] = grouped.mean()
     quantiles["rebalances"] = grouped.size()
-    return quantiles.reindex([name for name in assignor_order(quantiles.index)])
+    return quantiles.reindex(assignor_order(quantiles.index))
 
 
 def rounds_distribution(rebalances: pd.DataFrame) -> pd.DataFrame:
@@ -566,6 +566,7 @@ def _label(name: str) -> str:
 def churn_balance_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     figure = go.Figure()
     binned = points.attrs.get("moved_bin_width", 0.0) > 0
+    spread_digits = 1 if points.attrs.get("spread_bin_width", 0.0) > 0 else 0
     largest = max(int(points["traces"].max()), 1) if not points.empty else 1
     for assignor in colours:
         own = points[points["assignor"] == assignor]
@@ -573,7 +574,7 @@ def churn_balance_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Fi
             continue
         hover = [
             f"{_label(assignor)}<br>moved {'≈ ' if binned else ''}{format_number(moved)} "
-            f"partitions<br>worst spread {format_number(spread, 1 if binned else 0)} "
+            f"partitions<br>worst spread {format_number(spread, spread_digits)} "
             f"partitions<br>{format_number(count)} trace(s): "
             + escape(", ".join(examples) + (", …" if count > len(examples) else ""))
             for moved, spread, count, examples in zip(
