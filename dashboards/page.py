@@ -66,6 +66,7 @@ th { background: #f0f2f5; white-space: normal; max-width: 6.2em; vertical-align:
 .table-wrap { overflow-x: auto; max-width: 100%; }
 th:first-child, td:first-child { text-align: left; }
 td.text, th.text { text-align: left; white-space: normal; }
+th.text { max-width: none; }
 td.best { background: #d3f2dc; font-weight: 600; }
 tr.recorded td { font-style: italic; }
 tr.marked td { background: #fff4e0; }

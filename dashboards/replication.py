@@ -455,7 +455,8 @@ def _steps_table(
     replica_headers = "".join(
         f"<th>replica {escape(replica)}<br>LEO / HW / epoch</th>" for replica in replicas
     )
-    with_time = any(row.time_ms is not None for row in rows)
+    # simulated time only says something once a step advanced the clock
+    with_time = any(row.time_ms for row in rows)
     body: list[str] = []
     previous_isr: tuple[str, ...] | None = None
     for row in rows:
