@@ -6,6 +6,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from partitioners.base import TopicMetadata
 from partitioners.keyed import java_partition_for_key, java_partitions_for_keys
@@ -77,3 +79,19 @@ def test_zero_partitions_are_rejected():
         java_partition_for_key(b"a", 0)
     with pytest.raises(ValueError):
         create("java-builtin").keyed_partitions([b"a"], 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=50), st.integers(1, 5000))
+def test_every_hashing_partitioner_stays_in_range_and_scalar_equals_vectorized(keys, count):
+    metadata = TopicMetadata.all_available(count)
+    for name in (
+        "java-builtin",
+        "librdkafka-consistent",
+        "librdkafka-fnv1a",
+        "librdkafka-murmur2_random",
+    ):
+        partitioner = create(name)
+        vectorized = partitioner.keyed_partitions(keys, count).tolist()
+        assert vectorized == [partitioner.partition("t", key, metadata, 0) for key in keys]
+        assert all(0 <= partition < count for partition in vectorized)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from partitioners.producer import (
     Broker,
@@ -14,7 +16,7 @@ from partitioners.producer import (
     Records,
     simulate,
 )
-from partitioners.registry import create
+from partitioners.registry import create, names
 
 # KIP-794's test: 3 brokers, one partition each, broker 0 answers 20 ms late; 512-byte records
 # at 2 per millisecond, linger.ms=0 (the default before Kafka 4.0)
@@ -136,3 +138,44 @@ def test_availability_timeout_steers_the_builtin_away_from_a_stuck_broker():
         return per_broker.get(0, 0) / sum(per_broker.values())
 
     assert share(5) < share(0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(sorted(names())),
+    seed=st.integers(0, 2**32),
+    num_partitions=st.integers(1, 9),
+    linger_ms=st.integers(0, 30),
+    batch_size=st.integers(1, 5000),
+    rows=st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.binary(max_size=6)), st.integers(0, 3000), st.integers(0, 3)
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+)
+def test_every_record_lands_once_in_range_and_batches_respect_batch_size(
+    name, seed, num_partitions, linger_ms, batch_size, rows
+):
+    keys = [key for key, _, _ in rows]
+    timestamps = np.cumsum([gap for _, _, gap in rows])
+    records = Records.build(
+        ["t"] * len(rows),
+        keys,
+        [size for _, size, _ in rows],
+        timestamps,
+        [num_partitions] * len(rows),
+    )
+    config = ProducerConfig(batch_size=batch_size, linger_ms=linger_ms)
+    run = simulate(records, create(name, seed=seed), config)
+    assert ((run.partitions >= 0) & (run.partitions < num_partitions)).all()
+    assert sum(batch.records for batch in run.batches) == len(rows)
+    for batch in run.batches:
+        assert batch.records == 1 or batch.bytes <= max(batch_size, config.batch_header_bytes)
+        assert batch.created_ms <= batch.sent_ms < batch.done_ms
+    per_partition = np.bincount(run.partitions, minlength=num_partitions)
+    sent = np.zeros(num_partitions, dtype=np.int64)
+    for batch in run.batches:
+        sent[batch.partition] += batch.records
+    assert (per_partition == sent).all()
