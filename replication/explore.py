@@ -199,8 +199,17 @@ class ExploreReport:
 # ------------------------------------------------------------------------- classification
 
 
+def lost_acks_all(result: ScenarioResult) -> list[str]:
+    """Lost records that were acknowledged with acks=all (acks=1 promises nothing more)."""
+    all_acks = {
+        step.target for step in result.scenario.steps
+        if step.op == "produce" and step.option("acks", "all") == "all"
+    }
+    return [value for value in result.acked_lost if value in all_acks]
+
+
 def is_violation(result: ScenarioResult) -> bool:
-    return bool(result.violations or result.acked_lost or result.diverged)
+    return bool(result.violations or lost_acks_all(result) or result.diverged)
 
 
 def classify(result: ScenarioResult) -> str | None:
@@ -216,7 +225,7 @@ def classify(result: ScenarioResult) -> str | None:
         isr_before[index] = current
         current = isr_after.get(index, current)
 
-    lost = set(result.acked_lost)
+    lost = set(lost_acks_all(result))
     acked_alone: set[str] = set()
     seen: set[str] = set()
     for entry in result.timeline:
@@ -658,7 +667,7 @@ Signature = tuple[str, bool, bool]
 
 def _signature(violation_class: str, result: ScenarioResult) -> Signature:
     """Class, divergence and loss: shrinking keeps all three (a divergence stays one)."""
-    return violation_class, result.diverged, bool(result.acked_lost)
+    return violation_class, result.diverged, bool(lost_acks_all(result))
 
 
 def _finding_signature(finding: Finding) -> Signature:
@@ -704,7 +713,7 @@ def _shrink_finding(
         violation_class=violation_class,
         schedule=index,
         violations=tuple(result.violation_names()),
-        acked_lost=tuple(result.acked_lost),
+        acked_lost=tuple(lost_acks_all(result)),
         diverged=result.diverged,
         original_steps=len(steps),
         scenario=scenario,
