@@ -1,0 +1,263 @@
+"""Run any ktk assignor inside a real kafka-python consumer.
+
+``kafka_python_assignor("cooperative-sticky")`` (a registry name or an assignor instance)
+returns an object implementing kafka-python's ``AbstractPartitionAssignor``; hand it to
+``KafkaConsumer(partition_assignment_strategy=[...])``. When this consumer is the group leader,
+kafka-python calls ``assign(cluster, members)``: each member's decoded subscription (topics,
+owned partitions, generation, rack) and the cluster's partition counts become a
+:class:`~assignors.model.Group`, the ktk assignor decides, and the answer goes back as
+``ConsumerProtocolAssignment``s. On every member ``metadata(topics)`` reports what it owns and
+``on_assignment`` remembers what it was given.
+
+What each member sends (ConsumerProtocolSubscription v3): its topics, ``owned_partitions`` and
+``generation_id`` (what Java's cooperative-sticky reads), ``rack_id`` (``client.rack``), and for
+an eager ``sticky`` assignor the previous assignment and generation in ``user_data`` too, in
+kafka-python's StickyAssignorUserData encoding, so members running kafka-python's own sticky
+assignor can share the group. The leader reads owned partitions from ``owned_partitions`` when
+present, else from ``user_data`` (kafka-python's encoding or Java's StickyAssignor V1/V0).
+
+kafka-python is an optional dependency and is imported only when an adapter is built.
+
+>>> class Cluster:  # the one thing assign() asks the cluster: partition ids per topic
+...     def partitions_for_topic(self, topic):
+...         return {"orders": {0, 1, 2}}.get(topic)
+>>> leader = kafka_python_assignor("sticky")
+>>> from kafka.protocol.consumer.group import JoinGroupResponse
+>>> members = [JoinGroupResponse.JoinGroupResponseMember(
+...     member_id=member_id, group_instance_id=None, metadata=leader.metadata({"orders"}))
+...     for member_id in ("c0", "c1")]
+>>> answer = leader.assign(Cluster(), members)
+>>> {member_id: assignment.partitions() for member_id, assignment in sorted(answer.items())}
+{'c0': [TopicPartition(topic='orders', partition=0), TopicPartition(topic='orders', \
+partition=2)], 'c1': [TopicPartition(topic='orders', partition=1)]}
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable, Iterable
+from functools import cache
+from typing import Any
+
+from assignors.base import Assignor
+from assignors.model import NO_GENERATION, Group, Member, Topic, TopicPartition
+from assignors.registry import get
+
+log = logging.getLogger(__name__)
+
+SUBSCRIPTION_VERSION = 3  # owned partitions (v1), generation id (v2), rack id (v3)
+ASSIGNMENT_VERSION = 0
+
+ReplicaRacks = Callable[[Any, str, int], frozenset[str] | None]
+
+
+def kafka_python_assignor(
+    assignor: str | Assignor,
+    *,
+    rack: str | None = None,
+    replica_racks: ReplicaRacks | None = None,
+) -> Any:
+    """A kafka-python ``AbstractPartitionAssignor`` running ``assignor`` (name or instance).
+
+    ``rack`` is this consumer's rack (use the same value as ``client_rack``); ``replica_racks``
+    (``(cluster, topic, partition) -> racks``) enables rack-aware assignment on the leader: by
+    default the racks of each partition's replicas are read from the cluster metadata when
+    kafka-python has them.
+    """
+    resolved = get(assignor) if isinstance(assignor, str) else assignor
+    return _adapter_class()(resolved, rack=rack, replica_racks=replica_racks)
+
+
+@cache
+def _adapter_class() -> type:
+    from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
+    from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
+    from kafka.protocol.consumer.metadata import (
+        ConsumerProtocolAssignment,
+        ConsumerProtocolSubscription,
+    )
+
+    class KtkPartitionAssignor(AbstractPartitionAssignor):
+        """A ktk assignor behind kafka-python's assignor interface (one instance per consumer:
+        it remembers this member's last assignment and generation)."""
+
+        def __init__(self, assignor: Assignor, *, rack: str | None,
+                     replica_racks: ReplicaRacks | None) -> None:
+            self.assignor = assignor
+            self.rack = rack
+            self.replica_racks = replica_racks or _cluster_replica_racks
+            self.owned: tuple[TopicPartition, ...] = ()
+            self.generation = NO_GENERATION
+
+        @property
+        def name(self) -> str:
+            return self.assignor.name
+
+        def supported_protocols(self) -> list[Any]:
+            if self.assignor.rebalance_protocol == "cooperative":
+                return [RebalanceProtocol.COOPERATIVE]
+            return [RebalanceProtocol.EAGER]
+
+        def metadata(self, topics: Iterable[str]) -> Any:
+            by_topic = _by_topic(self.owned)
+            user_data = b""
+            if self.assignor.rebalance_protocol == "eager" and self.assignor.name == "sticky":
+                user_data = StickyAssignorUserData(by_topic, self.generation).encode()
+            elif self.assignor.rebalance_protocol == "cooperative":
+                user_data = struct.pack(">i", self.generation)  # Java's cooperative user data
+            return ConsumerProtocolSubscription(
+                version=SUBSCRIPTION_VERSION,
+                topics=sorted(topics),
+                user_data=user_data,
+                owned_partitions=[
+                    ConsumerProtocolSubscription.TopicPartition(topic=topic, partitions=parts)
+                    for topic, parts in by_topic
+                ],
+                generation_id=self.generation,
+                rack_id=self.rack,
+            )
+
+        def on_assignment(self, assignment: Any, generation: int) -> None:
+            self.owned = tuple(TopicPartition(tp.topic, tp.partition)
+                               for tp in assignment.partitions())
+            self.generation = generation
+
+        def assign(self, cluster: Any, members: Iterable[Any]) -> dict[str, Any]:
+            group = group_from_members(cluster, members, self.replica_racks)
+            answer = self.assignor.assign(group)
+            if answer.withheld:
+                log.info("%s withholds %d partitions until their owners revoke them",
+                         self.name, len(answer.withheld))
+            return {
+                member_id: ConsumerProtocolAssignment(
+                    ASSIGNMENT_VERSION, _by_topic(partitions), b""
+                )
+                for member_id, partitions in answer.partitions.items()
+            }
+
+    return KtkPartitionAssignor
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
+    grouped: dict[str, list[int]] = {}
+    for tp in partitions:
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return [(topic, sorted(parts)) for topic, parts in sorted(grouped.items())]
+
+
+def group_from_members(
+    cluster: Any, members: Iterable[Any], replica_racks: ReplicaRacks | None = None
+) -> Group:
+    """The :class:`Group` a kafka-python leader sees: subscriptions and claims from each
+    ``JoinGroupResponseMember`` (metadata decoded or raw bytes), partition counts and replica
+    racks from ``cluster``. Topics the cluster does not know are left out (not assigned)."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+    group_members = []
+    for member in members:
+        subscription = member.metadata
+        if isinstance(subscription, bytes | bytearray | memoryview):
+            subscription = ConsumerProtocolSubscription.decode(bytes(subscription))
+        owned, generation = _claims(subscription)
+        group_members.append(Member(
+            member_id=member.member_id,
+            topics=frozenset(subscription.topics),
+            owned_partitions=owned,
+            generation=generation,
+            rack=getattr(subscription, "rack_id", None) or None,
+            instance_id=getattr(member, "group_instance_id", None) or None,
+        ))
+    topics = []
+    for name in sorted(set().union(*(m.topics for m in group_members)) if group_members else ()):
+        partition_ids = cluster.partitions_for_topic(name)
+        if not partition_ids:
+            continue
+        count = max(partition_ids) + 1
+        racks = None
+        if replica_racks is not None:
+            found = [replica_racks(cluster, name, partition) for partition in range(count)]
+            if any(found):
+                racks = tuple(r or frozenset() for r in found)
+        topics.append(Topic(name, count, racks))
+    return Group(topics=tuple(topics), members=tuple(group_members))
+
+
+def _claims(subscription: Any) -> tuple[tuple[TopicPartition, ...], int]:
+    """(owned partitions, generation) from a subscription: the v1+ fields, else user data."""
+    generation = getattr(subscription, "generation_id", None)
+    generation = NO_GENERATION if generation is None else generation
+    owned = tuple(
+        TopicPartition(entry.topic, partition)
+        for entry in (getattr(subscription, "owned_partitions", None) or ())
+        for partition in entry.partitions
+    )
+    user_data = getattr(subscription, "user_data", None) or b""
+    if owned or len(user_data) <= 4:
+        return owned, generation
+    decoded = _sticky_user_data(bytes(user_data))
+    if decoded is None:
+        log.warning("ignoring unreadable sticky user data (%d bytes)", len(user_data))
+        return owned, generation
+    return decoded
+
+
+def _sticky_user_data(data: bytes) -> tuple[tuple[TopicPartition, ...], int] | None:
+    """Owned partitions and generation from StickyAssignor user data: kafka-python's encoding
+    (version-prefixed), else Java's V1 (assignment then generation) or V0 (assignment only)."""
+    from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
+
+    try:
+        decoded = StickyAssignorUserData.decode(data)
+        owned = tuple(TopicPartition(entry.topic, partition)
+                      for entry in decoded.previous_assignment for partition in entry.partitions)
+        return owned, decoded.generation
+    except Exception:  # kafka-python raises assorted errors on bytes in another format
+        pass
+    try:
+        return _java_sticky_user_data(data)
+    except (struct.error, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _java_sticky_user_data(data: bytes) -> tuple[tuple[TopicPartition, ...], int]:
+    """Java StickyAssignor user data: ARRAY(topic STRING, partitions ARRAY(INT32)) [, INT32]."""
+    position = 0
+
+    def take(fmt: str) -> tuple[Any, ...]:
+        nonlocal position
+        values = struct.unpack_from(fmt, data, position)
+        position += struct.calcsize(fmt)
+        return values
+
+    owned = []
+    (num_topics,) = take(">i")
+    for _ in range(num_topics):
+        (length,) = take(">h")
+        topic = data[position : position + length].decode("utf-8")
+        position += length
+        (num_partitions,) = take(">i")
+        owned.extend(TopicPartition(topic, p) for p in take(f">{num_partitions}i"))
+    generation = take(">i")[0] if len(data) - position == 4 else NO_GENERATION
+    if position != len(data) and len(data) - position != 4:
+        raise ValueError("trailing bytes after sticky user data")
+    return tuple(owned), generation
+
+
+def _cluster_replica_racks(cluster: Any, topic: str, partition: int) -> frozenset[str] | None:
+    """Racks of a partition's replicas from kafka-python's ClusterMetadata, when it has them
+    (its partition metadata carries replica node ids; brokers carry their rack)."""
+    partitions = getattr(cluster, "_partitions", None)
+    if not isinstance(partitions, dict):
+        return None
+    metadata = partitions.get(topic, {}).get(partition)
+    nodes = getattr(metadata, "replica_nodes", None)
+    if not nodes:
+        return None
+    racks = set()
+    for node in nodes:
+        broker = cluster.broker_metadata(node)
+        rack = getattr(broker, "rack", None)
+        if rack:
+            racks.add(rack)
+    return frozenset(racks) or None
