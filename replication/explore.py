@@ -453,7 +453,7 @@ def _generate(
     return steps, generator.suspicious()
 
 
-def _scenario(name: str, config: ScenarioConfig, steps: Iterable[dict[str, Any]]) -> Scenario:
+def build_scenario(name: str, config: ScenarioConfig, steps: Iterable[dict[str, Any]]) -> Scenario:
     document = scenario_to_dict(Scenario(name, config, ()))
     document["steps"] = list(steps)
     return load_scenario(document)
@@ -622,7 +622,7 @@ def explore(
             progress(done, schedules)
         if not suspicious:
             continue
-        result = run_scenario(_scenario(f"schedule-{index}", config, steps))
+        result = run_scenario(build_scenario(f"schedule-{index}", config, steps))
         violation_class = classify(result)
         if violation_class is None:
             continue
@@ -689,7 +689,7 @@ def _shrink_finding(
 
     def same_class(candidate: list[dict[str, Any]]) -> bool:
         try:
-            scenario = _scenario("candidate", config, candidate)
+            scenario = build_scenario("candidate", config, candidate)
         except InputError:
             return False
         result = run_scenario(scenario)
@@ -698,7 +698,7 @@ def _shrink_finding(
 
     minimal = shrink(config, steps, same_class)
     name = f"{violation_class}-{number}"
-    result = run_scenario(_scenario(name, config, minimal))
+    result = run_scenario(build_scenario(name, config, minimal))
     expect: dict[str, Any] = {
         "acked_lost": list(result.acked_lost),
         "diverged": result.diverged,
@@ -706,7 +706,7 @@ def _shrink_finding(
     }
     if result.final.get("unclean_elections", 0):
         expect["unclean_elections"] = result.final["unclean_elections"]
-    scenario = _scenario(
+    scenario = build_scenario(
         f"{name.lower()}-{config.mode}", config, [*minimal, {"expect": expect}]
     )
     return Finding(

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLES
+from typer.testing import CliRunner
 
+from ktk.cli import app
 from replication.errors import InputError
 from replication.explore import (
     CLASS_NAMES,
     ExploreReport,
-    _scenario,
+    build_scenario,
     classify,
     explore,
     generate_schedule,
@@ -71,7 +73,7 @@ def test_schedules_respect_the_crash_budgets_and_never_force_an_unclean_leader()
         assert len(crashes) <= 2
         assert sum(step.get("unflushed") == "lose" for step in crashes) <= 1
         assert all(step.get("elect") != "unclean" for step in steps)
-        assert classify(run_scenario(_scenario("s", config, steps))) != "S4"
+        assert classify(run_scenario(build_scenario("s", config, steps))) != "S4"
 
 
 def test_every_shrunk_scenario_replays_with_its_expectations_and_class(tmp_path: Path) -> None:
@@ -86,16 +88,27 @@ def test_every_shrunk_scenario_replays_with_its_expectations_and_class(tmp_path:
         assert sum(step.op != "expect" for step in written.steps) < finding.original_steps
 
 
+def test_ktk_replicate_replays_a_written_counterexample_and_exits_0(tmp_path: Path) -> None:
+    report = explore("kip-101", **TWO_BROKERS, max_lossy_crashes=0, schedules=5, seed=9,
+                     out_dir=tmp_path)
+    path = tmp_path / report.findings[0].file_name
+    outcome = CliRunner().invoke(app, ["replicate", str(path), "--json"])
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads(outcome.output)
+    assert document["diverged"] is True
+    assert {v["invariant"] for v in document["violations"]} >= {"LogMatching"}
+
+
 def test_a_shrunk_scenario_loses_its_class_when_any_single_step_is_removed() -> None:
     report = explore("kip-101", **TWO_BROKERS, max_lossy_crashes=0, schedules=5, seed=9)
     finding = report.findings[0]
     document = scenario_to_dict(finding.scenario)
     steps = [step for step in document["steps"] if "expect" not in step]
     config = finding.scenario.config
-    assert classify(run_scenario(_scenario("full", config, steps))) == "S3"
+    assert classify(run_scenario(build_scenario("full", config, steps))) == "S3"
     for index in range(len(steps)):
         fewer = steps[:index] + steps[index + 1 :]
-        result = run_scenario(_scenario("fewer", config, fewer))
+        result = run_scenario(build_scenario("fewer", config, fewer))
         assert (classify(result), result.diverged) != ("S3", True), f"step {index} not needed"
 
 
