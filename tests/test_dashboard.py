@@ -338,6 +338,7 @@ def test_embedded_json_round_trips_and_cannot_close_its_script() -> None:
     assert json.loads(embedded) == value
 
 
+@pytest.mark.slow
 def test_twenty_thousand_traces_render_well_under_ten_megabytes_in_seconds(
     tmp_path: Path,
 ) -> None:
