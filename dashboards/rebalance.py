@@ -568,10 +568,13 @@ def churn_balance_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Fi
     binned = points.attrs.get("moved_bin_width", 0.0) > 0
     spread_digits = 1 if points.attrs.get("spread_bin_width", 0.0) > 0 else 0
     largest = max(int(points["traces"].max()), 1) if not points.empty else 1
-    for assignor in colours:
+    # whole-partition spreads stack every assignor on the same rows: offset each a little
+    dodge = 0.0 if spread_digits else 0.5 / max(len(colours), 1)
+    for position, assignor in enumerate(colours):
         own = points[points["assignor"] == assignor]
         if own.empty:
             continue
+        offset = (position - (len(colours) - 1) / 2) * dodge
         hover = [
             f"{_label(assignor)}<br>moved {'≈ ' if binned else ''}{format_number(moved)} "
             f"partitions<br>worst spread {format_number(spread, spread_digits)} "
@@ -584,7 +587,7 @@ def churn_balance_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Fi
         figure.add_trace(
             go.Scatter(
                 x=own["moved"].to_numpy(),
-                y=own["spread"].to_numpy(),
+                y=(own["spread"].to_numpy() + offset).round(4),
                 mode="markers",
                 name=_label(assignor),
                 marker={
@@ -601,11 +604,18 @@ def churn_balance_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Fi
         title={"text": "Churn vs balance: one point per trace and assignor"},
         xaxis_title="partitions moved over the whole trace (sum of moved)",
         yaxis_title="worst spread in the trace (partitions, max − min per member)",
+        yaxis={"dtick": 1} if not spread_digits and _spread_range(points) <= 20 else {},
         height=520,
         legend_title_text="assignor",
         margin={"t": 60, "l": 70, "r": 20, "b": 60},
     )
     return figure
+
+
+def _spread_range(points: pd.DataFrame) -> float:
+    if points.empty:
+        return 0.0
+    return float(points["spread"].max() - points["spread"].min())
 
 
 def optimal_gap_figure(summary: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
@@ -1016,7 +1026,8 @@ def render_rebalance(
         f"{_summary_table(summary, protocols, colours)}</section>",
         '<section id="churn-balance"><h2>Churn vs balance</h2><p class="note">Lower left is '
         "better: few partitions moved and an even spread. Point size grows with the number of "
-        "traces at that spot.</p>"
+        "traces at that spot; each assignor's points sit slightly above or below the whole "
+        "spread value so they do not hide each other (the hover gives the exact values).</p>"
         f"{divs['churn-balance-chart']}</section>",
         '<section id="optimal-gap"><h2>Gap to the optimal references</h2><p class="note">'
         "moved − min_moved: moves an assignor made beyond the fewest any optimally balanced "
