@@ -17,10 +17,12 @@ The Java client's own test vectors (``UtilsTest.testMurmur2``), plus the empty k
 
 The array functions take a pyarrow binary array, a sequence of ``bytes`` (``str`` is encoded as
 UTF-8, the Java ``StringSerializer`` default) or a 2-D ``uint8`` array of equal-length keys, and
-never loop over keys in Python: keys are grouped by length and each 4-byte block position is
-mixed column-wise over all keys of that length with uint32 wrap-around, in cache-sized chunks
-and in place. Cost is O(total key bytes); null entries hash like empty keys (callers that treat
-null differently mask them with ``null_mask``).
+never loop over keys in Python: each 4-byte block position is mixed column-wise over all keys
+with uint32 wrap-around, in place, in cache-sized chunks. Equal-length keys are read straight
+from the buffer; keys of mixed lengths are gathered block by block from aligned copies of each
+span of the buffer and kept only where a key has that block. Cost is O(keys x longest key in a
+chunk); null entries hash like empty keys (callers that treat null differently mask them with
+``null_mask``).
 """
 
 from __future__ import annotations
@@ -354,7 +356,6 @@ def _murmur2_span(
         word_count = max(len(segment) - shift, 0) // 4
         shifted[shift, :word_count] = segment[shift : shift + 4 * word_count].view("<u4")
     words = shifted.reshape(-1)
-    last_word = len(words) - 1
     relative = starts - low
     first_word = (relative & 3) * words_per_shift + (relative >> 2)
     rows = min(_CHUNK_ROWS, len(starts))
@@ -372,8 +373,8 @@ def _murmur2_span(
         k, t, mixed, active = k_buf[:n], t_buf[:n], mixed_buf[:n], active_buf[:n]
         for block in range(int(blocks.max())):
             np.add(first_word[chunk], block, out=index[:n])
-            np.minimum(index[:n], last_word, out=index[:n])
-            np.take(words, index[:n], out=k)
+            # short keys read a clipped word they never use
+            np.take(words, index[:n], out=k, mode="clip")
             np.copyto(mixed, h)
             _mix_block(mixed, k, t)
             np.greater(blocks, block, out=active)
