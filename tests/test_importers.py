@@ -142,7 +142,7 @@ def test_json_record_of_a_type_that_is_not_a_consumer_group_is_skipped() -> None
     line = dump_line({"type": "9", "data": {"groupId": "share"}}, {"version": "0", "data": {}})
     result = import_dump_log([("d.txt", line)])
     assert result.rows == ()
-    assert result.skipped[0].reason.startswith("record type 9 carries nothing a trace uses")
+    assert result.skipped[0].reason.startswith("record type 9 skipped: it carries nothing")
 
 
 def test_tombstone_ends_the_trace_and_the_recreated_group_starts_another() -> None:

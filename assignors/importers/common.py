@@ -30,7 +30,7 @@ log = logging.getLogger("assignors.importers")
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """A record or line an importer passed over, and why."""
+    """A record or line an importer passed over (or read with a caveat), and why."""
 
     source: str
     line: int | None
@@ -44,7 +44,7 @@ class Skipped:
 @dataclass(frozen=True, slots=True)
 class ImportResult:
     """Format-v1 rows (dicts exactly as spec/traces.md writes them, in trace then generation
-    order) and what was skipped on the way."""
+    order) and what was skipped or noted on the way."""
 
     rows: tuple[dict[str, Any], ...]
     skipped: tuple[Skipped, ...] = ()

@@ -94,7 +94,7 @@ def parse_formatter(text: str, source: str, skipped: list[Skipped] | None = None
         key = record["key"]
         key_type = _integer(key, ("type", "version"), "key", source, line)
         if not isinstance(key.get("data"), Mapping):
-            note = Skipped(source, line, f"record {record_number}: record type {key_type}: the "
+            note = Skipped(source, line, f"record {record_number} (type {key_type}) skipped: the "
                                          f"formatter could not decode it "
                                          f"(data: {key.get('data')!r})")
             log.info("%s", note)

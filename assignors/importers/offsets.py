@@ -273,8 +273,8 @@ class _OffsetsImporter:
         elif CONSUMER_GROUP_METADATA <= record.key_type <= CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             self.consumer(record)
         else:
-            self.skip(record, f"record type {record.key_type} carries nothing a trace uses "
-                                    "(share or streams groups, regular expressions)")
+            self.skip(record, f"record type {record.key_type} skipped: it carries nothing a "
+                                    "trace uses (share or streams groups, regular expressions)")
 
     def classic(self, record: CoordinatorRecord) -> None:
         group = record.group()
@@ -284,7 +284,7 @@ class _OffsetsImporter:
             return
         snapshot = classic_snapshot(record)
         if snapshot is None:
-            self.skip(record, f"group {group}: protocol type "
+            self.skip(record, f"group {group} skipped: protocol type "
                               f"{record.value.get('protocolType')!r} is not 'consumer'")
             return
         self.assembler(group).add(snapshot, record.source, record.line)

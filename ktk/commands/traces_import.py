@@ -15,7 +15,7 @@ import typer
 from ktk.console import escape, fail, out, reported_errors, warn
 
 FORMATS = ("jsonl", "jsonl.gz", "parquet")
-SHOWN_SKIPS = 5
+SHOWN_NOTES = 5
 
 
 def _read_text(path: Path) -> str:
@@ -105,9 +105,9 @@ def register(traces_app: typer.Typer) -> None:
                            f"this the output --from {source_kind} expects?")
             _validated(result.rows, str(target))
             written = write_traces(result.rows, target)
-        for note in result.skipped[:SHOWN_SKIPS]:
-            warn(f"skipped {note}")
-        if len(result.skipped) > SHOWN_SKIPS:
-            warn(f"... and {len(result.skipped) - SHOWN_SKIPS} more skipped (-v lists them all)")
+        for note in result.skipped[:SHOWN_NOTES]:
+            warn(str(note))
+        if len(result.skipped) > SHOWN_NOTES:
+            warn(f"... and {len(result.skipped) - SHOWN_NOTES} more (-v lists them all)")
         out.print(f"{len(result.trace_ids())} traces, {written} generations -> "
                   f"{escape(str(target))}")
