@@ -89,7 +89,8 @@ def keys_command(
     keys: Annotated[
         list[str],
         typer.Argument(
-            help="Keys (UTF-8 text, or hex with --hex); `-` reads one key per line from stdin."
+            metavar="KEY...",
+            help="Keys (UTF-8 text, or hex with --hex); `-` reads one key per line from stdin.",
         ),
     ],
     partitions: Annotated[int, typer.Option("--partitions", "-n", help="Partition count.")],
@@ -117,7 +118,9 @@ def keys_command(
 
 @partition_app.command("remap")
 def remap_command(
-    keys: Annotated[list[str], typer.Argument(help="Keys, or `-` for one per line on stdin.")],
+    keys: Annotated[
+        list[str], typer.Argument(metavar="KEY...", help="Keys, or `-` for one per line on stdin.")
+    ],
     from_partitions: Annotated[int, typer.Option("--from", help="Partition count before.")],
     to_partitions: Annotated[int, typer.Option("--to", help="Partition count after.")],
     partitioner: Annotated[
@@ -147,7 +150,9 @@ def remap_command(
 
 @partition_app.command("score")
 def score_command(
-    traces: Annotated[list[Path], typer.Argument(help="Key traces (JSON Lines or Parquet).")],
+    traces: Annotated[
+        list[Path], typer.Argument(metavar="TRACE...", help="Key traces (JSON Lines or Parquet).")
+    ],
     partitioners: Annotated[
         str, typer.Option("--partitioners", "-p", help="Comma-separated partitioner names.")
     ] = f"{DEFAULT_PARTITIONER},librdkafka-default",
