@@ -89,7 +89,7 @@ def keys_command(
     keys: Annotated[
         list[str],
         typer.Argument(
-            metavar="KEY...",
+            metavar="KEY",
             help="Keys (UTF-8 text, or hex with --hex); `-` reads one key per line from stdin.",
         ),
     ],
@@ -119,7 +119,7 @@ def keys_command(
 @partition_app.command("remap")
 def remap_command(
     keys: Annotated[
-        list[str], typer.Argument(metavar="KEY...", help="Keys, or `-` for one per line on stdin.")
+        list[str], typer.Argument(metavar="KEY", help="Keys, or `-` for one per line on stdin.")
     ],
     from_partitions: Annotated[int, typer.Option("--from", help="Partition count before.")],
     to_partitions: Annotated[int, typer.Option("--to", help="Partition count after.")],
@@ -151,7 +151,7 @@ def remap_command(
 @partition_app.command("score")
 def score_command(
     traces: Annotated[
-        list[Path], typer.Argument(metavar="TRACE...", help="Key traces (JSON Lines or Parquet).")
+        list[Path], typer.Argument(metavar="TRACE", help="Key traces (JSON Lines or Parquet).")
     ],
     partitioners: Annotated[
         str, typer.Option("--partitioners", "-p", help="Comma-separated partitioner names.")
