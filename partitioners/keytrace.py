@@ -60,7 +60,8 @@ TRACE_SCHEMA = pa.schema(
 
 
 def read_key_trace(path: str | Path) -> pd.DataFrame:
-    """A key trace file (``.parquet`` / ``.pq`` or JSON Lines) as a validated DataFrame."""
+    """A key trace file (``.parquet`` / ``.pq``, or JSON Lines, gzipped if ``.gz``) as a
+    validated DataFrame."""
     path = Path(path)
     if path.suffix.lower() in (".parquet", ".pq"):
         import pyarrow.parquet as pq
@@ -72,6 +73,11 @@ def read_key_trace(path: str | Path) -> pd.DataFrame:
                 raise
             raise InputError(f"not a readable Parquet file: {error}", source=str(path)) from None
         return frame_from_table(table, source=str(path))
+    if path.suffix.lower() == ".gz":
+        import gzip
+
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            return parse_jsonl_lines(lines, source=str(path))
     with path.open(encoding="utf-8") as lines:
         return parse_jsonl_lines(lines, source=str(path))
 

@@ -91,6 +91,14 @@ def test_parquet_trace_round_trips_with_binary_keys(tmp_path: Path):
     assert again["partition"].isna().tolist() == frame["partition"].isna().tolist()
 
 
+def test_gzipped_json_lines_read_like_plain_ones(tmp_path: Path):
+    import gzip
+
+    path = tmp_path / "trace.jsonl.gz"
+    path.write_bytes(gzip.compress(EXAMPLE_TRACE.read_bytes()))
+    pd.testing.assert_frame_equal(read_key_trace(path), read_key_trace(EXAMPLE_TRACE))
+
+
 def test_parquet_trace_with_missing_columns_says_which(tmp_path: Path):
     path = tmp_path / "trace.parquet"
     pq.write_table(pa.table({"trace_id": ["t"], "key": [b"k"]}), path)
