@@ -38,6 +38,8 @@ import logging
 import struct
 from collections.abc import Callable, Iterable
 from functools import cache
+from itertools import groupby, repeat
+from operator import itemgetter
 from typing import Any
 
 from assignors.base import Assignor
@@ -140,10 +142,9 @@ def _adapter_class() -> type:
 
 
 def _by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
-    grouped: dict[str, list[int]] = {}
-    for tp in partitions:
-        grouped.setdefault(tp.topic, []).append(tp.partition)
-    return [(topic, sorted(parts)) for topic, parts in sorted(grouped.items())]
+    """[(topic, sorted partition ids)] in topic order, the wire's layout."""
+    ordered = sorted(partitions)
+    return [(topic, [tp[1] for tp in run]) for topic, run in groupby(ordered, itemgetter(0))]
 
 
 def group_from_members(
@@ -204,44 +205,48 @@ def _claims(subscription: Any) -> tuple[tuple[TopicPartition, ...], int]:
 
 def _sticky_user_data(data: bytes) -> tuple[tuple[TopicPartition, ...], int] | None:
     """Owned partitions and generation from StickyAssignor user data: kafka-python's encoding
-    (version-prefixed), else Java's V1 (assignment then generation) or V0 (assignment only)."""
-    from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
-
+    (an int16 version, then Java's layout) or Java's own V1 (assignment, then generation) or V0
+    (assignment only). The first layout that reads the bytes exactly wins."""
+    if len(data) >= 2 and data[:2] in (b"\x00\x00", b"\x00\x01"):
+        try:
+            return _java_sticky_user_data(data, 2)
+        except (struct.error, UnicodeDecodeError, ValueError):
+            pass
     try:
-        decoded = StickyAssignorUserData.decode(data)
-        owned = tuple(TopicPartition(entry.topic, partition)
-                      for entry in decoded.previous_assignment for partition in entry.partitions)
-        return owned, decoded.generation
-    except Exception:  # kafka-python raises assorted errors on bytes in another format
-        pass
-    try:
-        return _java_sticky_user_data(data)
+        return _java_sticky_user_data(data, 0)
     except (struct.error, UnicodeDecodeError, ValueError):
         return None
 
 
-def _java_sticky_user_data(data: bytes) -> tuple[tuple[TopicPartition, ...], int]:
-    """Java StickyAssignor user data: ARRAY(topic STRING, partitions ARRAY(INT32)) [, INT32]."""
-    position = 0
-
-    def take(fmt: str) -> tuple[Any, ...]:
-        nonlocal position
-        values = struct.unpack_from(fmt, data, position)
-        position += struct.calcsize(fmt)
-        return values
-
-    owned = []
-    (num_topics,) = take(">i")
+def _java_sticky_user_data(data: bytes, start: int) -> tuple[tuple[TopicPartition, ...], int]:
+    """Java StickyAssignor user data from ``start``: ARRAY(topic STRING, partitions
+    ARRAY(INT32)), then an optional INT32 generation; raises ValueError on anything else."""
+    position = start
+    owned: list[TopicPartition] = []
+    (num_topics,) = struct.unpack_from(">i", data, position)
+    position += 4
+    if num_topics < 0:
+        raise ValueError("negative topic count")
     for _ in range(num_topics):
-        (length,) = take(">h")
+        (length,) = struct.unpack_from(">h", data, position)
+        position += 2
+        if length < 0 or position + length > len(data):
+            raise ValueError("bad topic name length")
         topic = data[position : position + length].decode("utf-8")
         position += length
-        (num_partitions,) = take(">i")
-        owned.extend(TopicPartition(topic, p) for p in take(f">{num_partitions}i"))
-    generation = take(">i")[0] if len(data) - position == 4 else NO_GENERATION
-    if position != len(data) and len(data) - position != 4:
-        raise ValueError("trailing bytes after sticky user data")
-    return tuple(owned), generation
+        (num_partitions,) = struct.unpack_from(">i", data, position)
+        position += 4
+        if num_partitions < 0:
+            raise ValueError("negative partition count")
+        partitions = struct.unpack_from(f">{num_partitions}i", data, position)
+        position += 4 * num_partitions
+        owned.extend(map(TopicPartition, repeat(topic, num_partitions), partitions))
+    remaining = len(data) - position
+    if remaining == 4:
+        return tuple(owned), struct.unpack_from(">i", data, position)[0]
+    if remaining == 0:
+        return tuple(owned), NO_GENERATION
+    raise ValueError("trailing bytes after sticky user data")
 
 
 def _cluster_replica_racks(cluster: Any, topic: str, partition: int) -> frozenset[str] | None:

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import _vectors_dir
 from sticky_checks import (
     balance_problems,
     group_from_request,
@@ -26,7 +27,6 @@ from sticky_checks import (
 from assignors.model import Assignment, Group, TopicPartition
 from assignors.registry import get
 
-VECTORS = Path(__file__).resolve().parent.parent.parent / "shared" / "vectors"
 STICKY_FAMILY = ("sticky", "cooperative-sticky")
 
 
@@ -42,10 +42,8 @@ def cases(vectors_dir: Path) -> dict[str, dict]:
 
 
 def _case_names() -> list[str]:
-    """Case names for parametrisation (read here so each vector is its own test)."""
-    import os
-
-    root = Path(os.environ.get("KTK_VECTORS", VECTORS))
+    """Case names for parametrisation (read at collection so each vector is its own test)."""
+    root = _vectors_dir()
     if not (root / "assignors-java.jsonl").is_file():
         return []
     return [row["request"]["name"] for row in _cases(root)]

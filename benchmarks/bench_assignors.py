@@ -1,0 +1,192 @@
+"""Assignor speed at scale: ktk against kafka-python's assignors, same groups, same run.
+
+Each scenario is a group of C consumers subscribed to every topic (topics of 1,000 partitions,
+P partitions in all): an initial assignment with no owned partitions, then a rebalance after
+every tenth consumer left, the others reporting what the initial round gave them (generation
+1). Both sides get identical kafka-python JoinGroup members (decoded subscriptions, sticky user
+data) and a stand-in cluster answering partition counts; both return kafka-python
+``ConsumerProtocolAssignment``s. ktk runs behind its kafka-python adapter, so its time includes
+reading the members and writing the answer; the time of ktk's ``assign`` alone is printed too.
+
+    python benchmarks/bench_assignors.py            # peers at 200 x 20,000 and 500 x 50,000
+    python benchmarks/bench_assignors.py --quick    # peers at 100 x 10,000 only
+    python benchmarks/bench_assignors.py --million  # adds ktk at 2,000 x 1,000,000
+
+kafka-python's sticky assignor needs about 11 s per round at 200 x 20,000 and about 75 s at
+500 x 50,000, and does not finish 1,000 x 100,000 in minutes, so larger sizes run ktk only:
+2,000 x 100,000 (the targets: each round under 10 s), a heterogeneous variant of it (the last
+consumer subscribes to one topic only, as in Kafka's own non-equal-subscription test) and, with
+``--million``, 2,000 x 1,000,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from assignors.kafka_python import kafka_python_assignor
+from assignors.model import Group, Member, Topic, TopicPartition
+from assignors.registry import get
+
+PARTITIONS_PER_TOPIC = 1_000
+
+
+@dataclass(frozen=True)
+class Scenario:
+    consumers: int
+    partitions: int
+    heterogeneous: bool = False
+
+    @property
+    def label(self) -> str:
+        shape = " heterogeneous" if self.heterogeneous else ""
+        return f"{self.consumers:,} x {self.partitions:,}{shape}"
+
+    def topic_names(self) -> list[str]:
+        return [f"topic-{i:04d}" for i in range(max(1, self.partitions // PARTITIONS_PER_TOPIC))]
+
+    def subscription(self, consumer: int) -> list[str]:
+        names = self.topic_names()
+        return names[:1] if self.heterogeneous and consumer == self.consumers - 1 else names
+
+    def member_id(self, consumer: int) -> str:
+        return f"consumer-{consumer:05d}"
+
+
+class StandInCluster:
+    """What the assignors ask the cluster: topic names and partition ids per topic."""
+
+    def __init__(self, names: list[str], per_topic: int) -> None:
+        self.ids = {name: set(range(per_topic)) for name in names}
+
+    def topics(self, exclude_internal_topics: bool = True) -> set[str]:
+        return set(self.ids)
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        return self.ids.get(topic)
+
+
+def join_members(scenario: Scenario, protocol: str,
+                 owned: dict[str, list[TopicPartition]] | None) -> list[Any]:
+    """Decoded JoinGroup members as kafka-python's coordinator hands them to the leader."""
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+    from kafka.protocol.consumer.group import JoinGroupResponse
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+    members = []
+    for consumer in range(scenario.consumers):
+        member_id = scenario.member_id(consumer)
+        if owned is not None and member_id not in owned:
+            continue  # this consumer left
+        topics = scenario.subscription(consumer)
+        if protocol == "sticky" and owned is not None:
+            metadata = StickyPartitionAssignor._metadata(topics, owned[member_id], 1)
+        else:
+            metadata = ConsumerProtocolSubscription(0, topics, b"")
+        # through the wire format, as the coordinator receives it
+        decoded = ConsumerProtocolSubscription.decode(metadata.encode())
+        members.append(JoinGroupResponse.JoinGroupResponseMember(
+            member_id=member_id, group_instance_id=None, metadata=decoded))
+    return members
+
+
+def ktk_group(scenario: Scenario, owned: dict[str, list[TopicPartition]] | None) -> Group:
+    topics = tuple(Topic(name, PARTITIONS_PER_TOPIC) for name in scenario.topic_names())
+    members = []
+    for consumer in range(scenario.consumers):
+        member_id = scenario.member_id(consumer)
+        if owned is not None and member_id not in owned:
+            continue
+        claims = tuple(owned[member_id]) if owned is not None else ()
+        members.append(Member(member_id, frozenset(scenario.subscription(consumer)), claims,
+                              1 if claims else -1))
+    return Group(topics, tuple(members))
+
+
+def leaving(assignment: dict[str, Any]) -> dict[str, list[TopicPartition]]:
+    """What the consumers that stay owned: every tenth consumer leaves."""
+    return {
+        member_id: [TopicPartition(tp.topic, tp.partition) for tp in answer.partitions()]
+        for position, (member_id, answer) in enumerate(sorted(assignment.items()))
+        if position % 10 != 0
+    }
+
+
+def timed(action: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = action()
+    return time.perf_counter() - started, result
+
+
+def peer_assignor(protocol: str) -> Any:
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    return {"sticky": StickyPartitionAssignor, "range": RangePartitionAssignor,
+            "roundrobin": RoundRobinPartitionAssignor}[protocol]()
+
+
+def run_scenario(protocol: str, scenario: Scenario, with_peer: bool) -> list[tuple[Any, ...]]:
+    """Rows (assignor, size, round, peer s, ktk s via adapter, ktk assign s)."""
+    cluster = StandInCluster(scenario.topic_names(), PARTITIONS_PER_TOPIC)
+    ours = kafka_python_assignor(protocol)
+    rows: list[tuple[Any, ...]] = []
+    owned = None
+    for round_name in ("initial", "10% leave"):
+        members = join_members(scenario, protocol, owned)
+        peer_seconds = None
+        if with_peer:
+            peer_seconds, _ = timed(partial(peer_assignor(protocol).assign, cluster, members))
+        adapter_seconds, answer = timed(partial(ours.assign, cluster, members))
+        assign_seconds, _ = timed(partial(get(protocol).assign, ktk_group(scenario, owned)))
+        rows.append((protocol, scenario.label, round_name, peer_seconds, adapter_seconds,
+                     assign_seconds))
+        owned = leaving(answer)
+    return rows
+
+
+HEADER = (f"{'assignor':<12}{'consumers x partitions':<36}{'round':<11}"
+          f"{'kafka-python s':>15}{'ktk s':>9}{'ratio':>9}{'ktk assign s':>14}")
+
+
+def format_row(row: tuple[Any, ...]) -> str:
+    protocol, label, round_name, peer, adapter, assign = row
+    peer_text = f"{peer:15.3f}" if peer is not None else f"{'-':>15}"
+    ratio = f"{peer / adapter:8.1f}x" if peer is not None and adapter > 0 else f"{'-':>9}"
+    return (f"{protocol:<12}{label:<36}{round_name:<11}{peer_text}{adapter:9.3f}{ratio}"
+            f"{assign:14.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="peers at 100 x 10,000 only")
+    parser.add_argument("--million", action="store_true", help="add ktk at 2,000 x 1,000,000")
+    parser.add_argument("--no-peer", action="store_true", help="skip kafka-python")
+    arguments = parser.parse_args()
+
+    with_peer = not arguments.no_peer and importlib.util.find_spec("kafka") is not None
+    peer_sizes = [Scenario(100, 10_000)] if arguments.quick else [
+        Scenario(200, 20_000), Scenario(500, 50_000)]
+    ktk_sizes = [Scenario(2_000, 100_000), Scenario(2_000, 100_000, heterogeneous=True)]
+    if arguments.million:
+        ktk_sizes += [Scenario(2_000, 1_000_000), Scenario(2_000, 1_000_000, heterogeneous=True)]
+    plan = [(protocol, scenario, with_peer)
+            for protocol in ("sticky", "range", "roundrobin") for scenario in peer_sizes]
+    # kafka-python cannot finish these sizes: ktk alone
+    plan += [("sticky", scenario, False) for scenario in ktk_sizes]
+
+    print(HEADER)
+    print("-" * len(HEADER))
+    for protocol, scenario, peer in plan:
+        for row in run_scenario(protocol, scenario, peer):
+            print(format_row(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
