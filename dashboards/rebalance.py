@@ -317,19 +317,24 @@ def best_assignors(summary: pd.DataFrame) -> dict[str, frozenset[str]]:
 
 
 def infer_protocols(scores: pd.DataFrame) -> dict[str, str]:
-    """Eager assignors revoke more than they move; cooperative ones revoke exactly what moves."""
+    """Which rebalance protocol each assignor's scores show.
+
+    Only cooperative assignors need more than one round. Otherwise eager assignors give away
+    everything the surviving members owned, so in total they revoke more than they move plus
+    what is forced away; a cooperative member revokes only what it no longer holds.
+    """
     protocols: dict[str, str] = {}
     for assignor, rows in scores.groupby("assignor", sort=True):
-        revoked = rows["revoked"]
-        known = revoked.notna() & rows["moved"].notna()
-        if not known.any():
-            protocols[str(assignor)] = "unknown"
-        elif (revoked[known] > rows["moved"][known]).any():
-            protocols[str(assignor)] = "eager"
-        elif (revoked[known] > 0).any() or (rows["rounds"].fillna(1) > 1).any():
-            protocols[str(assignor)] = "cooperative"
+        revoked = rows["revoked"].sum()
+        if (rows["rounds"].fillna(1) > 1).any():
+            protocol = "cooperative"
+        elif rows["revoked"].isna().all() or revoked == 0:
+            protocol = "unknown"
+        elif revoked > rows["moved"].sum() + rows["forced"].sum():
+            protocol = "eager"
         else:
-            protocols[str(assignor)] = "unknown"
+            protocol = "cooperative"
+        protocols[str(assignor)] = protocol
     return protocols
 
 
@@ -1021,7 +1026,8 @@ def render_rebalance(
         f'<p class="note">{trace_count:,} traces, {len(scores):,} scored generations. Totals are '
         "sums over every generation of every trace; highlighted cells hold the best value of "
         "the column among assignors that ran on all traces. Protocol is inferred from the "
-        "scores (eager revokes more than it moves). Invalid generations left partitions "
+        "scores (more than one round: cooperative; revoking more than moved plus forced: "
+        "eager). Invalid generations left partitions "
         "unassigned or assigned twice / to a non-subscriber.</p>"
         f"{_summary_table(summary, protocols, colours)}</section>",
         '<section id="churn-balance"><h2>Churn vs balance</h2><p class="note">Lower left is '

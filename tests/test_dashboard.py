@@ -230,6 +230,28 @@ def test_protocol_is_inferred_from_revoked_versus_moved() -> None:
     assert protocols["range"] == protocols["sticky"] == "eager"
 
 
+def test_cooperative_revoking_unsubscribed_partitions_in_one_round_is_not_taken_for_eager() -> None:
+    scores = _rows(
+        # a member unsubscribed: it revokes the 2 partitions it lost, which count as forced
+        dict(trace_id="t", assignor="incremental", generation=1, moved=0, forced=0, revoked=0,
+             rounds=1),
+        dict(trace_id="t", assignor="incremental", generation=2, moved=0, forced=2, revoked=2,
+             rounds=1),
+        # a member joined: eager revokes all 10 owned partitions although 2 move
+        dict(trace_id="t", assignor="stop-the-world", generation=1, moved=0, forced=0,
+             revoked=0, rounds=1),
+        dict(trace_id="t", assignor="stop-the-world", generation=2, moved=2, forced=0,
+             revoked=10, rounds=1),
+        dict(trace_id="t", assignor="nothing-owned", generation=1, moved=0, forced=0,
+             revoked=0, rounds=1),
+    )  # fmt: skip
+    assert infer_protocols(scores) == {
+        "incremental": "cooperative",
+        "nothing-owned": "unknown",
+        "stop-the-world": "eager",
+    }
+
+
 def test_worst_traces_rank_by_moved_plus_worst_spread_under_any_assignor() -> None:
     scores = _rows(
         dict(trace_id="calm", assignor="range", generation=1, moved=1, spread=0),
