@@ -107,3 +107,23 @@ def test_bad_topics_file_is_reported_with_its_name(tmp_path: Path) -> None:
                      "--out", str(tmp_path))
     assert outcome.exit_code == 2
     assert f"{side}: orders: must be a partition count" in outcome.stderr
+
+
+def test_group_option_keeps_only_the_named_groups(tmp_path: Path) -> None:
+    outcome = invoke("--from", "dump-log", str(FIXTURES / "dump-log.txt"), "--group", "reports",
+                     "-g", "orders-848", "--out", str(tmp_path))
+    assert outcome.exit_code == 0, outcome.output
+    written = rows(tmp_path / "dump-log-dump-log.jsonl")
+    assert sorted({row["trace_id"] for row in written}) == ["orders-848", "reports", "reports#2"]
+
+
+def test_skip_bad_records_imports_the_rest_and_lists_what_was_skipped(tmp_path: Path) -> None:
+    broken = tmp_path / "dump.txt"
+    good = (FIXTURES / "dump-log.txt").read_text(encoding="utf-8")
+    broken.write_text('| offset: 99 CreateTime: 1 key: {"type":"2","data":{"group":"g"}} '
+                      'payload: {"vers\n' + good, encoding="utf-8")
+    outcome = invoke("--from", "dump-log", str(broken), "--out", str(tmp_path),
+                     "--skip-bad-records")
+    assert outcome.exit_code == 0, outcome.output
+    assert "4 traces, 10 generations" in outcome.stdout
+    assert f"{broken}:1: line skipped" in outcome.stderr

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from assignors.errors import InputError
 from assignors.importers import (
+    ImportOptions,
     TopicCatalog,
     TopicInfo,
     import_coordinator_log,
@@ -455,6 +456,57 @@ def test_classic_message_behind_a_group_id_prefix_is_still_read() -> None:
 def test_coordinator_log_needs_a_topics_file() -> None:
     with pytest.raises(InputError, match="give a topics file"):
         import_history("coordinator-log", [fixture("coordinator-classic.log")])
+
+
+# ---------------------------------------------------------------------------------------------
+# group filter and lenient reading
+
+
+LENIENT = ImportOptions(strict=False)
+
+
+def test_group_filter_ignores_other_groups_even_when_they_are_malformed() -> None:
+    bad = dump_line({"type": "2", "data": {"group": "other"}}, {"version": "3", "data": {}})
+    text = "\n".join([bad, dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0])]))])
+    result = import_dump_log([("d.txt", text)], None, ImportOptions(frozenset({"g"})))
+    assert [row["trace_id"] for row in result.rows] == ["g"]
+
+
+def test_lenient_dump_log_skips_bad_lines_and_records_with_located_notes() -> None:
+    member = classic_member("a", [])
+    member["subscription"] = "AAE="
+    text = "\n".join([
+        '| offset: 0 CreateTime: 1 key: {"type":"2","data":{"group":"g"}} payload: {"vers',
+        dump_line(GROUP_KEY, classic_value(1, [member])),
+        dump_line(GROUP_KEY, classic_value(2, [classic_member("a", [0])])),
+    ])
+    with pytest.raises(InputError):
+        import_dump_log([("d.txt", text)])
+    result = import_dump_log([("d.txt", text)], None, LENIENT)
+    assert [row["generation"] for row in result.rows] == [2]
+    assert [(note.line, note.reason.split(":")[0]) for note in result.skipped] == [
+        (1, "line skipped"), (2, "record skipped")]
+
+
+def test_lenient_formatter_resumes_at_the_next_record() -> None:
+    good = json.dumps({"key": {"type": 2, "data": {"group": "g"}},
+                       "value": classic_value(4, [classic_member("a", [1])])})
+    text = '{"key":{"type":2,"data":{"group":"g"}},"value":{"version":3,"da' + good
+    result = import_formatter([("f.json", text)], None, LENIENT)
+    assert [row["generation"] for row in result.rows] == [4]
+    assert result.skipped[0].reason.startswith("text skipped: f.json:1: record: not valid JSON")
+
+
+def test_lenient_coordinator_log_skips_lines_breaking_the_template() -> None:
+    text = "\n".join([
+        "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
+        "two with 3 members (kafka.coordinator.group.GroupCoordinator)",
+        "[2026-01-05 10:00:06,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
+        "3 with 0 members (kafka.coordinator.group.GroupCoordinator)"])
+    result = import_coordinator_log([("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}),
+                                    LENIENT)
+    assert [row["generation"] for row in result.rows] == [3]
+    assert result.skipped[0].line == 1
 
 
 # ---------------------------------------------------------------------------------------------

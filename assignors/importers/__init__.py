@@ -25,6 +25,7 @@ from typing import Literal
 
 from assignors.errors import InputError
 from assignors.importers.common import (
+    ImportOptions,
     ImportResult,
     Skipped,
     TopicCatalog,
@@ -40,6 +41,7 @@ SOURCE_KINDS: tuple[SourceKind, ...] = ("dump-log", "formatter", "coordinator-lo
 
 __all__ = [
     "SOURCE_KINDS",
+    "ImportOptions",
     "ImportResult",
     "Skipped",
     "SourceKind",
@@ -54,16 +56,17 @@ __all__ = [
 
 
 def import_history(kind: str, sources: Iterable[tuple[str, str]],
-                   catalog: TopicCatalog | None = None) -> ImportResult:
+                   catalog: TopicCatalog | None = None,
+                   options: ImportOptions | None = None) -> ImportResult:
     """Rows from ``(name, text)`` sources of one kind, oldest first."""
     if kind == "dump-log":
-        return import_dump_log(sources, catalog)
+        return import_dump_log(sources, catalog, options)
     if kind == "formatter":
-        return import_formatter(sources, catalog)
+        return import_formatter(sources, catalog, options)
     if kind == "coordinator-log":
         if catalog is None or not catalog.topics:
             raise InputError("coordinator logs name no partition counts: give a topics file",
                              field="--topics")
-        return import_coordinator_log(sources, catalog)
+        return import_coordinator_log(sources, catalog, options)
     raise InputError(f"unknown source kind (expected one of {', '.join(SOURCE_KINDS)})",
                      field="--from", value=kind)

@@ -53,6 +53,19 @@ class ImportResult:
         return tuple(dict.fromkeys(row["trace_id"] for row in self.rows))
 
 
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    """``groups``: import only these group ids (None: every group). ``strict``: a record or line
+    that breaks its format stops the import with an InputError naming file and line; when
+    False it is skipped with a note instead (real captures can hold a few odd records)."""
+
+    groups: frozenset[str] | None = None
+    strict: bool = True
+
+    def wants(self, group: object) -> bool:
+        return self.groups is None or group in self.groups
+
+
 # ---------------------------------------------------------------------------------------------
 # the topics side file
 

@@ -47,12 +47,15 @@ from datetime import UTC, datetime, timedelta
 
 from assignors.errors import InputError
 from assignors.importers.common import (
+    ImportOptions,
     ImportResult,
     MemberSnapshot,
+    Skipped,
     Snapshot,
     TopicCatalog,
     TraceAssembler,
     collect,
+    log,
 )
 from assignors.model import TopicPartition
 
@@ -193,36 +196,55 @@ def _match(message: str, table: tuple[tuple[str, _Patterns], ...], source: str, 
     return None
 
 
-def parse_coordinator_log(text: str, source: str) -> list[LogEvent]:
-    """The group events of one broker log, in file order (other lines are passed over)."""
+def _event(line: str, line_number: int, source: str) -> LogEvent | None:
+    """The group event a log line records, None for any other line."""
+    layout = _LAYOUT.match(line)
+    if layout is None:
+        return None
+    body = _LOGGER_SUFFIX.sub("", layout.group("body"))
+    prefix = _PREFIX.match(body)
+    if prefix is None:
+        return None
+    message = body[prefix.end():]
+    consumer_group = _GROUP_ID_PREFIX.match(message)
+    found = None
+    if consumer_group is not None:
+        message = message[consumer_group.end():]
+        found = _match(message, _CONSUMER, source, line_number)
+        if found is not None:
+            kind, fields = found
+            group, kind = consumer_group.group("group"), f"consumer_{kind}"
+    if found is None:
+        # classic-group messages, with or without a [GroupId g] prefix
+        found = _match(message, _CLASSIC, source, line_number)
+        if found is None:
+            return None
+        kind, fields = found
+        group = fields.pop("group")
+    values = tuple((name, fields[name]) for name in _FIELD_ORDER if name in fields)
+    return LogEvent(group, kind, values, _timestamp_ms(layout.group("time")), source,
+                    line_number)
+
+
+def parse_coordinator_log(text: str, source: str, notes: list[Skipped] | None = None,
+                          strict: bool = True) -> list[LogEvent]:
+    """The group events of one broker log, in file order (other lines are passed over). A
+    coordinator line that breaks its template raises InputError, or, when not ``strict``, is
+    noted in ``notes`` and passed over."""
     events: list[LogEvent] = []
     for line_number, line in enumerate(text.splitlines(), start=1):
-        layout = _LAYOUT.match(line)
-        if layout is None:
+        try:
+            event = _event(line, line_number, source)
+        except InputError as error:
+            if strict:
+                raise
+            note = Skipped(source, line_number, f"line skipped: {error}")
+            log.info("%s", note)
+            if notes is not None:
+                notes.append(note)
             continue
-        body = _LOGGER_SUFFIX.sub("", layout.group("body"))
-        prefix = _PREFIX.match(body)
-        if prefix is None:
-            continue
-        message = body[prefix.end():]
-        consumer_group = _GROUP_ID_PREFIX.match(message)
-        found = None
-        if consumer_group is not None:
-            message = message[consumer_group.end():]
-            found = _match(message, _CONSUMER, source, line_number)
-            if found is not None:
-                kind, fields = found
-                group, kind = consumer_group.group("group"), f"consumer_{kind}"
-        if found is None:
-            # classic-group messages, with or without a [GroupId g] prefix
-            found = _match(message, _CLASSIC, source, line_number)
-            if found is None:
-                continue
-            kind, fields = found
-            group = fields.pop("group")
-        values = tuple((name, fields[name]) for name in _FIELD_ORDER if name in fields)
-        events.append(LogEvent(group, kind, values, _timestamp_ms(layout.group("time")), source,
-                               line_number))
+        if event is not None:
+            events.append(event)
     return events
 
 
@@ -437,19 +459,29 @@ class _LogImporter:
         state.subscriptions[fields["member"]] = tuple(sorted(set(_names(fields["topics"]))))
         state.members.setdefault(fields["member"], None)
 
-    def result(self) -> ImportResult:
-        return collect(self.assemblers.values())
+    def result(self, notes: Iterable[Skipped] = ()) -> ImportResult:
+        return collect(self.assemblers.values(), notes)
 
 
-def import_coordinator_log(sources: Iterable[tuple[str, str]], catalog: TopicCatalog
-                           ) -> ImportResult:
+def import_coordinator_log(sources: Iterable[tuple[str, str]], catalog: TopicCatalog,
+                           options: ImportOptions | None = None) -> ImportResult:
     """Trace rows from broker logs given as ``(name, text)`` pairs. Several brokers' logs are
     merged by timestamp (stable, so lines of one file keep their order) when every event has a
     full date; otherwise they are read in the order given."""
-    events = [event for source, text in sources for event in parse_coordinator_log(text, source)]
+    options = options or ImportOptions()
+    notes: list[Skipped] = []
+    events = [event for source, text in sources
+              for event in parse_coordinator_log(text, source, notes, options.strict)
+              if options.wants(event.group)]
     if events and all(event.timestamp_ms is not None for event in events):
         events.sort(key=lambda event: event.timestamp_ms or 0)
     importer = _LogImporter(catalog)
     for event in events:
-        importer.feed(event)
-    return importer.result()
+        try:
+            importer.feed(event)
+        except InputError as error:
+            if options.strict:
+                raise
+            importer.assembler(event.group).skip(event.source, event.line,
+                                                 f"line skipped: {error}")
+    return importer.result(notes)

@@ -34,7 +34,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from assignors.errors import InputError
-from assignors.importers.common import ImportResult, Skipped, TopicCatalog, in_file_order, log
+from assignors.importers.common import (
+    ImportOptions,
+    ImportResult,
+    Skipped,
+    TopicCatalog,
+    in_file_order,
+    log,
+)
 from assignors.importers.offsets import GROUP_METADATA, CoordinatorRecord, rows_from_records
 
 _KEY = re.compile(r"(?:^|\s)key: ")
@@ -127,74 +134,86 @@ def _json_at(text: str, start: int, what: str, source: str, line: int) -> tuple[
                          source=source, line=line, field=what) from None
 
 
-def parse_dump_log(text: str, source: str, skipped: list[Skipped] | None = None
-                   ) -> Iterator[CoordinatorRecord]:
+def _note(notes: list[Skipped] | None, source: str, line: int, reason: str) -> None:
+    note = Skipped(source, line, reason)
+    log.info("%s", note)
+    if notes is not None:
+        notes.append(note)
+
+
+def _record(line: str, line_number: int, source: str, key_start: int, start: int
+            ) -> CoordinatorRecord:
+    """The record of a line whose key is JSON."""
+    key, end = _json_at(line, start, "key", source, line_number)
+    if not isinstance(key, dict) or not isinstance(key.get("data"), dict):
+        raise InputError("must be {\"type\": ..., \"data\": {...}}", source=source,
+                         line=line_number, field="key", value=key)
+    key_type = _version_number(key.get("type", key.get("version")), "key.type", source,
+                               line_number)
+    payload_match = _PAYLOAD.match(line, end)
+    if payload_match is None:
+        raise InputError("expected ' payload: ' after the key", source=source,
+                         line=line_number, field="payload", value=line[end:end + 40])
+    rest = payload_match.end()
+    value: dict[str, Any] | None = None
+    value_version: int | None = None
+    if not line.startswith(_TOMBSTONE, rest):
+        payload, _ = _json_at(line, rest, "payload", source, line_number)
+        if not isinstance(payload, dict) or not isinstance(payload.get("data"), dict):
+            raise InputError("must be {\"version\": ..., \"data\": {...}} or <DELETE>",
+                             source=source, line=line_number, field="payload", value=payload)
+        value = payload["data"]
+        value_version = _version_number(payload.get("version"), "payload.version", source,
+                                        line_number)
+    return CoordinatorRecord(key_type, key["data"], value, value_version,
+                             _record_time(line, key_start), source, line_number)
+
+
+def parse_dump_log(text: str, source: str, skipped: list[Skipped] | None = None,
+                   strict: bool = True) -> Iterator[CoordinatorRecord]:
     """The records of one dump, in file order. Lines the tool itself could not decode go to
-    ``skipped`` (with their reason); lines that break the format raise InputError."""
+    ``skipped`` (with their reason); a line that breaks the format raises InputError, or, when
+    not ``strict``, is noted in ``skipped`` and passed over."""
     legacy_noted = False
     for line_number, line in enumerate(text.splitlines(), start=1):
         key_match = _KEY.search(line)
         if key_match is None:
             continue
         start = key_match.end()
-        legacy = _legacy_group_metadata(line[start:], source, line_number)
-        if legacy is not None:
-            if skipped is not None and not legacy_noted:
-                skipped.append(Skipped(source, line_number, LEGACY_NOTE))
-                legacy_noted = True
-            yield CoordinatorRecord(GROUP_METADATA, {"group": legacy[0]}, legacy[1], None,
-                                    _record_time(line, key_match.start()), source, line_number)
+        try:
+            legacy = _legacy_group_metadata(line[start:], source, line_number)
+            if legacy is not None:
+                if not legacy_noted:
+                    _note(skipped, source, line_number, LEGACY_NOTE)
+                    legacy_noted = True
+                record = CoordinatorRecord(GROUP_METADATA, {"group": legacy[0]}, legacy[1], None,
+                                           _record_time(line, key_match.start()), source,
+                                           line_number)
+            elif not line.startswith("{", start):
+                reason = _not_json_reason(line[start:].strip())
+                if reason is not None:
+                    _note(skipped, source, line_number, reason)
+                continue
+            else:
+                record = _record(line, line_number, source, key_match.start(), start)
+        except InputError as error:
+            if strict:
+                raise
+            _note(skipped, source, line_number, f"line skipped: {error}")
             continue
-        if not line.startswith("{", start):
-            reason = _not_json_reason(line[start:].strip())
-            if reason is not None and skipped is not None:
-                note = Skipped(source, line_number, reason)
-                log.info("%s", note)
-                skipped.append(note)
-            continue
-        key, end = _json_at(line, start, "key", source, line_number)
-        if not isinstance(key, dict) or not isinstance(key.get("data"), dict):
-            raise InputError("must be {\"type\": ..., \"data\": {...}}", source=source,
-                             line=line_number, field="key", value=key)
-        key_type = _version_number(key.get("type", key.get("version")), "key.type", source,
-                                   line_number)
-        payload_match = _PAYLOAD.match(line, end)
-        if payload_match is None:
-            raise InputError("expected ' payload: ' after the key", source=source,
-                             line=line_number, field="payload", value=line[end:end + 40])
-        rest = payload_match.end()
-        value: dict[str, Any] | None
-        value_version: int | None
-        if line.startswith(_TOMBSTONE, rest):
-            value, value_version = None, None
-        else:
-            payload, _ = _json_at(line, rest, "payload", source, line_number)
-            if not isinstance(payload, dict) or not isinstance(payload.get("data"), dict):
-                raise InputError("must be {\"version\": ..., \"data\": {...}} or <DELETE>",
-                                 source=source, line=line_number, field="payload",
-                                 value=payload)
-            value = payload["data"]
-            value_version = _version_number(payload.get("version"), "payload.version", source,
-                                            line_number)
-        yield CoordinatorRecord(
-            key_type=key_type,
-            key=key["data"],
-            value=value,
-            value_version=value_version,
-            timestamp_ms=_record_time(line, key_match.start()),
-            source=source,
-            line=line_number,
-        )
+        yield record
 
 
 def import_dump_log(sources: Iterable[tuple[str, str]],
-                    catalog: TopicCatalog | None = None) -> ImportResult:
+                    catalog: TopicCatalog | None = None,
+                    options: ImportOptions | None = None) -> ImportResult:
     """Trace rows from dumps given as ``(name, text)`` pairs, oldest segment first."""
+    options = options or ImportOptions()
     skipped: list[Skipped] = []
 
     def records() -> Iterator[CoordinatorRecord]:
         for source, text in sources:
-            yield from parse_dump_log(text, source, skipped)
+            yield from parse_dump_log(text, source, skipped, options.strict)
 
-    result = rows_from_records(records(), catalog)
+    result = rows_from_records(records(), catalog, options)
     return ImportResult(result.rows, in_file_order((*skipped, *result.skipped)))

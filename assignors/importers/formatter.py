@@ -35,15 +35,23 @@ record types, they go through the same path as kafka-dump-log's.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from assignors.errors import InputError
-from assignors.importers.common import ImportResult, Skipped, TopicCatalog, in_file_order, log
+from assignors.importers.common import (
+    ImportOptions,
+    ImportResult,
+    Skipped,
+    TopicCatalog,
+    in_file_order,
+    log,
+)
 from assignors.importers.offsets import CoordinatorRecord, rows_from_records
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"
+_RECORD_START = '{"key"'
 
 
 def _integer(node: Mapping[str, Any], names: tuple[str, ...], where: str, source: str,
@@ -60,8 +68,12 @@ def _integer(node: Mapping[str, Any], names: tuple[str, ...], where: str, source
     raise InputError("missing", source=source, line=line, field=f"{where}.{names[0]}")
 
 
-def iter_json_objects(text: str, source: str) -> Iterator[tuple[int, Any]]:
+def iter_json_objects(text: str, source: str, on_error: Callable[[InputError], None] | None = None
+                      ) -> Iterator[tuple[int, Any]]:
     """``(line, object)`` for each of the concatenated JSON values in ``text``.
+
+    Text that is not JSON raises InputError; with ``on_error`` it is reported there instead and
+    reading resumes at the next ``{"key"`` (where the formatter starts every record).
 
     >>> list(iter_json_objects('{"a":1}{"b":2}\\n {"c":3}', "f"))
     [(1, {'a': 1}), (1, {'b': 2}), (2, {'c': 3})]
@@ -77,57 +89,89 @@ def iter_json_objects(text: str, source: str) -> Iterator[tuple[int, Any]]:
         try:
             value, end = _DECODER.raw_decode(text, position)
         except json.JSONDecodeError as error:
-            raise InputError(f"not valid JSON: {error.msg} at column {error.colno}",
-                             source=source, line=error.lineno, field="record") from None
+            problem = InputError(f"not valid JSON: {error.msg} at column {error.colno}",
+                                 source=source, line=error.lineno, field="record")
+            if on_error is None:
+                raise problem from None
+            on_error(problem)
+            resume = text.find(_RECORD_START, position + 1)
+            end = len(text) if resume < 0 else resume
+            line += text.count("\n", position, end)
+            position = end
+            continue
         yield line, value
         line += text.count("\n", position, end)
         position = end
 
 
-def parse_formatter(text: str, source: str, skipped: list[Skipped] | None = None
-                    ) -> Iterator[CoordinatorRecord]:
-    """The records of one formatter output, in order."""
-    for record_number, (line, record) in enumerate(iter_json_objects(text, source), start=1):
-        if not isinstance(record, Mapping) or not isinstance(record.get("key"), Mapping):
-            raise InputError("must be {\"key\": {...}, \"value\": {...} | null}", source=source,
-                             line=line, field="record", value=record)
-        key = record["key"]
-        key_type = _integer(key, ("type", "version"), "key", source, line)
-        if not isinstance(key.get("data"), Mapping):
-            note = Skipped(source, line, f"record {record_number} (type {key_type}) skipped: the "
-                                         f"formatter could not decode it "
-                                         f"(data: {key.get('data')!r})")
-            log.info("%s", note)
-            if skipped is not None:
-                skipped.append(note)
+def _record(record: object, record_number: int, line: int, source: str,
+            skipped: list[Skipped] | None) -> CoordinatorRecord | None:
+    if not isinstance(record, Mapping) or not isinstance(record.get("key"), Mapping):
+        raise InputError("must be {\"key\": {...}, \"value\": {...} | null}", source=source,
+                         line=line, field="record", value=record)
+    key = record["key"]
+    key_type = _integer(key, ("type", "version"), "key", source, line)
+    if not isinstance(key.get("data"), Mapping):
+        _note(skipped, Skipped(source, line, f"record {record_number} (type {key_type}) skipped: "
+                                             f"the formatter could not decode it "
+                                             f"(data: {key.get('data')!r})"))
+        return None
+    value = record.get("value")
+    if value is not None and (
+        not isinstance(value, Mapping) or not isinstance(value.get("data"), Mapping)
+    ):
+        raise InputError("must be {\"version\": ..., \"data\": {...}} or null",
+                         source=source, line=line, field="value", value=value)
+    return CoordinatorRecord(
+        key_type=key_type,
+        key=key["data"],
+        value=None if value is None else value["data"],
+        value_version=None if value is None else _integer(value, ("version",), "value",
+                                                          source, line),
+        timestamp_ms=None,
+        source=source,
+        line=line,
+        record_number=record_number,
+    )
+
+
+def _note(skipped: list[Skipped] | None, note: Skipped) -> None:
+    log.info("%s", note)
+    if skipped is not None:
+        skipped.append(note)
+
+
+def parse_formatter(text: str, source: str, skipped: list[Skipped] | None = None,
+                    strict: bool = True) -> Iterator[CoordinatorRecord]:
+    """The records of one formatter output, in order. A record that breaks the format raises
+    InputError, or, when not ``strict``, is noted in ``skipped`` and passed over."""
+
+    def lenient(error: InputError) -> None:
+        _note(skipped, Skipped(source, error.line, f"text skipped: {error}"))
+
+    objects = iter_json_objects(text, source, None if strict else lenient)
+    for record_number, (line, raw) in enumerate(objects, start=1):
+        try:
+            record = _record(raw, record_number, line, source, skipped)
+        except InputError as error:
+            if strict:
+                raise
+            lenient(error)
             continue
-        value = record.get("value")
-        if value is not None and (
-            not isinstance(value, Mapping) or not isinstance(value.get("data"), Mapping)
-        ):
-            raise InputError("must be {\"version\": ..., \"data\": {...}} or null",
-                             source=source, line=line, field="value", value=value)
-        yield CoordinatorRecord(
-            key_type=key_type,
-            key=key["data"],
-            value=None if value is None else value["data"],
-            value_version=None if value is None else _integer(value, ("version",), "value",
-                                                              source, line),
-            timestamp_ms=None,
-            source=source,
-            line=line,
-            record_number=record_number,
-        )
+        if record is not None:
+            yield record
 
 
 def import_formatter(sources: Iterable[tuple[str, str]],
-                     catalog: TopicCatalog | None = None) -> ImportResult:
+                     catalog: TopicCatalog | None = None,
+                     options: ImportOptions | None = None) -> ImportResult:
     """Trace rows from formatter outputs given as ``(name, text)`` pairs, oldest first."""
+    options = options or ImportOptions()
     skipped: list[Skipped] = []
 
     def records() -> Iterator[CoordinatorRecord]:
         for source, text in sources:
-            yield from parse_formatter(text, source, skipped)
+            yield from parse_formatter(text, source, skipped, options.strict)
 
-    result = rows_from_records(records(), catalog)
+    result = rows_from_records(records(), catalog, options)
     return ImportResult(result.rows, in_file_order((*skipped, *result.skipped)))

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 from assignors import wire
 from assignors.errors import InputError
 from assignors.importers.common import (
+    ImportOptions,
     ImportResult,
     MemberSnapshot,
     Skipped,
@@ -248,8 +249,9 @@ def _uuid_text(record: CoordinatorRecord, node: Mapping[str, Any], where: str) -
 
 
 class _OffsetsImporter:
-    def __init__(self, catalog: TopicCatalog) -> None:
+    def __init__(self, catalog: TopicCatalog, options: ImportOptions) -> None:
         self.catalog = catalog
+        self.options = options
         self.assemblers: dict[str, TraceAssembler] = {}
         self.consumer_groups: dict[str, _ConsumerGroup] = {}
         self.skipped: list[Skipped] = []
@@ -268,7 +270,18 @@ class _OffsetsImporter:
     def feed(self, record: CoordinatorRecord) -> None:
         if record.key_type in OFFSET_COMMIT_TYPES:
             self.offset_commits += 1
-        elif record.key_type == GROUP_METADATA:
+            return
+        if not self.options.wants(record.key.get("groupId", record.key.get("group"))):
+            return
+        try:
+            self.dispatch(record)
+        except InputError as error:
+            if self.options.strict:
+                raise
+            self.skip(record, f"record skipped: {error}")
+
+    def dispatch(self, record: CoordinatorRecord) -> None:
+        if record.key_type == GROUP_METADATA:
             self.classic(record)
         elif CONSUMER_GROUP_METADATA <= record.key_type <= CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             self.consumer(record)
@@ -452,10 +465,11 @@ class _OffsetsImporter:
 
 
 def rows_from_records(records: Iterable[CoordinatorRecord],
-                      catalog: TopicCatalog | None = None) -> ImportResult:
+                      catalog: TopicCatalog | None = None,
+                      options: ImportOptions | None = None) -> ImportResult:
     """Trace rows from ``__consumer_offsets`` records in log order (several segments: oldest
     first)."""
-    importer = _OffsetsImporter(catalog or TopicCatalog.empty())
+    importer = _OffsetsImporter(catalog or TopicCatalog.empty(), options or ImportOptions())
     for record in records:
         importer.feed(record)
     return importer.result()

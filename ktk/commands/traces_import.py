@@ -78,10 +78,27 @@ def register(traces_app: typer.Typer) -> None:
         file_format: Annotated[
             str, typer.Option("--format", help="jsonl, jsonl.gz or parquet.")
         ] = "jsonl",
+        groups: Annotated[
+            list[str] | None,
+            typer.Option("--group", "-g", help="Import only this group (repeat for more)."),
+        ] = None,
+        skip_bad_records: Annotated[
+            bool,
+            typer.Option(
+                "--skip-bad-records",
+                help="Skip (and list) records or lines that break their format instead of "
+                "stopping at the first.",
+            ),
+        ] = False,
     ) -> None:
         """Turn kafka-dump-log, GroupMetadataMessageFormatter or coordinator-log output into
         traces, one per group, written to OUT/<from>-<first file>.<format>."""
-        from assignors.importers import SOURCE_KINDS, import_history, parse_topics_file
+        from assignors.importers import (
+            SOURCE_KINDS,
+            ImportOptions,
+            import_history,
+            parse_topics_file,
+        )
         from assignors.trace import write_traces
 
         if source_kind not in SOURCE_KINDS:
@@ -95,8 +112,10 @@ def register(traces_app: typer.Typer) -> None:
             elif source_kind == "coordinator-log":
                 raise fail("coordinator logs name no partition counts: give --topics FILE")
             sources = [(str(path), _read_text(path)) for path in files]
+            options = ImportOptions(frozenset(groups) if groups else None,
+                                    strict=not skip_bad_records)
             with _no_cycle_collection():
-                result = import_history(source_kind, sources, catalog)
+                result = import_history(source_kind, sources, catalog, options)
             target = out_dir / _output_name(source_kind, files[0], file_format)
             if not result.rows:
                 for note in result.skipped:
