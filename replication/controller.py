@@ -159,7 +159,7 @@ class Controller:
 
     def elect(self, target: str | int) -> ElectionOutcome:
         """``auto``: elect if leaderless or the leader is unacceptable; ``preferred``: R5.3;
-        ``unclean``: ElectLeaders(UNCLEAN); a broker id: move leadership there (controlled)."""
+        ``unclean``: ElectLeaders(UNCLEAN); a broker id: move leadership to that ISR member."""
         before = self.unclean_elections
         if target == "preferred":
             changed = self._change(self.registration.isr, election="preferred")
@@ -205,10 +205,9 @@ class Controller:
         recovery_state = RECOVERED if recovered else current.leader_recovery_state
         unclean = False
         if forced_leader is not None:
-            if self.is_acceptable(forced_leader):
+            # a controlled move goes only to an acceptable ISR member (otherwise nothing changes)
+            if forced_leader in target and self.is_acceptable(forced_leader):
                 leader = forced_leader
-                if forced_leader not in target:
-                    target, elr, last_known_elr, unclean = (forced_leader,), set(), (), True
         else:
             leader = self._choose_leader(target, election)
             if leader == -1 and not target and elr_enabled:

@@ -371,3 +371,15 @@ def test_pre_0_11_follower_keeps_log_when_only_the_epoch_changes() -> None:
     assert follower.leader_epoch == 2
     follower.become_follower(3, 3, 3)
     assert follower.log.values() == ["a"]
+
+
+def test_controlled_move_only_goes_to_an_isr_member() -> None:
+    controller = Controller((1, 2, 3))
+    controller.fence(1)
+    controller.fence(2)
+    controller.unfence(1)  # back, but not in the ISR {3}
+    assert controller.elect(1).changed is False
+    assert (controller.registration.leader, controller.registration.isr) == (3, (3,))
+    assert controller.elect(3).changed is False
+    controller.elect("unclean")  # an explicit unclean election is another matter
+    assert controller.registration.leader == 3

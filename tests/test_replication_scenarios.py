@@ -1,5 +1,6 @@
 """The verdict table of spec/replication.md over the bundled scenario files, in all four modes;
-the scenario format (round trip, invalid files naming step and field); determinism."""
+the scenario format (round trip, invalid files naming step and field); determinism; and a
+property: random fault schedules without lossy crashes never break an invariant in `current`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replication.errors import ScenarioError
 from replication.modes import MODE_NAMES
@@ -275,3 +278,56 @@ def test_invalid_file_error_names_the_file(tmp_path: Path) -> None:
     path.write_text("name: x\nconfig: {brokers: [1], replicas: [1]}\nsteps:\n  - {fetch: 4}\n")
     with pytest.raises(ScenarioError, match=r"bad\.yaml: step 0: fetch: unknown broker"):
         load_scenario(path)
+
+
+# ---------------------------------------------------------------------------- property
+
+BROKERS = [1, 2, 3]
+ANY_STEP = st.one_of(
+    st.builds(lambda acks: {"produce": "x", "acks": acks}, st.sampled_from(["all", 1])),
+    st.builds(
+        lambda b, r: {"fetch": b, "response": r},
+        st.sampled_from(BROKERS),
+        st.sampled_from(["ok", "ok", "lost"]),
+    ),
+    st.builds(lambda b, d: {"crash": b, "detected": d}, st.sampled_from(BROKERS), st.booleans()),
+    st.builds(lambda b: {"restart": b}, st.sampled_from(BROKERS)),
+    st.builds(lambda b: {"shutdown": b}, st.sampled_from(BROKERS)),
+    st.builds(lambda b: {"isolate": b}, st.sampled_from(BROKERS)),
+    st.builds(lambda b: {"heal": b}, st.sampled_from(BROKERS)),
+    st.builds(lambda ms: {"advance_ms": ms}, st.sampled_from([100, 5000, 10000, 20000])),
+    st.builds(lambda e: {"elect": e}, st.sampled_from(["auto", "preferred", *BROKERS])),
+    st.just({"consume": "c1"}),
+)
+
+
+def numbered(steps: list[dict]) -> list[dict]:
+    """Give every produced record its own value m1, m2, ..."""
+    count = 0
+    result = []
+    for step in steps:
+        if "produce" in step:
+            count += 1
+            step = {**step, "produce": f"m{count}"}
+        result.append(step)
+    return result
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.lists(ANY_STEP, max_size=40), st.sampled_from([1, 2]))
+def test_current_protocol_keeps_every_invariant_without_lossy_crashes(
+    steps: list[dict], min_isr: int
+) -> None:
+    steps = numbered(steps)
+    scenario = load_scenario(
+        {
+            "name": "property",
+            "config": {"brokers": BROKERS, "replicas": BROKERS, "min_insync_replicas": min_isr},
+            "steps": steps,
+        }
+    )
+    result = run_scenario(scenario, "current")
+    acks_1 = {step["produce"] for step in steps if step.get("acks") == 1}
+    lost = [value for value in result.acked_lost if value not in acks_1]
+    outcome = (result.violations, lost, result.diverged)
+    assert outcome == ([], [], False), scenario_to_text(scenario)
