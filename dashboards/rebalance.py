@@ -631,9 +631,9 @@ def optimal_gap_figure(summary: pd.DataFrame, colours: dict[str, str]) -> go.Fig
         rows=1,
         cols=3,
         subplot_titles=(
-            "partitions moved above the minimum (total)",
-            "mean max load above the optimum (partitions)",
-            "generations at the optimal max load (%)",
+            "moves above the minimum",
+            "max load above the optimum",
+            "generations at optimal max load",
         ),
         horizontal_spacing=0.09,
     )
@@ -656,8 +656,8 @@ def optimal_gap_figure(summary: pd.DataFrame, colours: dict[str, str]) -> go.Fig
             row=1,
             col=column,
         )
-    figure.update_yaxes(title_text="partitions", row=1, col=1)
-    figure.update_yaxes(title_text="partitions", row=1, col=2)
+    figure.update_yaxes(title_text="moved − min_moved (partitions, total)", row=1, col=1)
+    figure.update_yaxes(title_text="max_load − optimal_max_load (partitions, mean)", row=1, col=2)
     figure.update_yaxes(title_text="% of generations", range=[0, 105], row=1, col=3)
     figure.update_layout(
         title={"text": "Gap to the optimal references (min_moved, optimal_max_load)"},
@@ -677,8 +677,8 @@ def revocation_figure(
         rows=1,
         cols=2,
         subplot_titles=(
-            "partitions revoked per rebalance (box: min, quartiles, max; dashed: mean)",
-            "rebalances by number of rounds (% of rebalances)",
+            "partitions revoked per rebalance",
+            "rounds per rebalance",
         ),
         horizontal_spacing=0.1,
         column_widths=[0.55, 0.45],
@@ -717,7 +717,7 @@ def revocation_figure(
             row=1,
             col=2,
         )
-    figure.update_yaxes(title_text="partitions revoked", row=1, col=1)
+    figure.update_yaxes(title_text="partitions revoked (box: min, quartiles, max)", row=1, col=1)
     figure.update_yaxes(title_text="% of rebalances", range=[0, 100], row=1, col=2)
     figure.update_layout(
         title={"text": "Revocations and rounds per rebalance (eager vs cooperative)"},
@@ -731,17 +731,21 @@ def revocation_figure(
 
 def recorded_figure(comparison: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     panels = (
-        ("moved", "partitions moved (total)", 0),
-        ("revoked", "partitions revoked (total)", 0),
-        ("spread_mean", "mean worst spread per trace (partitions)", 2),
-        ("rounds", "rebalance rounds (total)", 0),
+        ("moved", "moved", "partitions moved (total)", 0),
+        ("revoked", "revoked", "partitions revoked (total)", 0),
+        ("spread_mean", "worst spread", "worst spread per trace (partitions, mean)", 2),
+        ("rounds", "rounds", "rebalance rounds (total)", 0),
     )
     figure = make_subplots(
-        rows=1, cols=len(panels), subplot_titles=[title for _, title, _ in panels]
+        rows=1,
+        cols=len(panels),
+        subplot_titles=[title for _, title, _, _ in panels],
+        horizontal_spacing=0.08,
     )
     labels = [_label(str(name)) for name in comparison.index]
     bar_colours = [colours[str(name)] for name in comparison.index]
-    for column, (key, _, digits) in enumerate(panels, start=1):
+    for column, (key, _, axis_title, digits) in enumerate(panels, start=1):
+        figure.update_yaxes(title_text=axis_title, row=1, col=column)
         values = comparison[key]
         figure.add_trace(
             go.Bar(
