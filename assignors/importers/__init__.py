@@ -55,10 +55,10 @@ __all__ = [
 ]
 
 
-def import_history(kind: str, sources: Iterable[tuple[str, str]],
+def import_history(kind: str, sources: Iterable[tuple[str, str | Iterable[str]]],
                    catalog: TopicCatalog | None = None,
                    options: ImportOptions | None = None) -> ImportResult:
-    """Rows from ``(name, text)`` sources of one kind, oldest first."""
+    """Rows from ``(name, text or lines)`` sources of one kind, oldest first."""
     if kind == "dump-log":
         return import_dump_log(sources, catalog, options)
     if kind == "formatter":

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -353,6 +353,16 @@ class TraceAssembler:
         row["topics"] = topics
         row["members"] = members
         return row
+
+
+def lines_of(text: str | Iterable[str]) -> Iterator[str]:
+    """The lines of a whole text, or of an iterable of lines (an open file: read as it goes),
+    without their line ends."""
+    if isinstance(text, str):
+        yield from text.splitlines()
+    else:
+        for line in text:
+            yield line.rstrip("\r\n")
 
 
 def in_file_order(notes: Iterable[Skipped]) -> tuple[Skipped, ...]:

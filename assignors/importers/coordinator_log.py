@@ -55,6 +55,7 @@ from assignors.importers.common import (
     TopicCatalog,
     TraceAssembler,
     collect,
+    lines_of,
     log,
 )
 from assignors.model import TopicPartition
@@ -226,13 +227,14 @@ def _event(line: str, line_number: int, source: str) -> LogEvent | None:
                     line_number)
 
 
-def parse_coordinator_log(text: str, source: str, notes: list[Skipped] | None = None,
-                          strict: bool = True) -> list[LogEvent]:
+def parse_coordinator_log(text: str | Iterable[str], source: str,
+                          notes: list[Skipped] | None = None, strict: bool = True
+                          ) -> list[LogEvent]:
     """The group events of one broker log, in file order (other lines are passed over). A
     coordinator line that breaks its template raises InputError, or, when not ``strict``, is
     noted in ``notes`` and passed over."""
     events: list[LogEvent] = []
-    for line_number, line in enumerate(text.splitlines(), start=1):
+    for line_number, line in enumerate(lines_of(text), start=1):
         try:
             event = _event(line, line_number, source)
         except InputError as error:
@@ -463,11 +465,12 @@ class _LogImporter:
         return collect(self.assemblers.values(), notes)
 
 
-def import_coordinator_log(sources: Iterable[tuple[str, str]], catalog: TopicCatalog,
+def import_coordinator_log(sources: Iterable[tuple[str, str | Iterable[str]]],
+                           catalog: TopicCatalog,
                            options: ImportOptions | None = None) -> ImportResult:
-    """Trace rows from broker logs given as ``(name, text)`` pairs. Several brokers' logs are
-    merged by timestamp (stable, so lines of one file keep their order) when every event has a
-    full date; otherwise they are read in the order given."""
+    """Trace rows from broker logs given as ``(name, text or lines)`` pairs. Several brokers'
+    logs are merged by timestamp (stable, so lines of one file keep their order) when every
+    event has a full date; otherwise they are read in the order given."""
     options = options or ImportOptions()
     notes: list[Skipped] = []
     events = [event for source, text in sources

@@ -40,6 +40,7 @@ from assignors.importers.common import (
     Skipped,
     TopicCatalog,
     in_file_order,
+    lines_of,
     log,
 )
 from assignors.importers.offsets import GROUP_METADATA, CoordinatorRecord, rows_from_records
@@ -169,13 +170,14 @@ def _record(line: str, line_number: int, source: str, key_start: int, start: int
                              _record_time(line, key_start), source, line_number)
 
 
-def parse_dump_log(text: str, source: str, skipped: list[Skipped] | None = None,
-                   strict: bool = True) -> Iterator[CoordinatorRecord]:
+def parse_dump_log(text: str | Iterable[str], source: str,
+                   skipped: list[Skipped] | None = None, strict: bool = True
+                   ) -> Iterator[CoordinatorRecord]:
     """The records of one dump, in file order. Lines the tool itself could not decode go to
     ``skipped`` (with their reason); a line that breaks the format raises InputError, or, when
     not ``strict``, is noted in ``skipped`` and passed over."""
     legacy_noted = False
-    for line_number, line in enumerate(text.splitlines(), start=1):
+    for line_number, line in enumerate(lines_of(text), start=1):
         key_match = _KEY.search(line)
         if key_match is None:
             continue
@@ -204,10 +206,10 @@ def parse_dump_log(text: str, source: str, skipped: list[Skipped] | None = None,
         yield record
 
 
-def import_dump_log(sources: Iterable[tuple[str, str]],
+def import_dump_log(sources: Iterable[tuple[str, str | Iterable[str]]],
                     catalog: TopicCatalog | None = None,
                     options: ImportOptions | None = None) -> ImportResult:
-    """Trace rows from dumps given as ``(name, text)`` pairs, oldest segment first."""
+    """Trace rows from dumps given as ``(name, text or lines)`` pairs, oldest segment first."""
     options = options or ImportOptions()
     skipped: list[Skipped] = []
 

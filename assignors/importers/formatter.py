@@ -162,16 +162,18 @@ def parse_formatter(text: str, source: str, skipped: list[Skipped] | None = None
             yield record
 
 
-def import_formatter(sources: Iterable[tuple[str, str]],
+def import_formatter(sources: Iterable[tuple[str, str | Iterable[str]]],
                      catalog: TopicCatalog | None = None,
                      options: ImportOptions | None = None) -> ImportResult:
-    """Trace rows from formatter outputs given as ``(name, text)`` pairs, oldest first."""
+    """Trace rows from formatter outputs given as ``(name, text or lines)`` pairs, oldest
+    first."""
     options = options or ImportOptions()
     skipped: list[Skipped] = []
 
     def records() -> Iterator[CoordinatorRecord]:
         for source, text in sources:
-            yield from parse_formatter(text, source, skipped, options.strict)
+            whole = text if isinstance(text, str) else "".join(text)
+            yield from parse_formatter(whole, source, skipped, options.strict)
 
     result = rows_from_records(records(), catalog, options)
     return ImportResult(result.rows, in_file_order((*skipped, *result.skipped)))

@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -19,10 +19,21 @@ SHOWN_NOTES = 5
 
 
 def _read_text(path: Path) -> str:
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    return path.read_text(encoding="utf-8", errors="replace")
+    return "".join(_lines(path))
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """The file's lines as it is read (.gz decompressed), so large captures are not held whole."""
+    opener: Any = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+        yield from handle
+
+
+class _Source(NamedTuple):
+    """A capture file, opened when the importer reaches it."""
+
+    name: str
+    lines: Iterator[str]
 
 
 @contextmanager
@@ -111,7 +122,10 @@ def register(traces_app: typer.Typer) -> None:
                 catalog = parse_topics_file(_read_text(topics), str(topics))
             elif source_kind == "coordinator-log":
                 raise fail("coordinator logs name no partition counts: give --topics FILE")
-            sources = [(str(path), _read_text(path)) for path in files]
+            for path in files:
+                if not path.is_file():  # fail before any work, naming the file
+                    path.open().close()
+            sources = (_Source(str(path), _lines(path)) for path in files)
             options = ImportOptions(frozenset(groups) if groups else None,
                                     strict=not skip_bad_records)
             with _no_cycle_collection():
