@@ -651,3 +651,18 @@ def test_any_classic_history_imports_the_same_from_both_renderings(
         assert row["topics"] == [{"name": topic, "partitions": known[topic]}
                                  for topic in sorted(subscribed) if known[topic] > 0]
     build_trace("g", [parse_generation(row, "d.txt", line) for line, row in enumerate(rows, 1)])
+
+
+def test_imported_cooperative_history_scores_as_the_real_group_behaved(tmp_path: Path) -> None:
+    from assignors.replay import replay
+
+    write_traces_jsonl(import_dump_log([fixture("dump-log.txt")]).rows, tmp_path / "t.jsonl")
+    traces, _ = read_traces([tmp_path])
+    payments = next(trace for trace in traces if trace.trace_id == "payments")
+    scores = {row.generation: row for row in replay(payments, "recorded")}
+    # generation 2 withholds payments-2 and payments-5 while their owners revoke them: they
+    # leave their owners (moved) and nobody holds them until generation 3
+    assert (scores[2].unassigned, scores[2].moved) == (2, 2)
+    assert (scores[3].unassigned, scores[3].moved, scores[3].invalid) == (0, 0, 0)
+    # the crashed member's payments-3, payments-4 and refunds-1 are forced to move
+    assert (scores[4].forced, scores[4].moved) == (3, 0)
