@@ -163,6 +163,13 @@ def test_same_generation_recorded_twice_keeps_the_later_snapshot() -> None:
     assert "recorded again" in result.skipped[0].reason
 
 
+def test_member_listed_twice_in_one_generation_is_an_error() -> None:
+    value = classic_value(1, [classic_member("a", [0]), classic_member("a", [1])])
+    with pytest.raises(InputError, match="member id appears twice") as caught:
+        import_dump_log([("d.txt", dump_line(GROUP_KEY, value))])
+    assert (caught.value.line, caught.value.value) == (1, "a")
+
+
 def test_inferred_partition_count_is_the_smallest_consistent_and_never_shrinks() -> None:
     lines = [dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0, 1, 2, 3])])),
              dump_line(GROUP_KEY, classic_value(2, [classic_member("a", [0, 1])])),

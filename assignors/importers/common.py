@@ -308,6 +308,11 @@ class TraceAssembler:
 
     def _row(self, snapshot: Snapshot, previous: Snapshot | None, source: str,
              line: int | None) -> dict[str, Any]:
+        member_ids = [member.member_id for member in snapshot.members]
+        if len(set(member_ids)) != len(member_ids):
+            twice = sorted({name for name in member_ids if member_ids.count(name) > 1})
+            raise InputError("member id appears twice in one generation", source=source,
+                             line=line, field="members", value=twice[0])
         highest: dict[str, int] = {}
         for member in snapshot.members:
             for topic in member.topics:
