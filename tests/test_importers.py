@@ -673,3 +673,16 @@ def test_imported_cooperative_history_scores_as_the_real_group_behaved(tmp_path:
     assert (scores[3].unassigned, scores[3].moved, scores[3].invalid) == (0, 0, 0)
     # the crashed member's payments-3, payments-4 and refunds-1 are forced to move
     assert (scores[4].forced, scores[4].moved) == (3, 0)
+
+
+def test_coordinator_log_and_offsets_dump_of_one_history_agree_on_membership() -> None:
+    from_dump = by_trace(import_dump_log([fixture("dump-log.txt")]).rows)["payments"]
+    from_log = by_trace(import_coordinator_log([fixture("coordinator-classic.log")],
+                                               catalog()).rows)["payments"]
+
+    def membership(rows: list[dict[str, Any]]) -> list[tuple[int, list[tuple[str, Any]]]]:
+        return [(row["generation"], sorted((member["member_id"], member["instance_id"])
+                                           for member in row["members"])) for row in rows]
+
+    assert membership(from_log) == membership(from_dump)
+    assert [row["topics"] for row in from_log] == [row["topics"] for row in from_dump]
