@@ -244,9 +244,38 @@ class _State:
     sent: list[SentBatch] = field(default_factory=list)
     wakeups: list[int] = field(default_factory=list)
     flushing: bool = False
+    leaders: list[int] = field(default_factory=list)
+    down_cache: tuple[int, frozenset[int]] = (-1, frozenset())
+    metadata_cache: dict[tuple[int, frozenset[int]], TopicMetadata] = field(default_factory=dict)
 
     def wake_at(self, when_ms: int) -> None:
         heapq.heappush(self.wakeups, when_ms)
+
+    def leader(self, partition: int) -> int:
+        while len(self.leaders) <= partition:
+            self.leaders.append(self.cluster.leader(len(self.leaders)))
+        return self.leaders[partition]
+
+    def down_brokers(self, now_ms: int) -> frozenset[int]:
+        if not self.cluster.outages:
+            return frozenset()
+        if self.down_cache[0] != now_ms:
+            down = frozenset(
+                broker.broker_id
+                for broker in self.cluster.brokers
+                if not self.cluster.is_up(broker.broker_id, now_ms)
+            )
+            self.down_cache = (now_ms, down)
+        return self.down_cache[1]
+
+    def metadata(self, num_partitions: int, now_ms: int) -> TopicMetadata:
+        down = self.down_brokers(now_ms)
+        cached = self.metadata_cache.get((num_partitions, down))
+        if cached is None:
+            available = tuple(p for p in range(num_partitions) if self.leader(p) not in down)
+            cached = TopicMetadata(num_partitions, available)
+            self.metadata_cache[(num_partitions, down)] = cached
+        return cached
 
 
 def simulate(
@@ -321,7 +350,7 @@ def _append(
     config = state.config
     partitioner = state.partitioner
     state.topic_partitions[topic] = num_partitions
-    metadata = state.cluster.metadata(num_partitions, now_ms)
+    metadata = state.metadata(num_partitions, now_ms)
     from_strategy = explicit_partition < 0 and keyed_partition < 0
 
     def choose() -> int:
@@ -374,7 +403,7 @@ def _try_append(queue: deque[_Batch], size: int, now_ms: int) -> int | None:
 
 def _sender_pass(state: _State, now_ms: int) -> None:
     config = state.config
-    cluster = state.cluster
+    down = state.down_brokers(now_ms)
     ready_by_broker: dict[int, list[tuple[str, int]]] = {}
     for (topic, partition), queue in state.queues.items():
         if not queue:
@@ -389,8 +418,8 @@ def _sender_pass(state: _State, now_ms: int) -> None:
         if not ready:
             state.wake_at(first.created_ms + config.linger_ms)
             continue
-        broker_id = cluster.leader(partition)
-        if cluster.is_up(broker_id, now_ms):
+        broker_id = state.leader(partition)
+        if broker_id not in down:
             ready_by_broker.setdefault(broker_id, []).append((topic, partition))
     if state.partitioner.unkeyed.wants_load_stats:
         for topic, num_partitions in state.topic_partitions.items():
@@ -452,19 +481,20 @@ def _load_stats(state: _State, topic: str, num_partitions: int, now_ms: int) -> 
     # statistics exist only once every partition of the topic has a queue
     if any((topic, p) not in state.queues for p in range(num_partitions)):
         return None
-    sizes: list[int] = []
-    ids: list[int] = []
-    for partition in range(num_partitions):
-        broker_id = state.cluster.leader(partition)
-        if not state.cluster.is_up(broker_id, now_ms):
-            continue
-        if config.partition_availability_timeout_ms > 0:
-            stats = state.node_stats.get(broker_id)
-            timeout = config.partition_availability_timeout_ms
-            if stats is not None and stats.ready_ms - stats.drain_ms > timeout:
-                continue
-        sizes.append(len(state.queues[(topic, partition)]))
-        ids.append(partition)
+    excluded = set(state.down_brokers(now_ms))
+    timeout = config.partition_availability_timeout_ms
+    if timeout > 0:
+        excluded.update(
+            broker_id
+            for broker_id, stats in state.node_stats.items()
+            if stats.ready_ms - stats.drain_ms > timeout
+        )
+    queues = state.queues
+    if excluded:
+        ids = [p for p in range(num_partitions) if state.leader(p) not in excluded]
+    else:
+        ids = list(range(num_partitions))
+    sizes = [len(queues[(topic, partition)]) for partition in ids]
     if not sizes:
         return None
     return LoadStats(tuple(sizes), tuple(ids), excluded_any=len(ids) < num_partitions)
