@@ -299,11 +299,19 @@ def _assign_heterogeneous(
     claimant, rank = state.claimant, state.rank
     num_members = len(subscriptions)
     num_topics = counts.size
-    subscriber_lists: list[list[int]] = [[] for _ in range(num_topics)]
+    # members sharing a subscription join each of its topics' subscriber lists in one step
+    members_by_subscription: dict[tuple[int, ...], list[int]] = {}
     for i, subscription in enumerate(subscriptions):
+        members_by_subscription.setdefault(subscription, []).append(i)
+    subscriber_parts: list[list[np.ndarray]] = [[] for _ in range(num_topics)]
+    for subscription, sharing in members_by_subscription.items():
+        sharing_members = np.asarray(sharing, dtype=_INDEX)
         for position in subscription:
-            subscriber_lists[position].append(i)
-    subscribers = [np.asarray(s, dtype=_INDEX) for s in subscriber_lists]
+            subscriber_parts[position].append(sharing_members)
+    subscribers = [
+        np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=_INDEX)
+        for parts in subscriber_parts
+    ]
 
     loads = np.zeros(num_members, dtype=_INDEX)
     kept: list[np.ndarray] = []  # claimed partitions a subscriber still holds, per topic
