@@ -127,3 +127,15 @@ def test_skip_bad_records_imports_the_rest_and_lists_what_was_skipped(tmp_path: 
     assert outcome.exit_code == 0, outcome.output
     assert "4 traces, 10 generations" in outcome.stdout
     assert f"{broken}:1: line skipped" in outcome.stderr
+
+
+def test_prefix_keeps_imports_of_the_same_groups_apart(tmp_path: Path) -> None:
+    for extra in ([], ["--prefix", "again/"]):
+        outcome = invoke("--from", "dump-log", str(FIXTURES / "dump-log.txt"), "--out",
+                         str(tmp_path / ("b" if extra else "a")), *extra)
+        assert outcome.exit_code == 0, outcome.output
+    traces, failures = read_traces([tmp_path])
+    assert failures == []
+    assert sorted(trace.trace_id for trace in traces) == [
+        "again/orders-848", "again/payments", "again/reports", "again/reports#2",
+        "orders-848", "payments", "reports", "reports#2"]

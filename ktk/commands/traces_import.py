@@ -93,6 +93,10 @@ def register(traces_app: typer.Typer) -> None:
             list[str] | None,
             typer.Option("--group", "-g", help="Import only this group (repeat for more)."),
         ] = None,
+        prefix: Annotated[
+            str,
+            typer.Option("--prefix", help="Put this before every trace id (group id)."),
+        ] = "",
         skip_bad_records: Annotated[
             bool,
             typer.Option(
@@ -136,8 +140,9 @@ def register(traces_app: typer.Typer) -> None:
                     warn(str(note))
                 raise fail(f"no consumer-group generations found in {len(files)} file(s); is "
                            f"this the output --from {source_kind} expects?")
-            _validated(result.rows, str(target))
-            written = write_traces(result.rows, target)
+            rows = tuple({**row, "trace_id": prefix + row["trace_id"]} for row in result.rows)
+            _validated(rows, str(target))
+            written = write_traces(rows, target)
         for note in result.skipped[:SHOWN_NOTES]:
             warn(str(note))
         if len(result.skipped) > SHOWN_NOTES:
