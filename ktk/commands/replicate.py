@@ -16,6 +16,16 @@ from ktk.console import err, escape, fail, is_interactive, out, reported_errors
 
 EXIT_EXPECT_FAILED = 1
 EXPLORE = "explore"
+HELP = (
+    "Run a replication scenario and print its timeline and verdict, or explore fault schedules."
+    "\n\n"
+    "ktk replicate FILE [--mode M] [--json] [--html page.html]: "
+    "exit 0 when every expect step held, 1 when one failed, 2 when the file is invalid."
+    "\n\n"
+    "ktk replicate explore --mode M [--min-isr N] [--acks A] [--unclean] [--elr] "
+    "--schedules N --seed S [--out DIR] [--json]: run seeded random fault schedules; each "
+    "violation class found is shrunk to a minimal scenario file that ktk replicate replays."
+)
 
 
 def replicate_command(
@@ -41,14 +51,7 @@ def replicate_command(
         None, "--out", help="explore: write each counterexample scenario into this directory."
     ),
 ) -> None:
-    """Run a scenario and print its timeline and verdict, or explore fault schedules.
-
-    `ktk replicate FILE [--mode M] [--json] [--html page.html]` exits 0 when every `expect`
-    held, 1 when one failed and 2 when the file is invalid.
-    `ktk replicate explore --mode M [--min-isr N --acks A --unclean --elr] --schedules N
-    --seed S [--out DIR] [--json]` runs seeded random fault schedules and prints each violation
-    class found, shrunk to a minimal scenario file that `ktk replicate` replays.
-    """
+    """Run a scenario, or explore fault schedules (help text: HELP)."""
     if target == EXPLORE:
         explore_dir = Path(out_dir) if out_dir else None
         _explore(mode, min_isr, acks, unclean, elr, schedules, seed, explore_dir, as_json)
@@ -202,4 +205,4 @@ def _progress(total: int) -> Iterator[Callable[[int, int], None] | None]:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("replicate")(replicate_command)
+    app.command("replicate", help=HELP)(replicate_command)
