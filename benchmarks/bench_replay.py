@@ -128,11 +128,17 @@ def kafka_python_available() -> bool:
 Figures = tuple[int, float, float, int]
 
 
-def measure(traces: list[Trace], assignor: Any) -> list[Figures | None]:
+def measure(
+    traces: list[Trace], assignor: Any, budget_seconds: float | None = None
+) -> list[Figures | None]:
     """Per trace: (generations, wall seconds for the whole replay, seconds inside the assignor,
-    moved), or None when the assignor raised on that trace."""
+    moved), or None when the assignor raised on that trace or the budget ran out before it."""
     figures: list[Figures | None] = []
+    spent = 0.0
     for trace in traces:
+        if budget_seconds is not None and spent > budget_seconds:
+            figures.append(None)
+            continue
         started = time.perf_counter()
         try:
             rows = replay_with(trace, assignor, timings=True)
@@ -140,6 +146,7 @@ def measure(traces: list[Trace], assignor: Any) -> list[Figures | None]:
             figures.append(None)
             continue
         elapsed = time.perf_counter() - started
+        spent += elapsed
         inside = sum(row.assign_ms or 0.0 for row in rows) / 1000.0
         figures.append((len(rows), elapsed, inside, sum(row.moved for row in rows)))
     return figures
@@ -163,7 +170,7 @@ def main() -> None:
         "--peer-budget",
         type=float,
         default=120.0,
-        help="skip a peer measurement expected to exceed this many seconds",
+        help="stop running the peer on further traces after this many seconds",
     )
     arguments = parser.parse_args()
     sizes = (
@@ -194,10 +201,8 @@ def main() -> None:
                 f"{1000 * inside / generations:>14.2f} {moved:>8}"
             )
             peer_fits = with_peer and name in ("range", "roundrobin", "sticky")
-            if peer_fits and name == "sticky" and size == "large":
-                peer_fits = arguments.peer_budget > 300  # kafka-python sticky: minutes at this size
             if peer_fits:
-                peer = measure(traces, KafkaPythonPeer(name))
+                peer = measure(traces, KafkaPythonPeer(name), arguments.peer_budget)
                 both = [p is not None for p in peer]
                 if not any(both):
                     print(f"{line} | peer crashed on every trace", flush=True)
@@ -211,7 +216,8 @@ def main() -> None:
                 )
                 if not all(both):
                     line += (
-                        f"  (peer crashed on {both.count(False)} of {len(traces)} traces; peer "
+                        f"  (peer crashed or ran out of budget on {both.count(False)} of "
+                        f"{len(traces)} traces; peer "
                         f"columns and speedup over the other {same_generations} generations, "
                         f"where ktk moved {same_moved})"
                     )
