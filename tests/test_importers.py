@@ -686,3 +686,61 @@ def test_coordinator_log_and_offsets_dump_of_one_history_agree_on_membership() -
 
     assert membership(from_log) == membership(from_dump)
     assert [row["topics"] for row in from_log] == [row["topics"] for row in from_dump]
+
+
+def _classic_value_members(value: bytes) -> tuple[int, list[tuple[str, bytes, bytes]]]:
+    """Generation and (member id, subscription, assignment) of GroupMetadataValue v3 bytes."""
+    import struct
+
+    position = 0
+
+    def take(size: int) -> bytes:
+        nonlocal position
+        position += size
+        return value[position - size:position]
+
+    def string() -> str | None:
+        length = struct.unpack(">h", take(2))[0]
+        return None if length < 0 else take(length).decode()
+
+    assert struct.unpack(">h", take(2))[0] == 3
+    string()  # protocol type
+    generation = struct.unpack(">i", take(4))[0]
+    string(), string(), take(8)  # protocol, leader, state timestamp
+    members = []
+    for _ in range(struct.unpack(">i", take(4))[0]):
+        member_id = string()
+        string(), string(), string(), take(8)  # instance, client, host, timeouts
+        subscription = take(struct.unpack(">i", take(4))[0])
+        assignment = take(struct.unpack(">i", take(4))[0])
+        members.append((str(member_id), subscription, assignment))
+    assert position == len(value)
+    return generation, members
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # raised inside kafka-python
+def test_example_segment_is_a_valid_log_holding_what_the_dump_says() -> None:
+    from kafka.record.memory_records import MemoryRecords
+
+    from assignors.wire import decode_assignment, decode_subscription
+
+    records = MemoryRecords((FIXTURES / "00000000000000000000.log").read_bytes())
+    decoded = []
+    while (batch := records.next_batch()) is not None:
+        assert batch.validate_crc()
+        for record in batch:
+            if record.key[:2] == b"\x00\x02" and record.value is not None:
+                group = record.key[4:].decode()
+                generation, group_members = _classic_value_members(record.value)
+                if group == "payments":
+                    decoded.append((generation, {
+                        member_id: (decode_subscription(subscription).topics,
+                                    decode_assignment(assignment).assigned_partitions)
+                        for member_id, subscription, assignment in group_members}))
+    from_dump = by_trace(import_dump_log([fixture("dump-log.txt")]).rows)["payments"]
+    assert [generation for generation, _ in decoded] == [1, 2, 3, 4]
+    for (_, by_member), row in zip(decoded, from_dump, strict=True):
+        assert {member_id: (list(topics), sorted([tp.topic, tp.partition] for tp in assigned))
+                for member_id, (topics, assigned) in by_member.items()} == {
+            member["member_id"]: (member["topics"], member["assigned"])
+            for member in row["members"]}
