@@ -225,3 +225,33 @@ def test_replay_by_name_uses_the_registry():
     ]
     assert [r.forced for r in rows] == [0, 2, 0, 2]
     assert rows == replay_assignors(trace, ["range", "roundrobin"], timings=False)
+
+
+def test_no_assignor_beats_the_exact_references_on_generated_traces():
+    from collections import defaultdict
+
+    from assignors import registry
+    from assignors.generate import generate_rows
+
+    by_trace = defaultdict(list)
+    for line, row in enumerate(
+        generate_rows("mixed", 12, seed=5, members=(2, 9), partitions=(4, 60), max_generations=8), 1
+    ):
+        by_trace[row["trace_id"]].append(parse_generation(row, "generated", line))
+    traces = [build_trace(trace_id, rows) for trace_id, rows in by_trace.items()]
+    names = []
+    for name in registry.builtin_names():
+        try:
+            registry.get(name)
+        except ImportError:
+            continue
+        names.append(name)
+    checked = 0
+    for trace in traces:
+        for row in replay_assignors(trace, names, timings=False):
+            assert (row.unassigned, row.invalid) == (0, 0), row
+            assert row.max_load >= row.optimal_max_load, row
+            if row.max_load == row.optimal_max_load:
+                assert row.moved >= row.min_moved, row
+            checked += 1
+    assert checked >= 2 * sum(len(trace.generations) for trace in traces)
