@@ -300,6 +300,14 @@ def test_kip848_topic_id_is_named_by_the_topics_file() -> None:
     assert row["topics"] == [{"name": "orders", "partitions": 3}]
 
 
+def test_kip848_assignment_timestamp_dates_the_generation() -> None:
+    lines = kip848_epoch("Z1", {"subscribedTopicNames": ["orders"]})
+    lines[-1] = kip848(6, None, {"assignmentEpoch": 1, "assignmentTimestamp": 1762000000123}, 3)
+    side = TopicCatalog({"orders": TopicInfo("orders", 3, topic_id="Z1")})
+    row = import_dump_log([("d.txt", "\n".join(lines))], side).rows[0]
+    assert row["timestamp_ms"] == 1762000000123
+
+
 def test_kip848_regex_subscription_covers_the_known_topics_it_matches() -> None:
     lines = [kip848(4, None, {"topics": [
         {"topicId": "Z1", "topicName": "orders-eu", "numPartitions": 3, "partitionMetadata": []},

@@ -34,7 +34,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from assignors import wire
@@ -334,9 +334,13 @@ class _OffsetsImporter:
         elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
             if value is not None:
                 epoch = record.integer(value, "assignmentEpoch", "value.")
+                # 4.3+ (KIP-1263) records when the assignment was computed
+                computed_at = record.integer(value, "assignmentTimestamp", "value.", default=0)
                 self.flush(group)
-                state.pending = _PendingGeneration(
-                    self.target_snapshot(group, state, epoch, record), record.source, record.line)
+                snapshot = self.target_snapshot(group, state, epoch, record)
+                if computed_at > 0:
+                    snapshot = replace(snapshot, timestamp_ms=computed_at)
+                state.pending = _PendingGeneration(snapshot, record.source, record.line)
         elif kind == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT and value is not None:
             member_id = str(record.text(record.key, "memberId", "key."))
             epoch = record.integer(value, "memberEpoch", "value.")
@@ -448,10 +452,8 @@ class _OffsetsImporter:
         snapshot, source, line = state.pending
         if snapshot.members:
             settled = len(state.reconciled & {member.member_id for member in snapshot.members})
-            snapshot = Snapshot(
-                snapshot.generation, snapshot.members, snapshot.timestamp_ms, snapshot.protocol,
-                f"{snapshot.reason}, {settled} of {len(snapshot.members)} members reached it",
-                snapshot.partition_counts, snapshot.replica_racks)
+            snapshot = replace(snapshot, reason=f"{snapshot.reason}, {settled} of "
+                                                f"{len(snapshot.members)} members reached it")
         self.assembler(group).add(snapshot, source, line)
         state.pending = None
         state.reconciled = set()
