@@ -51,16 +51,25 @@ def strong_isr(
     for replica_id, log in sorted(isr_logs.items()):
         if replica_id == leader_id:
             continue
-        for offset in range(leader_log.high_watermark):
+        offset = first_difference(log, leader_log, leader_log.high_watermark)
+        if offset is not None:
             theirs, ours = log.record_at(offset), leader_log.record_at(offset)
-            if theirs != ours:
-                have = "lacks" if theirs is None else f"has {theirs.value} at"
-                problems.append(
-                    f"replica {replica_id} {have} offset {offset} (leader has "
-                    f"{ours.value if ours else None}) below leader HW {leader_log.high_watermark}"
-                )
-                break
+            have = "lacks" if theirs is None else f"has {theirs.value} at"
+            problems.append(
+                f"replica {replica_id} {have} offset {offset} (leader has "
+                f"{ours.value if ours else None}) below leader HW {leader_log.high_watermark}"
+            )
     return problems
+
+
+def first_difference(first: ReplicaLog, second: ReplicaLog, limit: int) -> int | None:
+    """The first offset below ``limit`` where the two logs differ (a missing record counts)."""
+    if first.prefix(limit) == second.prefix(limit):
+        return None
+    for offset in range(limit):
+        if first.record_at(offset) != second.record_at(offset):
+            return offset
+    return None
 
 
 def log_matching(logs: Mapping[int, ReplicaLog]) -> list[str]:
@@ -69,14 +78,14 @@ def log_matching(logs: Mapping[int, ReplicaLog]) -> list[str]:
     items = sorted(logs.items())
     for index, (first_id, first) in enumerate(items):
         for second_id, second in items[index + 1 :]:
-            for offset in range(min(first.high_watermark, second.high_watermark)):
+            limit = min(first.high_watermark, second.high_watermark)
+            offset = first_difference(first, second, limit)
+            if offset is not None:
                 a, b = first.record_at(offset), second.record_at(offset)
-                if a != b:
-                    problems.append(
-                        f"replicas {first_id} and {second_id} differ at offset {offset} "
-                        f"({a.value if a else None} vs {b.value if b else None})"
-                    )
-                    break
+                problems.append(
+                    f"replicas {first_id} and {second_id} differ at offset {offset} "
+                    f"({a.value if a else None} vs {b.value if b else None})"
+                )
     return problems
 
 
@@ -122,17 +131,19 @@ class InvariantChecker:
             leader_log = leader.replica.log
             online_isr = {r: logs[r] for r in registration.isr if cluster.brokers[r].online}
             fail("StrongIsr", strong_isr(leader.broker_id, leader_log, online_isr))
+            values = leader_log.values()
             missing = [
                 f"leader {leader.broker_id} lacks committed {value} at offset {offset}"
                 for offset, value in sorted(cluster.committed.items())
-                if (record := leader_log.record_at(offset)) is None or record.value != value
+                if offset >= len(values) or values[offset] != value
             ]
-            present = set(leader_log.values())
-            missing += [
-                f"leader {leader.broker_id} lacks acknowledged {value}"
-                for value in acked_all
-                if value not in present
-            ]
+            if acked_all:
+                present = set(values)
+                missing += [
+                    f"leader {leader.broker_id} lacks acknowledged {value}"
+                    for value in acked_all
+                    if value not in present
+                ]
             fail("LeaderCompleteness", missing)
             self._check_quorum_superset(fail, leader)
             self._check_monotonic_high_watermark(fail, leader)

@@ -250,6 +250,10 @@ class ReplicaLog:
             return self._records[index]
         return None
 
+    def prefix(self, end_offset: int) -> list[LogRecord]:
+        """The records below ``end_offset`` (a list slice: cheap to compare whole)."""
+        return self._records[: max(end_offset - self.log_start_offset, 0)]
+
     def values(self) -> list[str]:
         return [record.value for record in self._records]
 

@@ -577,9 +577,8 @@ class Cluster:
         for index, first in enumerate(logs):
             for second in logs[index + 1 :]:
                 limit = min(first.high_watermark, second.high_watermark)
-                for offset in range(limit):
-                    if first.record_at(offset) != second.record_at(offset):
-                        return True
+                if first.prefix(limit) != second.prefix(limit):
+                    return True
         return False
 
     def state(self) -> dict[str, Any]:
