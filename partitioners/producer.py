@@ -481,20 +481,28 @@ def _load_stats(state: _State, topic: str, num_partitions: int, now_ms: int) -> 
     # statistics exist only once every partition of the topic has a queue
     if any((topic, p) not in state.queues for p in range(num_partitions)):
         return None
-    excluded = set(state.down_brokers(now_ms))
+    down = state.down_brokers(now_ms)
     timeout = config.partition_availability_timeout_ms
-    if timeout > 0:
-        excluded.update(
+    lagging = (
+        {
             broker_id
             for broker_id, stats in state.node_stats.items()
             if stats.ready_ms - stats.drain_ms > timeout
-        )
+        }
+        if timeout > 0
+        else set()
+    )
     queues = state.queues
-    if excluded:
-        ids = [p for p in range(num_partitions) if state.leader(p) not in excluded]
-    else:
-        ids = list(range(num_partitions))
-    sizes = [len(queues[(topic, partition)]) for partition in ids]
+    ids: list[int] = []
+    sizes: list[int] = []
+    for partition in range(num_partitions):
+        broker_id = state.leader(partition)
+        queued = len(queues[(topic, partition)])
+        # no leader: left out; a lagging leader only drops partitions with queued batches
+        if broker_id in down or (queued and broker_id in lagging):
+            continue
+        ids.append(partition)
+        sizes.append(queued)
     if not sizes:
         return None
     return LoadStats(tuple(sizes), tuple(ids), excluded_any=len(ids) < num_partitions)
