@@ -105,7 +105,6 @@ def _run_spark(
             paths,
             names,
             str(out_dir),
-            strict=strict,
             timings=timings,
             master=master,
             conf=tuple(conf),

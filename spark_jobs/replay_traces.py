@@ -1,0 +1,287 @@
+"""Replay rebalance traces through assignors on Spark: the main job.
+
+Data flow (docs/spark.md)::
+
+    trace files (JSONL / JSONL.gz / Parquet; local or any Hadoop-compatible path)
+      -> one task per file reads its rows with assignors.trace          (file, line kept)
+      -> rows grouped by trace id, crossed with the assignor names
+      -> applyInPandas: assignors.replay per (trace, assignor)           (pure Python)
+      -> scores + summary Parquet partitioned by assignor, errors.jsonl
+      -> committed by renaming a temporary directory
+
+The job only distributes: parsing, validation, assignment and scoring are the domain package's
+functions, so a trace gives the same rows here as with ``ktk replay --engine python``.
+
+Runnable as ``spark-submit spark_jobs/replay_traces.py TRACES... --out DIR`` or through
+``ktk replay ... --engine spark``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import pandas as pd
+import pyarrow as pa
+
+from assignors import replay as replay_module
+from assignors import scoring, trace
+from assignors.errors import InputError
+from spark_jobs import files
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+# rows travel between stages as JSON text: the trace format is nested and open-ended
+RAW_ROW_SCHEMA = "trace_id string, source string, line long, row string, error string"
+
+ERROR_COLUMNS = ("error_file", "error_reason")
+
+
+def spark_type(arrow_type: pa.DataType) -> str:
+    """Spark SQL type name for the flat Arrow types the result schemas use."""
+    if pa.types.is_boolean(arrow_type):
+        return "boolean"
+    if pa.types.is_int8(arrow_type) or pa.types.is_int16(arrow_type):
+        return "smallint"
+    if pa.types.is_int32(arrow_type):
+        return "int"
+    if pa.types.is_integer(arrow_type):
+        return "bigint"
+    if pa.types.is_floating(arrow_type):
+        return "double"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    raise TypeError(f"no Spark type for result column type {arrow_type}")
+
+
+def spark_ddl(schema: pa.Schema, extra: Sequence[str] = ()) -> str:
+    columns = [f"`{field.name}` {spark_type(field.type)}" for field in schema]
+    columns += [f"`{name}` string" for name in extra]
+    return ", ".join(columns)
+
+
+def read_file_rows(uri: str, content: bytes | None = None) -> Iterator[tuple[object, ...]]:
+    """Rows of one trace file as (trace_id, source, line, row JSON, error).
+
+    A row that cannot be read becomes an error row; its trace (when the row names one) is then
+    reported and skipped as a whole by the replay stage.
+    """
+    with files.readable(uri, content) as (path, source):
+        yield from _rows_of(path, source)
+
+
+def _rows_of(path: str, source: str) -> Iterator[tuple[object, ...]]:
+    bad_lines: list[InputError] = []
+    try:
+        for _, line, row in trace.iter_trace_rows(path, bad_lines):
+            trace_id = row.get("trace_id") if isinstance(row, dict) else None
+            if not isinstance(trace_id, str) or not trace_id:
+                yield (None, source, line, None, f"{source}:{line}: row has no trace_id")
+                continue
+            yield (trace_id, source, line, json.dumps(row, sort_keys=True), None)
+    except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as error:
+        yield (None, source, 0, None, f"{source}: unreadable file: {error}")
+    for problem in bad_lines:
+        located = str(problem).replace(path, source)
+        yield (problem.trace_id, source, problem.line or 0, None, located)
+
+
+def _assemble(trace_id: str, rows: pd.DataFrame) -> trace.Trace | trace.TraceFailure:
+    """One trace from its raw rows; the first bad row in (file, line) order fails it."""
+    generations = []
+    for source, line, text, error in zip(
+        rows["source"], rows["line"], rows["row"], rows["error"], strict=True
+    ):
+        if error is not None:
+            return trace.TraceFailure(trace_id, source, int(line), error)
+        try:
+            generations.append(trace.parse_generation(json.loads(text), source, int(line)))
+        except InputError as problem:
+            return trace.TraceFailure(trace_id, source, int(line), str(problem))
+    try:
+        return trace.build_trace(trace_id, generations)
+    except InputError as problem:
+        return trace.TraceFailure(trace_id, problem.source or "", problem.line, str(problem))
+
+
+def _replay_group(assignor_name: str, rows: pd.DataFrame, timings: bool) -> pd.DataFrame:
+    """Replay one trace through one assignor; the group's rows are that trace's raw rows."""
+    ordered = rows.sort_values(["source", "line"], kind="stable")
+    trace_id = str(ordered["trace_id"].iloc[0])
+    assembled = _assemble(trace_id, ordered)
+    if isinstance(assembled, trace.TraceFailure):
+        return _error_frame(trace_id, assembled.file, assembled.reason)
+    if assignor_name == replay_module.RECORDED and not assembled.has_recorded_assignment():
+        return _empty_frame()
+    score_rows = replay_module.replay(assembled, assignor_name, timings=timings)
+    frame = pd.DataFrame.from_records(score_rows, columns=scoring.SCORE_SCHEMA.names)
+    for column in ERROR_COLUMNS:
+        frame[column] = None
+    return frame
+
+
+def _empty_frame() -> pd.DataFrame:
+    return pd.DataFrame(columns=[*scoring.SCORE_SCHEMA.names, *ERROR_COLUMNS])
+
+
+def _error_frame(trace_id: str, source: str, reason: str) -> pd.DataFrame:
+    """One row naming the failed trace; every score column null."""
+    row: dict[str, list[object]] = {name: [None] for name in scoring.SCORE_SCHEMA.names}
+    row.update(trace_id=[trace_id], error_file=[source], error_reason=[reason])
+    return pd.DataFrame(row, dtype=object)
+
+
+def build_scores(
+    spark: SparkSession, paths: Sequence[str], assignors: Sequence[str], timings: bool = True
+) -> tuple[DataFrame, list[dict[str, str]]]:
+    """Scores DataFrame (with error columns) and the errors of rows that name no trace."""
+    from pyspark.sql import functions as F
+
+    trace_files = files.list_files(spark, paths, trace.TRACE_SUFFIXES)
+    raw = files.per_file(spark, trace_files, read_file_rows)
+    raw_rows = spark.createDataFrame(raw, RAW_ROW_SCHEMA)
+    raw_rows = raw_rows.persist()
+
+    orphan_errors = [
+        {"trace_id": None, "file": row["source"], "reason": row["error"]}
+        for row in raw_rows.filter(F.col("trace_id").isNull()).collect()
+    ]
+    named = raw_rows.filter(F.col("trace_id").isNotNull())
+    assignor_frame = spark.createDataFrame([(name,) for name in assignors], "assignor string")
+    schema = spark_ddl(scoring.SCORE_SCHEMA, ERROR_COLUMNS)
+
+    def replay_udf(key: tuple[str, ...], rows: pd.DataFrame) -> pd.DataFrame:
+        return _replay_group(key[1], rows, timings)
+
+    scored = (
+        named.crossJoin(F.broadcast(assignor_frame))
+        .groupBy("trace_id", "assignor")
+        .applyInPandas(replay_udf, schema=schema)
+    )
+    return scored, orphan_errors
+
+
+def errors_jsonl(errors: Sequence[dict[str, str | None]]) -> str:
+    unique = sorted(
+        {(e.get("trace_id") or "", e.get("file") or "", e.get("reason") or "") for e in errors}
+    )
+    return "".join(
+        json.dumps({"trace_id": trace_id or None, "file": source, "reason": reason}) + "\n"
+        for trace_id, source, reason in unique
+    )
+
+
+class RunResult(NamedTuple):
+    """What a run wrote: the summary (pandas, sorted) and the quarantined traces."""
+
+    summary: pd.DataFrame
+    errors: list[dict[str, str | None]]
+
+
+def run(
+    paths: Sequence[str],
+    assignors: Sequence[str],
+    out_dir: str,
+    *,
+    timings: bool = True,
+    master: str | None = None,
+    conf: Sequence[str] | dict[str, str] = (),
+    spark: SparkSession | None = None,
+) -> RunResult:
+    """Replay every trace under ``paths`` through ``assignors``; write results to ``out_dir``.
+
+    Writes ``scores.parquet/`` and ``summary.parquet/`` (partitioned by assignor) and
+    ``errors.jsonl`` into a staging directory beside ``out_dir`` and renames it into place, so
+    readers never see a half-written result. Returns the summary as pandas and the errors.
+    """
+    from pyspark.sql import functions as F
+
+    from spark_jobs.session import get_session, parse_conf
+
+    if spark is None:
+        conf_map = dict(conf) if isinstance(conf, dict) else parse_conf(conf)
+        spark = get_session(master=master, conf=conf_map, app_name="ktk-replay")
+    scored, errors = build_scores(spark, paths, assignors, timings=timings)
+    scored = scored.persist()
+    try:
+        error_rows = scored.filter(F.col("error_reason").isNotNull())
+        errors += [
+            {"trace_id": row["trace_id"], "file": row["error_file"], "reason": row["error_reason"]}
+            for row in error_rows.select("trace_id", "error_file", "error_reason").collect()
+        ]
+        scores = scored.filter(F.col("error_reason").isNull()).drop(*ERROR_COLUMNS)
+        summary_schema = spark_ddl(scoring.SUMMARY_SCHEMA)
+
+        def summarize_udf(rows: pd.DataFrame) -> pd.DataFrame:
+            records = [scoring.ScoreRow(*values) for values in rows.itertuples(index=False)]
+            return pd.DataFrame.from_records(
+                scoring.summarize(records), columns=scoring.SUMMARY_SCHEMA.names
+            )
+
+        summary = scores.groupBy("trace_id", "assignor").applyInPandas(
+            summarize_udf, schema=summary_schema
+        )
+        staging = files.staging_path(out_dir)
+        try:
+            (
+                scores.repartition("assignor")
+                .sortWithinPartitions("trace_id", "generation")
+                .write.partitionBy("assignor")
+                .parquet(f"{staging}/scores.parquet")
+            )
+            summary_frame = summary.toPandas()
+            summary.coalesce(1).sortWithinPartitions("assignor", "trace_id").write.partitionBy(
+                "assignor"
+            ).parquet(f"{staging}/summary.parquet")
+            files.write_text(spark, f"{staging}/errors.jsonl", errors_jsonl(errors))
+            files.commit(spark, staging, out_dir)
+        except BaseException:
+            files.discard(spark, staging)
+            raise
+    finally:
+        scored.unpersist()
+    summary_frame = summary_frame.sort_values(["trace_id", "assignor"], ignore_index=True)
+    return RunResult(summary_frame, errors)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``spark-submit spark_jobs/replay_traces.py TRACES... --out DIR [--assignors a,b]``."""
+    from assignors import registry
+
+    parser = argparse.ArgumentParser(prog="replay_traces.py", description=__doc__.split("\n")[0])
+    parser.add_argument("traces", nargs="+", help="trace files or directories (any Hadoop URI)")
+    parser.add_argument("--out", required=True, help="results directory (replaced atomically)")
+    parser.add_argument("--assignors", default=",".join([*registry.builtin_names(), "recorded"]))
+    parser.add_argument("--strict", action="store_true", help="exit 1 when any trace is bad")
+    parser.add_argument("--no-timings", action="store_true", help="null assign_ms: byte-stable")
+    parser.add_argument("--master", default=None)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    names = [name.strip() for name in args.assignors.split(",") if name.strip()]
+    for name in names:
+        if name != replay_module.RECORDED:
+            registry.get(name)
+    result = run(
+        args.traces,
+        names,
+        args.out,
+        timings=not args.no_timings,
+        master=args.master,
+        conf=args.conf,
+    )
+    for error in result.errors:
+        print(f"skipped trace {error['trace_id']}: {error['reason']}", file=sys.stderr)
+    print(f"{len(result.summary)} trace x assignor summaries written to {args.out}")
+    return 1 if args.strict and result.errors else 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
+    sys.exit(main())
