@@ -752,3 +752,66 @@ def test_example_segment_is_a_valid_log_holding_what_the_dump_says() -> None:
                 for member_id, (topics, assigned) in by_member.items()} == {
             member["member_id"]: (member["topics"], member["assigned"])
             for member in row["members"]}
+
+
+json_bits = st.sampled_from(['{"key":', '{"type":"2","data":', '{"group":"g"}', '}', ' payload: ',
+                             '{"version":"3","data":', '"members":[', ']', ',', 'null', '"x"',
+                             '<DELETE>', '{"protocolType":"consumer","generation":1', '0'])
+fuzz_lines = st.lists(st.one_of(
+    st.text(max_size=30),
+    st.lists(json_bits, max_size=8).map(lambda bits: "| offset: 0 key: " + "".join(bits)),
+), max_size=5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(fuzz_lines)
+def test_any_dump_text_imports_or_raises_a_located_input_error(lines: list[str]) -> None:
+    try:
+        import_dump_log([("d.txt", "\n".join(lines))])
+    except InputError as error:
+        assert error.source == "d.txt" and error.line is not None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(json_bits, max_size=12).map("".join))
+def test_any_formatter_text_imports_or_raises_a_located_input_error(text: str) -> None:
+    try:
+        import_formatter([("f.json", text)])
+    except InputError as error:
+        assert error.source == "f.json" and error.line is not None
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "t", "AAE=", "x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["topic", "partitions", "topicId", "memberId", "topics", "data"]),
+        inner, max_size=3),
+    max_leaves=8)
+FIELDS = ["protocolType", "generation", "protocol", "members", "currentStateTimestamp",
+          "memberId", "groupInstanceId", "subscription", "assignment", "epoch", "topics",
+          "topicId", "topicName", "numPartitions", "partitionMetadata", "instanceId", "rackId",
+          "subscribedTopicNames", "subscribedTopicRegex", "serverAssignor", "topicPartitions",
+          "assignmentEpoch", "memberEpoch", "groupId", "group"]
+
+
+fuzz_records = st.lists(st.tuples(
+    st.integers(2, 8), st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=6),
+    st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=4)), min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fuzz_records)
+def test_records_with_any_field_values_import_or_raise_a_located_input_error(
+        records: list[tuple[int, dict[str, Any], dict[str, Any]]]) -> None:
+    lines = []
+    for key_type, value, key in records:
+        member = {"memberId": "a", "subscription": value.get("subscription"),
+                  "assignment": value.get("assignment"), **value}
+        data = {"protocolType": "consumer", "generation": 1, "members": [member], **value}
+        lines.append(dump_line({"type": str(key_type),
+                                "data": {"group": "g", "groupId": "g", "memberId": "a", **key}},
+                               {"version": "0", "data": data}))
+    try:
+        import_dump_log([("d.txt", "\n".join(lines))])
+    except InputError as error:
+        assert error.source == "d.txt" and 1 <= (error.line or 0) <= len(lines)

@@ -192,3 +192,23 @@ def test_json_with_bad_base64_names_the_field() -> None:
     with pytest.raises(InputError) as caught:
         subscription_from_json({"topics": ["t"], "userData": "***"})
     assert caught.value.field == "subscription.userData"
+
+
+@relaxed
+@given(st.binary(max_size=64))
+def test_arbitrary_bytes_decode_or_raise_input_error(data: bytes) -> None:
+    for decode in (decode_subscription, decode_assignment, decode_sticky_user_data):
+        try:
+            decode(data)
+        except InputError as error:
+            assert "byte offset" in str(error)
+
+
+@relaxed
+@given(subscriptions, st.data())
+def test_any_truncation_of_valid_bytes_raises_input_error(subscription: Subscription,
+                                                          data: st.DataObject) -> None:
+    encoded = encode_subscription(subscription)
+    cut = data.draw(st.integers(0, len(encoded) - 1))
+    with pytest.raises(InputError):
+        decode_subscription(encoded[:cut])
