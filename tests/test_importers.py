@@ -815,3 +815,23 @@ def test_records_with_any_field_values_import_or_raise_a_located_input_error(
         import_dump_log([("d.txt", "\n".join(lines))])
     except InputError as error:
         assert error.source == "d.txt" and 1 <= (error.line or 0) <= len(lines)
+
+
+log_words = st.sampled_from(["Stabilized group ", "g ", "generation ", "1 ", "x ", "with ",
+                             "members", "[GroupId g] ", "Member ", "m ", "joins the consumer "
+                             "group", "Computed a new target assignment for epoch ", ": {",
+                             "m=MemberAssignment(partitions={Z=[0, 1]})", "}", ".",
+                             "Preparing to rebalance group ", "(reason: ", ")",
+                             "has left group ", "Group ", " is now empty"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(log_words, max_size=10).map("".join), max_size=4))
+def test_any_coordinator_lines_import_or_raise_a_located_input_error(messages: list[str]) -> None:
+    text = "\n".join(f"[2026-01-05 10:00:0{index},000] INFO [GroupCoordinator 1]: {message} "
+                     "(kafka.coordinator.group.GroupCoordinator)"
+                     for index, message in enumerate(messages))
+    try:
+        import_coordinator_log([("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}))
+    except InputError as error:
+        assert error.source == "a.log" and error.line is not None
