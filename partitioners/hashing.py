@@ -18,18 +18,18 @@ The Java client's own test vectors (``UtilsTest.testMurmur2``), plus the empty k
 The array functions take a pyarrow binary array, a sequence of ``bytes`` (``str`` is encoded as
 UTF-8, the Java ``StringSerializer`` default) or a 2-D ``uint8`` array of equal-length keys, and
 never loop over keys in Python: each 4-byte block position is mixed column-wise over all keys
-with uint32 wrap-around, in place, in cache-sized chunks. Equal-length keys are read straight
-from the buffer; keys of mixed lengths are gathered block by block from aligned copies of each
-span of the buffer and kept only where a key has that block. Cost is O(keys x longest key in a
-chunk); null entries hash like empty keys (callers that treat null differently mask them with
-``null_mask``).
+of one length with uint32 wrap-around, in place, in cache-sized chunks. Equal-length keys are
+read straight from the buffer; keys of mixed lengths are first put in length order (radix sort
+of the lengths, one Arrow ``take``), so every length is one contiguous matrix. Cost is
+O(total key bytes + keys); null entries hash like empty keys (callers that treat null
+differently mask them with ``null_mask``).
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import mmh3
@@ -45,8 +45,6 @@ _U32 = 0xFFFFFFFF
 _M32 = np.uint32(MURMUR2_M)
 # rows mixed per pass: three uint32 work columns of this length stay in L2
 _CHUNK_ROWS = 32768
-# key bytes per pass when keys of mixed lengths are mixed block-wise
-_SPAN_BYTES = 1 << 22
 
 KeyInput = pa.Array | pa.ChunkedArray | np.ndarray | Sequence[Any]
 
@@ -188,30 +186,45 @@ def _arrow_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-def _layout(keys: KeyInput) -> tuple[int, np.ndarray | None, np.ndarray, np.ndarray]:
-    """(key count, equal-length uint8 matrix or None, offsets, data bytes).
+def _equal_length_groups(
+    keys: KeyInput,
+) -> tuple[int, list[tuple[slice | np.ndarray, np.ndarray]]]:
+    """(key count, [(rows, uint8 matrix of those keys, one key per row)]).
 
-    The matrix is returned (zero-copy where the keys lie back to back, the usual fixed-width
-    case) when every key has the same length; otherwise offsets and data describe the keys.
+    Equal-length keys that lie back to back (the usual fixed-width case) come back as one
+    zero-copy view of the buffer. Keys of mixed lengths are put in length order with one
+    Arrow ``take`` (a radix sort of the lengths first), so each length is one contiguous matrix.
     """
-    empty = np.zeros(0, dtype=np.uint8)
     if isinstance(keys, np.ndarray) and keys.ndim == 2 and keys.dtype == np.uint8:
-        matrix = np.ascontiguousarray(keys)
-        return len(matrix), matrix, np.zeros(1, dtype=np.int64), empty
+        return len(keys), [(slice(None), np.ascontiguousarray(keys))]
     array = as_binary_array(keys)
     if array.null_count:
         # nulls hash as empty keys whatever bytes their offsets happen to span
         array = array.fill_null(b"")
     count = len(array)
     if count == 0:
-        return 0, np.zeros((0, 0), dtype=np.uint8), np.zeros(1, dtype=np.int64), empty
+        return 0, []
     offsets, data = _arrow_layout(array)
     common_length = _common_length(offsets)
     if common_length is not None:
         start = int(offsets[0])
         matrix = data[start : start + count * common_length].reshape(count, common_length)
-        return count, matrix, offsets, data
-    return count, None, offsets, data
+        return count, [(slice(None), matrix)]
+    lengths = np.diff(offsets)
+    # a stable sort of small unsigned ints is a radix sort in numpy
+    narrow = np.uint16 if int(lengths.max()) < 2**16 else np.uint32
+    order = np.argsort(lengths.astype(narrow), kind="stable")
+    grouped = array.take(pa.array(order))
+    grouped_offsets, grouped_data = _arrow_layout(grouped)
+    sorted_lengths = lengths[order]
+    bounds = np.concatenate(([0], np.flatnonzero(np.diff(sorted_lengths)) + 1, [count]))
+    groups: list[tuple[slice | np.ndarray, np.ndarray]] = []
+    for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        key_length = int(sorted_lengths[first])
+        start = int(grouped_offsets[first])
+        matrix = grouped_data[start : start + (last - first) * key_length]
+        groups.append((order[first:last], matrix.reshape(last - first, key_length)))
+    return count, groups
 
 
 def _common_length(offsets: np.ndarray) -> int | None:
@@ -230,38 +243,15 @@ def _common_length(offsets: np.ndarray) -> int | None:
     return first_length
 
 
-class _MixedChunk:
-    """Keys of one chunk sorted by length, longest first, so the keys that still have a byte
-    (or block) at any position form a prefix and each position is one column-wise step."""
-
-    __slots__ = ("lengths", "rows", "starts")
-
-    def __init__(self, rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
-        self.rows = rows
-        self.starts = starts
-        self.lengths = lengths
-
-    def prefix_counts(self, units: np.ndarray, positions: int) -> np.ndarray:
-        """For each position j < positions, how many keys have more than j units."""
-        ascending = units[::-1]
-        return len(units) - np.searchsorted(ascending, np.arange(positions), side="right")
-
-
-def _mixed_chunks(offsets: np.ndarray, rows_per_chunk: int) -> Iterator[_MixedChunk]:
-    starts = offsets[:-1].astype(np.int64)
-    lengths = np.diff(offsets).astype(np.int64)
-    order = np.argsort(-lengths, kind="stable")
-    for chunk_start in range(0, len(order), rows_per_chunk):
-        rows = order[chunk_start : chunk_start + rows_per_chunk]
-        yield _MixedChunk(rows, starts[rows], lengths[rows])
-
-
 def murmur2_array(keys: KeyInput) -> np.ndarray:
     """Kafka murmur2 of every key as ``int32`` (null entries hash like empty keys)."""
-    count, matrix, offsets, data = _layout(keys)
-    if matrix is not None:
-        return _murmur2_matrix(matrix).view(np.int32)
-    return _murmur2_mixed(count, offsets, data).view(np.int32)
+    count, groups = _equal_length_groups(keys)
+    if len(groups) == 1 and isinstance(groups[0][0], slice):
+        return _murmur2_matrix(groups[0][1]).view(np.int32)
+    result = np.empty(count, dtype=np.uint32)
+    for rows, matrix in groups:
+        result[rows] = _murmur2_matrix(matrix)
+    return result.view(np.int32)
 
 
 def _mix_block(h: np.ndarray, k: np.ndarray, t: np.ndarray) -> None:
@@ -325,71 +315,6 @@ def _murmur2_matrix(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-def _murmur2_mixed(count: int, offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
-    """murmur2 of keys of mixed lengths, a span of neighbouring keys (about 4 MB) at a time.
-
-    Each span's bytes are copied four times, shifted by 0-3 bytes, into aligned uint32 rows,
-    so block j of any key is one aligned gather. Keys stay in buffer order (the gathers walk
-    memory forwards); block j is mixed into every key of a chunk and kept where the key has
-    more than j blocks.
-    """
-    out = np.empty(count, dtype=np.uint32)
-    starts = offsets[:-1].astype(np.int64)
-    lengths = np.diff(offsets).astype(np.int64)
-    first = 0
-    while first < count:
-        span_end = int(np.searchsorted(offsets, offsets[first] + _SPAN_BYTES, side="right")) - 1
-        last = min(max(span_end, first + 1), count)
-        _murmur2_span(starts[first:last], lengths[first:last], data, out[first:last])
-        first = last
-    return out
-
-
-def _murmur2_span(
-    starts: np.ndarray, lengths: np.ndarray, data: np.ndarray, out: np.ndarray
-) -> None:
-    low = int(starts[0])
-    segment = data[low : int(starts[-1] + lengths[-1])]
-    words_per_shift = len(segment) // 4 + 1
-    shifted = np.zeros((4, words_per_shift), dtype=np.uint32)
-    for shift in range(4):
-        word_count = max(len(segment) - shift, 0) // 4
-        shifted[shift, :word_count] = segment[shift : shift + 4 * word_count].view("<u4")
-    words = shifted.reshape(-1)
-    relative = starts - low
-    first_word = (relative & 3) * words_per_shift + (relative >> 2)
-    rows = min(_CHUNK_ROWS, len(starts))
-    index = np.empty(rows, dtype=np.int64)
-    k_buf = np.empty(rows, dtype=np.uint32)
-    t_buf = np.empty(rows, dtype=np.uint32)
-    mixed_buf = np.empty(rows, dtype=np.uint32)
-    active_buf = np.empty(rows, dtype=bool)
-    for chunk_start in range(0, len(starts), rows):
-        chunk = slice(chunk_start, min(chunk_start + rows, len(starts)))
-        n = chunk.stop - chunk.start
-        key_lengths = lengths[chunk]
-        blocks = key_lengths >> 2
-        h = ((MURMUR2_SEED ^ key_lengths) & _U32).astype(np.uint32)
-        k, t, mixed, active = k_buf[:n], t_buf[:n], mixed_buf[:n], active_buf[:n]
-        for block in range(int(blocks.max())):
-            np.add(first_word[chunk], block, out=index[:n])
-            # short keys read a clipped word they never use
-            np.take(words, index[:n], out=k, mode="clip")
-            np.copyto(mixed, h)
-            _mix_block(mixed, k, t)
-            np.greater(blocks, block, out=active)
-            np.copyto(h, mixed, where=active)
-        tails = key_lengths & 3
-        tail_base = relative[chunk] + 4 * blocks
-        for position in (2, 1, 0):
-            having = np.flatnonzero(tails > position)
-            if len(having):
-                tail_bytes = segment[tail_base[having] + position].astype(np.uint32)
-                h[having] ^= tail_bytes << np.uint32(8 * position)
-        h[tails > 0] *= _M32
-        _finalize(h, t, out[chunk])
-
-
 def _crc32_table() -> np.ndarray:
     table = np.empty(256, dtype=np.uint32)
     for byte in range(256):
@@ -405,21 +330,16 @@ _CRC32_TABLE = _crc32_table()
 
 def _bytewise(keys: KeyInput, initial: int, step: Any, final_xor: int) -> np.ndarray:
     """A byte-at-a-time hash over every key, column-wise: ``step(h, byte_column)`` in place."""
-    count, matrix, offsets, data = _layout(keys)
+    count, groups = _equal_length_groups(keys)
     result = np.empty(count, dtype=np.uint32)
-    if matrix is not None:
-        for start in range(0, count, _CHUNK_ROWS):
-            h = np.full(min(_CHUNK_ROWS, count - start), initial, dtype=np.uint32)
+    for rows, matrix in groups:
+        group_result = np.empty(len(matrix), dtype=np.uint32)
+        for start in range(0, len(matrix), _CHUNK_ROWS):
+            h = np.full(min(_CHUNK_ROWS, len(matrix) - start), initial, dtype=np.uint32)
             for position in range(matrix.shape[1]):
                 step(h, matrix[start : start + len(h), position])
-            result[start : start + len(h)] = h
-    else:
-        for chunk in _mixed_chunks(offsets, _CHUNK_ROWS):
-            h = np.full(len(chunk.rows), initial, dtype=np.uint32)
-            longest = int(chunk.lengths[0]) if len(chunk.lengths) else 0
-            for position, active in enumerate(chunk.prefix_counts(chunk.lengths, longest)):
-                step(h[:active], data[chunk.starts[:active] + position])
-            result[chunk.rows] = h
+            group_result[start : start + len(h)] = h
+        result[rows] = group_result
     if final_xor:
         np.bitwise_xor(result, np.uint32(final_xor), out=result)
     return result
