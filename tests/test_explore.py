@@ -233,3 +233,12 @@ def test_current_with_min_isr_2_acks_all_and_no_unclean_election_is_safe() -> No
     )
     assert report.schedules == 10_000
     assert report.violating_schedules == 0, report.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["kip-279", "current"])
+def test_after_a_lossy_restart_logs_reconverge_from_kip_279_on(mode: str) -> None:
+    # S2's loss remains (the replica that kept m2 is not the one elected) but never divergence
+    report = explore(mode, **TWO_BROKERS, schedules=3_000, seed=0)
+    assert "S2" in report.class_counts, report.summary()
+    assert not any(finding.diverged for finding in report.findings), report.summary()
