@@ -454,6 +454,7 @@ def _generate(
 
 
 def build_scenario(name: str, config: ScenarioConfig, steps: Iterable[dict[str, Any]]) -> Scenario:
+    """A validated scenario from a config and step dicts in the file format."""
     document = scenario_to_dict(Scenario(name, config, ()))
     document["steps"] = list(steps)
     return load_scenario(document)
@@ -463,9 +464,7 @@ def build_scenario(name: str, config: ScenarioConfig, steps: Iterable[dict[str, 
 
 
 def shrink(
-    config: ScenarioConfig,
-    steps: list[dict[str, Any]],
-    holds: Callable[[list[dict[str, Any]]], bool],
+    steps: list[dict[str, Any]], holds: Callable[[list[dict[str, Any]]], bool]
 ) -> list[dict[str, Any]]:
     """The smallest schedule found for which ``holds`` is still true (delta debugging).
 
@@ -473,7 +472,7 @@ def shrink(
     simplifies options, repeating until nothing changes.
 
     >>> def has_crash(steps): return any("crash" in step for step in steps)
-    >>> shrink(None, [{"fetch": 1}, {"crash": 2, "unflushed": "lose"}, {"fetch": 1}], has_crash)
+    >>> shrink([{"fetch": 1}, {"crash": 2, "unflushed": "lose"}, {"fetch": 1}], has_crash)
     [{'crash': 2}]
     """
     current = list(steps)
@@ -696,7 +695,7 @@ def _shrink_finding(
         found = classify(result)
         return found is not None and _signature(found, result) == signature
 
-    minimal = shrink(config, steps, same_class)
+    minimal = shrink(steps, same_class)
     name = f"{violation_class}-{number}"
     result = run_scenario(build_scenario(name, config, minimal))
     expect: dict[str, Any] = {

@@ -125,7 +125,7 @@ def test_shrinking_simplifies_options_it_does_not_need() -> None:
             step.get("advance_ms", 0) >= 5000 for step in candidate
         )
 
-    assert shrink(None, steps, holds) == [{"crash": 2}, {"advance_ms": 5000}]
+    assert shrink(steps, holds) == [{"crash": 2}, {"advance_ms": 5000}]
 
 
 def test_report_names_classes_counts_and_rate_when_timed() -> None:
