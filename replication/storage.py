@@ -324,6 +324,17 @@ def _write_atomically(path: Path, text: str, fsync: bool) -> None:
     os.replace(temporary, path)
 
 
+IndexEntry = tuple[int, int]
+
+
+def _first(entry: IndexEntry) -> int:
+    return entry[0]
+
+
+def _base_offset(segment: Segment) -> int:
+    return segment.base_offset
+
+
 @dataclass(slots=True)
 class Segment:
     """One segment's files and the in-memory mirror of its two indexes."""
@@ -334,8 +345,8 @@ class Segment:
     size: int = 0
     flushed_size: int = 0
     next_offset: int = -1
-    offset_index: list[tuple[int, int]] = field(default_factory=list)
-    time_index: list[tuple[int, int]] = field(default_factory=list)
+    offset_index: list[IndexEntry] = field(default_factory=list)
+    time_index: list[IndexEntry] = field(default_factory=list)
     bytes_since_last_index_entry: int = 0
     max_timestamp: int = NO_TIMESTAMP
     offset_of_max_timestamp: int = -1
@@ -367,16 +378,16 @@ class Segment:
     def is_empty(self) -> bool:
         return self.size == 0
 
-    def note_record(self, offset: int, timestamp_ms: int, position: int, frame_size: int) -> tuple[
-        tuple[int, int] | None, tuple[int, int] | None
-    ]:
+    def note_record(
+        self, offset: int, timestamp_ms: int, position: int, frame_size: int
+    ) -> tuple[IndexEntry | None, IndexEntry | None]:
         """Update index state for a record at ``position``; return new (offset, time) entries."""
         # same order as Kafka's LogSegment.append: max timestamp first, then the index check
         if timestamp_ms > self.max_timestamp:
             self.max_timestamp = timestamp_ms
             self.offset_of_max_timestamp = offset
-        new_offset_entry: tuple[int, int] | None = None
-        new_time_entry: tuple[int, int] | None = None
+        new_offset_entry: IndexEntry | None = None
+        new_time_entry: IndexEntry | None = None
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             new_offset_entry = (offset - self.base_offset, position)
             self.offset_index.append(new_offset_entry)
@@ -386,7 +397,7 @@ class Segment:
         self.next_offset = offset + 1
         return new_offset_entry, new_time_entry
 
-    def _maybe_time_entry(self) -> tuple[int, int] | None:
+    def _maybe_time_entry(self) -> IndexEntry | None:
         """Kafka's TimeIndex.maybeAppend: only a strictly larger timestamp makes an entry."""
         if self.offset_of_max_timestamp < 0:
             return None
@@ -449,14 +460,13 @@ class Segment:
         Binary search over the sparse offset index: O(log entries).
         """
         relative = offset - self.base_offset
-        keys = [entry[0] for entry in self.offset_index]
-        slot = bisect.bisect_right(keys, relative) - 1
+        slot = bisect.bisect_right(self.offset_index, relative, key=_first) - 1
         return self.offset_index[slot][1] if slot >= 0 else 0
 
     def lookup_time(self, timestamp_ms: int) -> int:
-        """Start offset for a time search: the largest time entry at or below the target."""
-        keys = [entry[0] for entry in self.time_index]
-        slot = bisect.bisect_right(keys, timestamp_ms) - 1
+        """Start offset for a time search: the largest time entry at or below the target
+        (binary search, O(log entries))."""
+        slot = bisect.bisect_right(self.time_index, timestamp_ms, key=_first) - 1
         return self.base_offset + self.time_index[slot][1] if slot >= 0 else self.base_offset
 
 
@@ -554,8 +564,7 @@ class DiskLogStorage:
 
     def _segment_slot_for(self, offset: int) -> int:
         """Index of the segment holding ``offset`` (the last with base offset <= it), or -1."""
-        bases = [segment.base_offset for segment in self._segments]
-        return bisect.bisect_right(bases, offset) - 1
+        return bisect.bisect_right(self._segments, offset, key=_base_offset) - 1
 
     # -- writing ---------------------------------------------------------------------------
 
