@@ -22,10 +22,19 @@ from replication.explore import (
     generate_schedule,
     shrink,
 )
-from replication.scenario import load_scenario, scenario_to_dict
+from replication.scenario import load_scenario, scenario_to_dict, scenario_to_text
 from replication.sim import run_scenario
 
 SCENARIOS = EXAMPLES / "scenarios"
+
+
+def explain(report: ExploreReport) -> str:
+    """A failure message: the seed, the summary and every shrunk scenario, ready to replay."""
+    scenarios = "\n".join(
+        f"# {finding.file_name}\n{scenario_to_text(finding.scenario)}"
+        for finding in report.findings
+    )
+    return f"seed {report.seed}\n{report.summary()}\n{scenarios}"
 TWO_BROKERS: dict[str, Any] = {"brokers": (1, 2)}
 THREE_BROKERS: dict[str, Any] = {"brokers": (1, 2, 3)}
 
@@ -202,7 +211,7 @@ def test_explorer_finds_each_class_where_the_verdict_table_says_it_exists(
         mode, **arguments, schedules=10_000, seed=0, stop_when_found={violation_class},
         shrink_per_class=0,
     )
-    assert violation_class in report.class_counts, report.summary()
+    assert violation_class in report.class_counts, explain(report)
     assert report.first_schedule[violation_class] < 10_000
 
 
@@ -211,7 +220,7 @@ def test_pre_011_logs_diverge_for_good_after_a_lossy_restart() -> None:
     # every kind of finding is shrunk once, so a diverging S2 keeps its divergence
     report = explore("pre-0.11", **TWO_BROKERS, schedules=2_200, seed=0)
     diverged = [f for f in report.findings if f.violation_class == "S2" and f.diverged]
-    assert diverged, report.summary()
+    assert diverged, explain(report)
     assert "LogMatching" in diverged[0].violations
 
 
@@ -219,10 +228,10 @@ def test_pre_011_logs_diverge_for_good_after_a_lossy_restart() -> None:
 @pytest.mark.parametrize("mode", ["kip-101", "kip-279", "current"])
 def test_no_two_round_hw_lag_loss_once_followers_stop_truncating_to_hw(mode: str) -> None:
     report = explore(mode, **TWO_BROKERS, max_lossy_crashes=0, schedules=2_000, seed=0)
-    assert "S1" not in report.class_counts, report.summary()
+    assert "S1" not in report.class_counts, explain(report)
     if mode != "kip-101":
         # KIP-279 closed the fast-leader-change hole too
-        assert report.class_counts == {}, report.summary()
+        assert report.class_counts == {}, explain(report)
 
 
 @pytest.mark.slow
@@ -232,7 +241,7 @@ def test_current_with_min_isr_2_acks_all_and_no_unclean_election_is_safe() -> No
         unclean_leader_election=False, max_lossy_crashes=0, schedules=10_000, seed=0,
     )
     assert report.schedules == 10_000
-    assert report.violating_schedules == 0, report.summary()
+    assert report.violating_schedules == 0, explain(report)
 
 
 @pytest.mark.slow
@@ -240,5 +249,5 @@ def test_current_with_min_isr_2_acks_all_and_no_unclean_election_is_safe() -> No
 def test_after_a_lossy_restart_logs_reconverge_from_kip_279_on(mode: str) -> None:
     # S2's loss remains (the replica that kept m2 is not the one elected) but never divergence
     report = explore(mode, **TWO_BROKERS, schedules=3_000, seed=0)
-    assert "S2" in report.class_counts, report.summary()
-    assert not any(finding.diverged for finding in report.findings), report.summary()
+    assert "S2" in report.class_counts, explain(report)
+    assert not any(finding.diverged for finding in report.findings), explain(report)
