@@ -140,8 +140,9 @@ def _error_frame(trace_id: str, source: str, reason: str) -> pd.DataFrame:
 
 def build_scores(
     spark: SparkSession, paths: Sequence[str], assignors: Sequence[str], timings: bool = True
-) -> tuple[DataFrame, list[dict[str, str]]]:
-    """Scores DataFrame (with error columns) and the errors of rows that name no trace."""
+) -> tuple[DataFrame, list[dict[str, str]], DataFrame]:
+    """Scores DataFrame (with error columns), the errors of rows that name no trace, and the
+    persisted raw rows (to unpersist once the scores are computed)."""
     from pyspark.sql import functions as F
 
     trace_files = files.list_files(spark, paths, trace.TRACE_SUFFIXES)
@@ -165,7 +166,7 @@ def build_scores(
         .groupBy("trace_id", "assignor")
         .applyInPandas(replay_udf, schema=schema)
     )
-    return scored, orphan_errors
+    return scored, orphan_errors, raw_rows
 
 
 def errors_jsonl(errors: Sequence[dict[str, str | None]]) -> str:
@@ -175,6 +176,15 @@ def errors_jsonl(errors: Sequence[dict[str, str | None]]) -> str:
     return "".join(
         json.dumps({"trace_id": trace_id or None, "file": source, "reason": reason}) + "\n"
         for trace_id, source, reason in unique
+    )
+
+
+def _summarize_group(rows: pd.DataFrame) -> pd.DataFrame:
+    """The summary row of one trace x assignor from its score rows (nulls back to None)."""
+    cleaned = rows.astype(object).where(rows.notna(), None)
+    records = [scoring.ScoreRow(*values) for values in cleaned.itertuples(index=False)]
+    return pd.DataFrame.from_records(
+        scoring.summarize(records), columns=scoring.SUMMARY_SCHEMA.names
     )
 
 
@@ -208,45 +218,43 @@ def run(
     if spark is None:
         conf_map = dict(conf) if isinstance(conf, dict) else parse_conf(conf)
         spark = get_session(master=master, conf=conf_map, app_name="ktk-replay")
-    scored, errors = build_scores(spark, paths, assignors, timings=timings)
+    scored, errors, raw_rows = build_scores(spark, paths, assignors, timings=timings)
     scored = scored.persist()
+    scores = scored.filter(F.col("error_reason").isNull()).drop(*ERROR_COLUMNS)
+    summary = (
+        scores.groupBy("trace_id", "assignor")
+        .applyInPandas(_summarize_group, schema=spark_ddl(scoring.SUMMARY_SCHEMA))
+        .persist()
+    )
+    staging = files.staging_path(out_dir)
     try:
-        error_rows = scored.filter(F.col("error_reason").isNotNull())
+        failed = scored.filter(F.col("error_reason").isNotNull())
         errors += [
             {"trace_id": row["trace_id"], "file": row["error_file"], "reason": row["error_reason"]}
-            for row in error_rows.select("trace_id", "error_file", "error_reason").collect()
+            for row in failed.select("trace_id", "error_file", "error_reason").collect()
         ]
-        scores = scored.filter(F.col("error_reason").isNull()).drop(*ERROR_COLUMNS)
-        summary_schema = spark_ddl(scoring.SUMMARY_SCHEMA)
-
-        def summarize_udf(rows: pd.DataFrame) -> pd.DataFrame:
-            records = [scoring.ScoreRow(*values) for values in rows.itertuples(index=False)]
-            return pd.DataFrame.from_records(
-                scoring.summarize(records), columns=scoring.SUMMARY_SCHEMA.names
-            )
-
-        summary = scores.groupBy("trace_id", "assignor").applyInPandas(
-            summarize_udf, schema=summary_schema
+        (
+            scores.repartition("assignor")
+            .sortWithinPartitions("trace_id", "generation")
+            .write.partitionBy("assignor")
+            .parquet(f"{staging}/scores.parquet")
         )
-        staging = files.staging_path(out_dir)
-        try:
-            (
-                scores.repartition("assignor")
-                .sortWithinPartitions("trace_id", "generation")
-                .write.partitionBy("assignor")
-                .parquet(f"{staging}/scores.parquet")
-            )
-            summary_frame = summary.toPandas()
-            summary.coalesce(1).sortWithinPartitions("assignor", "trace_id").write.partitionBy(
-                "assignor"
-            ).parquet(f"{staging}/summary.parquet")
-            files.write_text(spark, f"{staging}/errors.jsonl", errors_jsonl(errors))
-            files.commit(spark, staging, out_dir)
-        except BaseException:
-            files.discard(spark, staging)
-            raise
+        summary_frame = summary.toPandas()
+        (
+            summary.coalesce(1)
+            .sortWithinPartitions("assignor", "trace_id")
+            .write.partitionBy("assignor")
+            .parquet(f"{staging}/summary.parquet")
+        )
+        files.write_text(spark, f"{staging}/errors.jsonl", errors_jsonl(errors))
+        files.commit(spark, staging, out_dir)
+    except BaseException:
+        files.discard(spark, staging)
+        raise
     finally:
+        summary.unpersist()
         scored.unpersist()
+        raw_rows.unpersist()
     summary_frame = summary_frame.sort_values(["trace_id", "assignor"], ignore_index=True)
     return RunResult(summary_frame, errors)
 
