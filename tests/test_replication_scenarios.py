@@ -59,6 +59,7 @@ VERDICTS: dict[str, dict[str, tuple[bool, bool]]] = {
     "s6-expand-with-maximal-isr": {"current": (False, False)},
     "s7-join-isr-below-leso": {"current": (True, False)},
     "s7-join-isr-at-leso": {"current": (False, False)},
+    "s8-stale-broker-epoch": {"current": (False, False)},
 }
 
 CELLS = [(name, mode) for name, modes in VERDICTS.items() for mode in modes]
@@ -108,6 +109,7 @@ def test_safe_cells_break_no_invariant() -> None:
         ("s5-unclean-shutdown-elr", "current"),
         ("s6-expand-with-maximal-isr", "current"),
         ("s7-join-isr-at-leso", "current"),
+        ("s8-stale-broker-epoch", "current"),
     ]:
         assert run(name, mode).violations == [], (name, mode)
 
