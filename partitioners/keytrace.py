@@ -59,6 +59,34 @@ TRACE_SCHEMA = pa.schema(
 )
 
 
+KEY_TRACE_SUFFIXES = (".jsonl", ".json", ".parquet", ".pq")
+
+
+def key_trace_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Files named by ``paths``: files as given, directories searched recursively for key-trace
+    files (sorted; hidden entries skipped). A missing path raises FileNotFoundError."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    candidate
+                    for candidate in path.rglob("*")
+                    if candidate.is_file()
+                    and candidate.name.endswith(KEY_TRACE_SUFFIXES)
+                    and not any(
+                        part.startswith((".", "_")) for part in candidate.relative_to(path).parts
+                    )
+                )
+            )
+        elif path.exists():
+            found.append(path)
+        else:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+    return found
+
+
 def read_key_trace(path: str | Path) -> pd.DataFrame:
     """A key trace file (``.parquet`` / ``.pq``, or JSON Lines, gzipped if ``.gz``) as a
     validated DataFrame."""

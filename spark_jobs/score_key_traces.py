@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KEY_TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet", ".pq")
 ORDER_COLUMNS = ("file_index", "row_index")
 
 
@@ -74,7 +73,7 @@ def read_key_traces(spark: SparkSession, paths: Sequence[str]) -> object:
     row position (a trace's records keep their order through the shuffle). Tasks read whole
     files into Arrow batches: local files in place, remote ones through Spark's binaryFile
     source."""
-    trace_files = files.list_files(spark, paths, KEY_TRACE_SUFFIXES)
+    trace_files = files.list_files(spark, paths, keytrace.KEY_TRACE_SUFFIXES)
     indexed = {uri: index for index, uri in enumerate(trace_files)}
     local = [uri for uri in trace_files if files.local_name(uri) is not None]
     remote = [uri for uri in trace_files if files.local_name(uri) is None]

@@ -166,3 +166,32 @@ def test_names_lists_java_and_librdkafka_partitioners():
     outcome = invoke("names")
     names = [row[0] for row in lines(outcome.stdout)]
     assert "java-builtin" in names and "librdkafka-murmur2_random" in names
+
+
+def test_score_reads_directories_and_scores_a_trace_spread_over_files(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from ktk.cli import app
+
+    lines = (EXAMPLES / "key-traces" / "orders-and-clicks.jsonl").read_text().splitlines()
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "a.jsonl").write_text("\n".join(lines[: len(lines) // 2]) + "\n")
+    (tmp_path / "nested" / "b.jsonl").write_text("\n".join(lines[len(lines) // 2 :]) + "\n")
+    whole = CliRunner().invoke(
+        app, ["partition", "score", str(EXAMPLES / "key-traces"), "--partitioners", "java-builtin"]
+    )
+    split = CliRunner().invoke(
+        app, ["partition", "score", str(tmp_path), "--partitioners", "java-builtin"]
+    )
+    assert whole.exit_code == split.exit_code == 0
+    assert whole.output == split.output
+
+
+def test_score_of_a_directory_without_key_traces_is_an_input_error(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from ktk.cli import app
+
+    result = CliRunner().invoke(app, ["partition", "score", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no key-trace files found" in result.output

@@ -193,15 +193,17 @@ def _python_scores(
 ) -> tuple[Any, list[Any]]:
     import pandas as pd
 
-    from partitioners.keytrace import read_key_trace
+    from partitioners.errors import InputError
+    from partitioners.keytrace import key_trace_files, read_key_trace
     from partitioners.scoring import score_traces
 
-    frames = [read_key_trace(path) for path in paths]
-    scores = [
-        score_traces(frame, names, batch_size=batch_size, linger_ms=linger_ms, seed=seed)
-        for frame in frames
-    ]
-    return pd.concat(scores, ignore_index=True), frames
+    # a trace's records may be spread over files: score the concatenation, as Spark does
+    frames = [read_key_trace(path) for path in key_trace_files(paths)]
+    if not frames:
+        raise InputError("no key-trace files found", field="TRACE", value=[str(p) for p in paths])
+    records = pd.concat(frames, ignore_index=True)
+    scores = score_traces(records, names, batch_size=batch_size, linger_ms=linger_ms, seed=seed)
+    return scores, [records]
 
 
 def _spark_scores(
