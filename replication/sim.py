@@ -111,7 +111,8 @@ class ConsumerState:
 
 
 def effective_mode(config: ScenarioConfig, mode: str | ProtocolMode | None = None) -> ProtocolMode:
-    """The mode a scenario runs under: ``mode`` (or the config's), with the config's switches.
+    """The mode a scenario runs under: ``mode`` by name (or the config's) with the config's
+    switches applied; a ``ProtocolMode`` object is used exactly as given.
 
     ELR is an option of ``current`` only; under older modes the config's flag is ignored.
     """
