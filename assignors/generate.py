@@ -270,9 +270,9 @@ def _partition_expansion(story: _Story) -> None:
 
 def _subscription_change(story: _Story) -> None:
     name = f"topic-{len(story.topics)}"
-    story.topics.append(
-        story.new_topic(name, story.rng.randint(1, max(1, story.topics[0].partitions)))
-    )
+    room = MAX_PARTITIONS_PER_GROUP - sum(topic.partitions for topic in story.topics)
+    wanted = story.rng.randint(1, max(1, story.topics[0].partitions))
+    story.topics.append(story.new_topic(name, max(0, min(wanted, room))))
     story.emit(f"{name} created")
     # a rolling deploy adds the new topic one member at a time, then drops the oldest topic
     oldest = story.topics[0].name

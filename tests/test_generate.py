@@ -144,3 +144,11 @@ def test_bad_parameters_are_input_errors(changes, field):
     with pytest.raises(InputError) as caught:
         generate_group(**arguments)
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "mixed"])
+def test_no_scenario_grows_a_group_past_a_hundred_thousand_partitions(scenario):
+    rows = generate_group(
+        scenario, 0, 2, members=(3, 3), partitions=(100_000, 100_000), max_generations=5
+    )
+    assert max(sum(t["partitions"] for t in row["topics"]) for row in rows) == 100_000
