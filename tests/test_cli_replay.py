@@ -239,3 +239,23 @@ def test_bundled_example_traces_replay_cleanly(tmp_path):
     )
     assert outcome.exit_code == 0, outcome.output
     assert len({row.trace_id for row in read_scores(tmp_path / "r")}) >= 5
+
+
+def test_bundled_example_traces_come_from_the_documented_command(tmp_path):
+    outcome = invoke(
+        "traces",
+        "generate",
+        "--scenario",
+        "mixed",
+        "--groups",
+        "10",
+        "--seed",
+        "137",
+        "--partitions",
+        "8-120",
+        "--out",
+        str(tmp_path),
+    )
+    assert outcome.exit_code == 0, outcome.output
+    bundled = EXAMPLES / "traces" / "mixed-s137.jsonl"
+    assert (tmp_path / "mixed-s137.jsonl").read_bytes() == bundled.read_bytes()
