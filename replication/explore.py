@@ -586,6 +586,10 @@ def explore(
         )
     if schedules < 0:
         raise InputError("schedules must be >= 0", field="schedules", value=schedules)
+    if acks in (-1, "-1"):
+        acks = "all"
+    if acks not in ("all", 0, 1) or isinstance(acks, bool):
+        raise InputError('acks must be 0, 1, -1 or "all"', field="acks", value=acks)
     unknown = sorted(set(stop_when_found) - set(CLASS_NAMES))
     if unknown:
         raise InputError("unknown violation class", field="stop_when_found", value=unknown[0])

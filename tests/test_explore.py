@@ -169,6 +169,7 @@ def test_stop_when_found_ends_the_search_at_the_first_schedule_of_the_class() ->
     [
         ({"mode": "kip-999"}, "mode"),
         ({"schedules": -1}, "schedules"),
+        ({"acks": 2}, "acks"),
         ({"stop_when_found": {"S9"}}, "stop_when_found"),
         ({"min_insync_replicas": 0}, "config.min_insync_replicas"),
     ],
