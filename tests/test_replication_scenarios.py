@@ -333,3 +333,64 @@ def test_current_protocol_keeps_every_invariant_without_lossy_crashes(
     lost = [value for value in result.acked_lost if value not in acks_1]
     outcome = (result.violations, lost, result.diverged)
     assert outcome == ([], [], False), scenario_to_text(scenario)
+
+
+# ---------------------------------------------------------------------------- simulator edges
+
+
+def run_steps(steps: list[dict], **config: object) -> ScenarioResult:
+    base = {"brokers": [1, 2, 3], "replicas": [1, 2, 3], **config}
+    return run_scenario(load_scenario({"name": "edge", "config": base, "steps": steps}))
+
+
+def test_acks_0_is_never_acknowledged_and_no_leader_refuses_writes() -> None:
+    result = run_steps(
+        [
+            {"produce": "m1", "acks": 0},
+            {"shutdown": 1},
+            {"shutdown": 2},
+            {"shutdown": 3},
+            {"produce": "m2", "acks": 1},
+        ]
+    )
+    assert result.final["results"] == {"m1": "sent", "m2": "NOT_LEADER_OR_FOLLOWER"}
+    assert result.final["acked"] == []
+
+
+def test_lost_fetch_reply_moves_the_leader_but_not_the_follower() -> None:
+    result = run_steps(
+        [{"produce": "m1", "acks": 1}, {"fetch": 2, "response": "lost"}],
+        brokers=[1, 2],
+        replicas=[1, 2],
+    )
+    replicas = result.final["replicas"]
+    assert (replicas["1"]["leo"], replicas["2"]["leo"]) == (1, 0)
+    assert result.timeline[-1]["result"] == "reply lost"
+
+
+def test_controlled_shutdown_moves_leadership_and_flushes() -> None:
+    result = run_steps([{"produce": "m1", "acks": 1}, {"shutdown": 1}, {"restart": 1}])
+    assert result.timeline[1]["leader"] == 2
+    assert result.final["replicas"]["1"]["log"] == [[0, 0, "m1"]]
+    assert 1 not in result.final["isr"]
+
+
+def test_restart_while_isolated_registers_once_healed() -> None:
+    result = run_steps(
+        [{"crash": 3}, {"isolate": 3}, {"restart": 3}, {"advance_ms": 9000}, {"heal": 3}]
+    )
+    outcomes = [entry["result"] for entry in result.timeline]
+    assert outcomes[2] == "restarted, cut off"
+    assert outcomes[4] == "healed, registered"
+    assert result.final["replicas"]["3"]["online"] is True
+
+
+def test_crash_is_noticed_only_after_the_session_timeout() -> None:
+    result = run_steps([{"crash": 1}, {"advance_ms": 8999}, {"advance_ms": 1}])
+    assert [entry["leader"] for entry in result.timeline] == [1, 1, 2]
+    assert result.timeline[2]["result"] == "t=9000: broker 1 fenced"
+
+
+def test_at_ms_moves_the_clock_to_an_absolute_time() -> None:
+    result = run_steps([{"fetch": 2, "at_ms": 2500}, {"advance_ms": 500}])
+    assert [entry["time_ms"] for entry in result.timeline] == [2500, 3000]

@@ -126,6 +126,10 @@ def _print_timeline(document: dict[str, Any]) -> None:
 
 
 def _print_verdict(document: dict[str, Any]) -> None:
+    for broker_id, view in document["replicas"].items():
+        records = ", ".join(f"{offset}:e{epoch} {value}" for offset, epoch, value in view["log"])
+        state = "" if view["online"] else " (down)"
+        out.print(f"r{broker_id} log [{escape(records)}] HW {view['hw']}{state}")
     lost = document["acked_lost"]
     out.print(
         f"acknowledged: {len(document['acked'])}, lost: "
