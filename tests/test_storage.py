@@ -30,8 +30,12 @@ from replication.storage import (
     read_time_index,
 )
 
+# derandomized: every run checks the same examples
 DISK_SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 
@@ -215,6 +219,7 @@ def test_checkpoint_files_use_kafkas_text_format(tmp_path: Path) -> None:
     assert entries == [EpochEntry(0, 0), EpochEntry(3, 12)]
 
 
+@settings(derandomize=True)
 @given(entries=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**12)), max_size=20))
 def test_epoch_checkpoint_text_round_trips(entries: list[tuple[int, int]]) -> None:
     assert parse_epoch_checkpoint(format_epoch_checkpoint(entries)) == entries
