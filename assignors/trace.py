@@ -95,10 +95,6 @@ class Trace:
         """True when the trace carries what the real group assigned (the `recorded` assignor)."""
         return any(generation.has_recorded_assignment() for generation in self.generations)
 
-    @property
-    def has_recorded(self) -> bool:
-        return self.has_recorded_assignment()
-
 
 class TraceFailure(NamedTuple):
     """A trace (or an unattributable row) that could not be read; ``trace_id`` is None when the
@@ -482,47 +478,6 @@ class RawRow(NamedTuple):
     line: int
     row: Any
     error: str | None = None
-
-
-class RowError(NamedTuple):
-    """A line that could not be read; ``row`` is ``{"trace_id": ...}`` when the broken text
-    still names its trace, else None."""
-
-    source: str
-    line: int
-    row: Any
-    error: InputError
-
-
-def iter_trace_rows_from_bytes(content: bytes, source: str) -> Iterator[RawRow | RowError]:
-    """The rows of one trace file given as bytes (``source`` names it and decides the format by
-    its suffix, as for :func:`iter_trace_rows`). Unreadable lines come back as RowError in
-    place; an undecodable file raises InputError."""
-    name = source.rstrip("/").rsplit("/", 1)[-1]
-    if name.endswith(".parquet"):
-        try:
-            parquet = pq.ParquetFile(pa.BufferReader(content))
-        except pa.ArrowException as error:
-            raise InputError(f"unreadable Parquet file: {error}", source=source) from None
-        for _, line, row in _parquet_rows(parquet, source):
-            yield RawRow(source, line, row)
-        return
-    try:
-        data = gzip.decompress(content) if name.endswith(".gz") else content
-        text = data.decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as error:
-        raise InputError(f"unreadable file: {error}", source=source) from None
-    bad_lines: list[InputError] = []
-    lines = text.split("\n")  # only newlines end rows; U+2028 may sit inside a JSON string
-    rows = {line: row for _, line, row in _json_lines(lines, source, bad_lines)}
-    problems = {problem.line or 0: problem for problem in bad_lines}
-    for line in sorted(rows.keys() | problems.keys()):
-        if line in problems:
-            problem = problems[line]
-            named = {"trace_id": problem.trace_id} if problem.trace_id else None
-            yield RowError(source, line, named, problem)
-        else:
-            yield RawRow(source, line, rows[line])
 
 
 def assemble_trace(trace_id: str, raw_rows: Iterable[RawRow]) -> Trace:

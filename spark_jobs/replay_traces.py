@@ -94,19 +94,15 @@ def _rows_of(path: str, source: str) -> Iterator[tuple[object, ...]]:
 
 
 def _assemble(trace_id: str, rows: pd.DataFrame) -> trace.Trace | trace.TraceFailure:
-    """One trace from its raw rows; the first bad row in (file, line) order fails it."""
-    generations = []
-    for source, line, text, error in zip(
-        rows["source"], rows["line"], rows["row"], rows["error"], strict=True
-    ):
-        if error is not None:
-            return trace.TraceFailure(trace_id, source, int(line), error)
-        try:
-            generations.append(trace.parse_generation(json.loads(text), source, int(line)))
-        except InputError as problem:
-            return trace.TraceFailure(trace_id, source, int(line), str(problem))
+    """One trace from its raw rows (in file, line order); the first bad row fails it."""
+    raw_rows = [
+        trace.RawRow(source, int(line), None if text is None else json.loads(text), error)
+        for source, line, text, error in zip(
+            rows["source"], rows["line"], rows["row"], rows["error"], strict=True
+        )
+    ]
     try:
-        return trace.build_trace(trace_id, generations)
+        return trace.assemble_trace(trace_id, raw_rows)
     except InputError as problem:
         return trace.TraceFailure(trace_id, problem.source or "", problem.line, str(problem))
 
