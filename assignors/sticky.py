@@ -324,19 +324,21 @@ def _assign_heterogeneous(
         loads += claimed
 
     by_choice = sorted(range(num_topics), key=lambda p: (subscribers[p].size, p))
+    # among equally loaded subscribers, new partitions go first to the least constrained
+    ties = _tie_order(subscribers, kept, free, loads, rank)
     for position in by_choice:
         members = subscribers[position]
         if members.size == 0:
             continue
         unplaced = int(counts[position] - kept[position].sum())
-        added = _water_fill(loads[members], unplaced, rank[members])
+        added = _water_fill(loads[members], unplaced, ties[members])
         free[position] += added
         loads[members] += added
 
     claims = [held.copy() for held in kept]
     moved_claims = False
     while True:
-        _spread_free(by_choice, subscribers, free, loads, rank)
+        _spread_free(by_choice, subscribers, kept, free, loads, rank)
         if not _move_claimed(by_choice, subscribers, kept, free, loads, rank):
             break
         moved_claims = True
@@ -359,9 +361,31 @@ def _assign_heterogeneous(
         _realize(state, np.arange(start, stop, dtype=_INDEX), targets)
 
 
+def _tie_order(
+    subscribers: list[np.ndarray],
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> np.ndarray:
+    """Tie-break rank per member: members whose held topics allow the most extra load first
+    (a member may hold a topic only while at most one above the topic's emptiest subscriber),
+    then by ``rank``. O(E)."""
+    unlimited = int(loads.sum()) + 2
+    cap = np.full(loads.size, unlimited, dtype=_INDEX)
+    for members, held, placed in zip(subscribers, kept, free, strict=True):
+        if members.size:
+            holding = members[(held + placed) > 0]
+            np.minimum.at(cap, holding, int(loads[members].min()) + 1)
+    ties = np.empty(loads.size, dtype=_INDEX)
+    ties[np.lexsort((rank, -cap))] = np.arange(loads.size, dtype=_INDEX)
+    return ties
+
+
 def _spread_free(
     order: list[int],
     subscribers: list[np.ndarray],
+    kept: list[np.ndarray],
     free: list[np.ndarray],
     loads: np.ndarray,
     rank: np.ndarray,
@@ -371,6 +395,7 @@ def _spread_free(
     improved = True
     while improved:
         improved = False
+        ties = _tie_order(subscribers, kept, free, loads, rank)
         for position in order:
             placed = free[position]
             units = int(placed.sum())
@@ -379,7 +404,7 @@ def _spread_free(
             members = subscribers[position]
             current = loads[members]
             base = current - placed
-            refilled = _water_fill(base, units, rank[members])
+            refilled = _water_fill(base, units, ties[members])
             after = base + refilled
             if int((after * after).sum()) < int((current * current).sum()):
                 free[position] = refilled
@@ -504,19 +529,18 @@ def _search_loads(
     holdings: list[np.ndarray],
 ) -> list[np.ndarray]:
     """Steepest descent over member loads: shift one partition of load from a member that took
-    partitions it did not claim to a member that lost claims, while that lets the flow keep
-    more claims. O(steps · takers · losers · flow)."""
+    partitions it did not claim to any other member, while that lets the flow keep more claims.
+    O(steps · takers · members · flow)."""
     best_moves = _moves(claims, holdings)
+    active = np.flatnonzero(np.bincount(np.concatenate(subscribers), minlength=loads.size)).tolist()
     for _ in range(LOAD_SEARCH_STEPS):
         if best_moves == 0:
             break
         kept = np.zeros(loads.size, dtype=_INDEX)
-        claimed = np.zeros(loads.size, dtype=_INDEX)
         for members, own, held in zip(subscribers, claims, holdings, strict=True):
             np.add.at(kept, members, np.minimum(own, held))
-            np.add.at(claimed, members, own)
         givers = np.flatnonzero(loads > kept).tolist()
-        takers = np.flatnonzero(claimed > kept).tolist()
+        takers = active
         improved = None
         for giver in givers:
             for taker in takers:

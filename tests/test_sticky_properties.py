@@ -84,7 +84,7 @@ def test_uniform_moves_are_the_fewest_any_balanced_assignment_needs(group):
 
 @settings(max_examples=80, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(groups(max_members=3, max_topics=3, max_partitions=2, subscription="heterogeneous",
+@given(groups(max_members=4, max_topics=3, max_partitions=2, subscription="heterogeneous",
               owned=True))
 def test_heterogeneous_moves_are_the_fewest_on_tiny_groups(group):
     partitions = StickyAssignor().assign(group).partitions
