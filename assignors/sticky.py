@@ -50,11 +50,16 @@ per-partition quantity is a numpy array, so the cost is dominated by a few sorts
   Time O(P log P + C log C).
 - Heterogeneous subscriptions: work on counts per (topic, subscriber) edge. Claimed partitions
   stay; the unclaimed partitions of each topic are water-filled onto its least-loaded
-  subscribers (topics with the fewest subscribers first); then the freely placed partitions of
-  each topic are re-water-filled while that lowers the sum of squared loads, and only a pair
-  that breaks Kafka's rule with no free partition to fix it moves claimed ones (as few as the
-  pair needs). Time O(S · E log E + P log P) for E subscription edges and S sweeps (S is small:
-  each sweep strictly lowers the sum of squared loads and it rarely takes more than a few).
+  subscribers (topics with the fewest subscribers first; among equal loads, members whose held
+  topics allow more load first); then the freely placed partitions of each topic are
+  re-water-filled while that lowers the sum of squared loads, and only a pair that breaks
+  Kafka's rule with no free partition to fix it moves claimed ones. When claims had to move, a
+  min-cost flow (topics -> members, a member may take a topic only while at most one above the
+  topic's emptiest subscriber) keeps the most claims for the loads reached, and for groups of
+  at most ``LOAD_SEARCH_LIMIT`` member x edge pairs a local search over loads looks for fewer
+  moves. Time O(S · E log E + P log P) for E subscription edges and S sweeps (each sweep
+  strictly lowers the sum of squared loads; it rarely takes more than a few), plus one flow
+  over 2E arcs when claims move.
 """
 
 from __future__ import annotations
@@ -269,7 +274,7 @@ def _uniform_targets(
 def _water_fill(loads: np.ndarray, units: int, rank: np.ndarray) -> np.ndarray:
     """How many of ``units`` each member gets when every unit goes to the least-loaded member
     (ties: lowest rank): everyone below a level is raised to it, the rest go one each in rank
-    order to the members at that level. O(m log m) for m members."""
+    order to the members at that level. O(m log units) for m members."""
     added = np.zeros(loads.size, dtype=_INDEX)
     if units <= 0 or loads.size == 0:
         return added
