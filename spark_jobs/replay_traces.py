@@ -32,6 +32,7 @@ from assignors import replay as replay_module
 from assignors import scoring, trace
 from assignors.errors import InputError
 from spark_jobs import files
+from spark_jobs.schemas import spark_ddl
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -42,29 +43,6 @@ log = logging.getLogger(__name__)
 RAW_ROW_SCHEMA = "trace_id string, source string, line long, row string, error string"
 
 ERROR_COLUMNS = ("error_file", "error_reason")
-
-
-def spark_type(arrow_type: pa.DataType) -> str:
-    """Spark SQL type name for the flat Arrow types the result schemas use."""
-    if pa.types.is_boolean(arrow_type):
-        return "boolean"
-    if pa.types.is_int8(arrow_type) or pa.types.is_int16(arrow_type):
-        return "smallint"
-    if pa.types.is_int32(arrow_type):
-        return "int"
-    if pa.types.is_integer(arrow_type):
-        return "bigint"
-    if pa.types.is_floating(arrow_type):
-        return "double"
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return "string"
-    raise TypeError(f"no Spark type for result column type {arrow_type}")
-
-
-def spark_ddl(schema: pa.Schema, extra: Sequence[str] = ()) -> str:
-    columns = [f"`{field.name}` {spark_type(field.type)}" for field in schema]
-    columns += [f"`{name}` string" for name in extra]
-    return ", ".join(columns)
 
 
 def read_file_rows(uri: str, content: bytes | None = None) -> Iterator[tuple[object, ...]]:
@@ -152,7 +130,7 @@ def build_scores(
     ]
     named = raw_rows.filter(F.col("trace_id").isNotNull())
     assignor_frame = spark.createDataFrame([(name,) for name in assignors], "assignor string")
-    schema = spark_ddl(scoring.SCORE_SCHEMA, ERROR_COLUMNS)
+    schema = spark_ddl(scoring.SCORE_SCHEMA, [f"{name} string" for name in ERROR_COLUMNS])
 
     def replay_udf(key: tuple[str, ...], rows: pd.DataFrame) -> pd.DataFrame:
         return _replay_group(key[1], rows, timings)

@@ -27,6 +27,7 @@ import pyarrow as pa
 from partitioners import keytrace, scoring
 from partitioners.registry import DEFAULT_BATCH_SIZE
 from spark_jobs import files
+from spark_jobs.schemas import spark_ddl
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,26 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ORDER_COLUMNS = ("file_index", "row_index")
-
-
-def _spark_type(arrow_type: pa.DataType) -> str:
-    if pa.types.is_list(arrow_type):
-        return f"array<{_spark_type(arrow_type.value_type)}>"
-    if pa.types.is_binary(arrow_type):
-        return "binary"
-    if pa.types.is_int32(arrow_type):
-        return "int"
-    if pa.types.is_integer(arrow_type):
-        return "bigint"
-    if pa.types.is_floating(arrow_type):
-        return "double"
-    if pa.types.is_string(arrow_type):
-        return "string"
-    raise TypeError(f"no Spark type for {arrow_type}")
-
-
-def spark_ddl(schema: pa.Schema, extra: Sequence[str] = ()) -> str:
-    return ", ".join([*(f"`{f.name}` {_spark_type(f.type)}" for f in schema), *extra])
 
 
 def _read_file(file_index: int, uri: str, content: bytes | None) -> pd.DataFrame:
