@@ -59,8 +59,7 @@ def demo_command(
         str | None, typer.Option("--master", help="Spark master (default local[*]).")
     ] = None,
 ) -> None:
-    """Run the main job on local Spark: generate traces, replay them through every assignor,
-    score a key trace, build the dashboard."""
+    """Run the main job on local Spark: traces through every assignor, then the dashboard."""
     from assignors import registry, replay
     from dashboards.rebalance import write_rebalance_page
     from spark_jobs import replay_traces, score_key_traces
