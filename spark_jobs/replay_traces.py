@@ -85,16 +85,15 @@ def _assemble(trace_id: str, rows: pd.DataFrame) -> trace.Trace | trace.TraceFai
         return trace.TraceFailure(trace_id, problem.source or "", problem.line, str(problem))
 
 
-def _replay_group(assignor_name: str, rows: pd.DataFrame, timings: bool) -> pd.DataFrame:
-    """Replay one trace through one assignor; the group's rows are that trace's raw rows."""
+def _replay_trace(rows: pd.DataFrame, assignors: Sequence[str], timings: bool) -> pd.DataFrame:
+    """Replay one trace (the group's rows are its raw rows) through every assignor: the trace
+    is read once and each assignor's rows follow in the order given."""
     ordered = rows.sort_values(["source", "line"], kind="stable")
     trace_id = str(ordered["trace_id"].iloc[0])
     assembled = _assemble(trace_id, ordered)
     if isinstance(assembled, trace.TraceFailure):
         return _error_frame(trace_id, assembled.file, assembled.reason)
-    if assignor_name == replay_module.RECORDED and not assembled.has_recorded_assignment():
-        return _empty_frame()
-    score_rows = replay_module.replay(assembled, assignor_name, timings=timings)
+    score_rows = replay_module.replay_assignors(assembled, assignors, timings=timings)
     frame = pd.DataFrame.from_records(score_rows, columns=scoring.SCORE_SCHEMA.names)
     for column in ERROR_COLUMNS:
         frame[column] = None
@@ -129,17 +128,14 @@ def build_scores(
         for row in raw_rows.filter(F.col("trace_id").isNull()).collect()
     ]
     named = raw_rows.filter(F.col("trace_id").isNotNull())
-    assignor_frame = spark.createDataFrame([(name,) for name in assignors], "assignor string")
     schema = spark_ddl(scoring.SCORE_SCHEMA, [f"{name} string" for name in ERROR_COLUMNS])
+    names = list(assignors)
 
-    def replay_udf(key: tuple[str, ...], rows: pd.DataFrame) -> pd.DataFrame:
-        return _replay_group(key[1], rows, timings)
+    def replay_udf(rows: pd.DataFrame) -> pd.DataFrame:
+        return _replay_trace(rows, names, timings)
 
-    scored = (
-        named.crossJoin(F.broadcast(assignor_frame))
-        .groupBy("trace_id", "assignor")
-        .applyInPandas(replay_udf, schema=schema)
-    )
+    # one group per trace: parsed once, replayed through every assignor in the same task
+    scored = named.groupBy("trace_id").applyInPandas(replay_udf, schema=schema)
     return scored, orphan_errors, raw_rows
 
 
@@ -154,7 +150,7 @@ def errors_jsonl(errors: Sequence[dict[str, str | None]]) -> str:
 
 
 def _summarize_group(rows: pd.DataFrame) -> pd.DataFrame:
-    """The summary row of one trace x assignor from its score rows (nulls back to None)."""
+    """The summary rows (one per assignor) of one trace from its score rows."""
     cleaned = rows.astype(object).where(rows.notna(), None)
     records = [scoring.ScoreRow(*values) for values in cleaned.itertuples(index=False)]
     return pd.DataFrame.from_records(
@@ -196,7 +192,7 @@ def run(
     scored = scored.persist()
     scores = scored.filter(F.col("error_reason").isNull()).drop(*ERROR_COLUMNS)
     summary = (
-        scores.groupBy("trace_id", "assignor")
+        scores.groupBy("trace_id")
         .applyInPandas(_summarize_group, schema=spark_ddl(scoring.SUMMARY_SCHEMA))
         .persist()
     )
