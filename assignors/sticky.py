@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from itertools import repeat
 
 import numpy as np
-from ortools.graph.python import min_cost_flow
+from ortools.graph.python import max_flow, min_cost_flow
 
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
@@ -355,6 +355,16 @@ def _assign_heterogeneous(
         edges = sum(members.size for members in subscribers)
         if edges * num_members <= LOAD_SEARCH_LIMIT:
             holdings = _search_loads(subscribers, claims, counts, loads, holdings)
+    if state.racks is not None:
+        # same loads and claims kept; the counts per topic now also follow replica racks
+        running = np.zeros((state.racks.local.shape[0] + 1, state.racks.local.shape[1]),
+                           dtype=_INDEX)
+        np.cumsum(state.racks.local, axis=0, out=running[1:])
+        local_by_rack = running[offsets + counts] - running[offsets]
+        located = _fewest_moves(subscribers, claims, counts, loads,
+                                (local_by_rack, state.racks.member_rack))
+        if located is not None:
+            holdings = located
 
     for position in range(num_topics):
         members = subscribers[position]
@@ -469,56 +479,82 @@ def _fewest_moves(
     claims: list[np.ndarray],
     counts: np.ndarray,
     loads: np.ndarray,
+    locality: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[np.ndarray] | None:
     """Per topic, how many partitions each subscriber holds so that every member keeps its load
     from ``loads``, Kafka's rule holds and the most claims are kept: a min-cost flow from topics
     to members where a member may take a topic only if no subscriber of the topic is two or more
     below it, and a unit costs 1 unless it is one of the member's own claims on that topic.
-    Nodes: source, T topics, M members, sink; arcs: two per subscription edge. None when no
-    assignment has these loads."""
+
+    With ``locality`` (partitions of each topic with a replica on each consumer rack, T x R; the
+    rack column of each member, -1 unknown), a new unit costs more when it is not rack-local, and
+    a (topic, rack) node caps the local units at what the rack can hold; a lost claim always
+    costs more than any locality gained. Nodes: source, T topics, M members, sink, T x R
+    (topic, rack); arcs: two or three per subscription edge. None when no assignment has these
+    loads."""
     num_topics, num_members = len(subscribers), loads.size
     source, sink = 0, 1 + num_topics + num_members
-    tails, heads, capacities, costs = [], [], [], []
+    num_racks = locality[0].shape[1] if locality is not None else 0
+    rack_base = sink + 1
+    new_cost = 1 if locality is None else int(counts.sum()) + 1
+    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(_INDEX)
+    tails: list[np.ndarray] = []
+    heads: list[np.ndarray] = []
+    capacities: list[np.ndarray] = []
+    costs: list[np.ndarray] = []
+    edges: list[np.ndarray] = []  # subscription edge each arc feeds, -1 for inner arcs
+
+    def add(tail: object, head: np.ndarray, capacity: object, cost: int,
+            edge: np.ndarray | None) -> None:
+        size = head.size
+        tails.append(np.broadcast_to(np.asarray(tail, dtype=_INDEX), (size,)))
+        heads.append(head.astype(_INDEX))
+        capacities.append(np.broadcast_to(np.asarray(capacity, dtype=_INDEX), (size,)))
+        costs.append(np.full(size, cost, dtype=_INDEX))
+        edges.append(np.full(size, -1, dtype=_INDEX) if edge is None else edge)
+
     for position, members in enumerate(subscribers):
         if members.size == 0:
             continue
-        allowed = members[loads[members] <= int(loads[members].min()) + 1]
-        own = claims[position][loads[members] <= int(loads[members].min()) + 1]
-        topic_node = np.full(allowed.size, 1 + position, dtype=_INDEX)
-        member_nodes = 1 + num_topics + allowed
-        tails += [topic_node, topic_node]
-        heads += [member_nodes, member_nodes]
-        capacities += [own, np.full(allowed.size, int(counts[position]), dtype=_INDEX)]
-        costs += [np.zeros(allowed.size, dtype=_INDEX), np.ones(allowed.size, dtype=_INDEX)]
-    topic_nodes = np.arange(1, 1 + num_topics, dtype=_INDEX)
-    member_nodes = np.arange(1 + num_topics, 1 + num_topics + num_members, dtype=_INDEX)
-    tails += [np.zeros(num_topics, dtype=_INDEX), member_nodes]
-    heads += [topic_nodes, np.full(num_members, sink, dtype=_INDEX)]
-    capacities += [counts.astype(_INDEX), loads.astype(_INDEX)]
-    costs += [np.zeros(num_topics, dtype=_INDEX), np.zeros(num_members, dtype=_INDEX)]
+        slots = np.flatnonzero(loads[members] <= int(loads[members].min()) + 1)
+        allowed = members[slots]
+        topic_node = 1 + position
+        size = int(counts[position])
+        edge = edge_offsets[position] + slots
+        add(topic_node, 1 + num_topics + allowed, claims[position][slots], 0, edge)
+        add(topic_node, 1 + num_topics + allowed, size, new_cost + (locality is not None), edge)
+        if locality is None:
+            continue
+        local_by_rack, member_rack = locality
+        racks_here = member_rack[allowed]
+        for rack in np.unique(racks_here[racks_here >= 0]).tolist():
+            local_count = int(local_by_rack[position, rack])
+            if local_count == 0:
+                continue
+            rack_node = rack_base + position * num_racks + rack
+            add(topic_node, np.asarray([rack_node]), local_count, new_cost, None)
+            chosen = racks_here == rack
+            add(rack_node, 1 + num_topics + allowed[chosen], size, 0, edge[chosen])
+    add(source, 1 + np.arange(num_topics), counts, 0, None)
+    add(1 + num_topics + np.arange(num_members), np.full(num_members, sink), loads, 0, None)
 
     flow = min_cost_flow.SimpleMinCostFlow()
     arcs = flow.add_arcs_with_capacity_and_unit_cost(
         np.concatenate(tails), np.concatenate(heads), np.concatenate(capacities),
         np.concatenate(costs),
     )
-    supplies = np.zeros(sink + 1, dtype=_INDEX)
+    num_nodes = rack_base + num_topics * num_racks
+    supplies = np.zeros(num_nodes, dtype=_INDEX)
     supplies[source], supplies[sink] = int(counts.sum()), -int(counts.sum())
-    flow.set_nodes_supplies(np.arange(sink + 1, dtype=_INDEX), supplies)
+    flow.set_nodes_supplies(np.arange(num_nodes, dtype=_INDEX), supplies)
     if flow.solve() != flow.OPTIMAL:
         return None
     flows = flow.flows(arcs)
-
-    holdings, cursor = [], 0
-    for members in subscribers:
-        held = np.zeros(members.size, dtype=_INDEX)
-        if members.size:
-            mask = loads[members] <= int(loads[members].min()) + 1
-            count = int(mask.sum())
-            held[mask] = flows[cursor : cursor + count] + flows[cursor + count : cursor + 2 * count]
-            cursor += 2 * count
-        holdings.append(held)
-    return holdings
+    arc_edges = np.concatenate(edges)
+    feeding = arc_edges >= 0
+    held = np.zeros(int(edge_offsets[-1]), dtype=_INDEX)
+    np.add.at(held, arc_edges[feeding], flows[feeding])
+    return [held[edge_offsets[p] : edge_offsets[p + 1]] for p in range(num_topics)]
 
 
 def _moves(claims: list[np.ndarray], holdings: list[np.ndarray]) -> int:
@@ -665,27 +701,68 @@ def _deal(pool: np.ndarray, deficits: np.ndarray, rank: np.ndarray, owner: np.nd
 def _deal_local(
     pool: np.ndarray, deficits: np.ndarray, rank: np.ndarray, racks: _RackMap, owner: np.ndarray
 ) -> np.ndarray:
-    """Deal rack-local partitions to members first (partitions with the fewest local racks
-    first, so multi-rack partitions stay available); returns what is left of the pool."""
-    if pool.size == 0:
+    """Deal as many rack-local partitions as possible to members short of their target: a max
+    flow from classes of partitions (same set of replica racks) to consumer racks (capped by
+    the shortfall of the rack's members) says how many of each class each rack takes; each
+    rack's share is then dealt round-robin to its members. Returns what is left of the pool.
+    O(pool · racks) plus a flow on at most 2^racks x racks arcs."""
+    if pool.size == 0 or racks.local.shape[1] == 0:
         return pool
+    num_racks = racks.local.shape[1]
+    member_rack = racks.member_rack
+    demand = np.zeros(num_racks, dtype=_INDEX)
+    needy = (deficits > 0) & (member_rack >= 0)
+    np.add.at(demand, member_rack[needy], deficits[needy])
     local = racks.local[pool]
-    spread = local.sum(axis=1)
+    classes, class_of = np.unique(local, axis=0, return_inverse=True)
+    class_of = class_of.reshape(-1)
+    class_sizes = np.bincount(class_of, minlength=len(classes))
+    useful = [c for c in range(len(classes)) if classes[c].any()]
+    if not useful or not demand.any():
+        return pool
+
+    # nodes: 0 source, 1 sink, 2.. classes, then racks
+    flow = max_flow.SimpleMaxFlow()
+    rack_node = 2 + len(classes)
+    tails, heads, capacities = [], [], []
+    for c in useful:
+        tails.append(0)
+        heads.append(2 + c)
+        capacities.append(int(class_sizes[c]))
+    class_rack_arcs = []
+    for c in useful:
+        for r in np.flatnonzero(classes[c]).tolist():
+            class_rack_arcs.append((c, r, len(tails)))
+            tails.append(2 + c)
+            heads.append(rack_node + r)
+            capacities.append(int(class_sizes[c]))
+    for r in range(num_racks):
+        tails.append(rack_node + r)
+        heads.append(1)
+        capacities.append(int(demand[r]))
+    arcs = flow.add_arcs_with_capacity(np.asarray(tails), np.asarray(heads),
+                                       np.asarray(capacities))
+    if flow.solve(0, 1) != flow.OPTIMAL:
+        return pool
+    flows = flow.flows(arcs)
+
     taken = np.zeros(pool.size, dtype=bool)
-    for column in range(local.shape[1]):
-        wanting = np.flatnonzero((racks.member_rack == column) & (deficits > 0))
-        if wanting.size == 0:
+    members_of_class = [np.flatnonzero(class_of == c) for c in range(len(classes))]
+    next_of_class = np.zeros(len(classes), dtype=_INDEX)
+    chosen_by_rack: list[list[np.ndarray]] = [[] for _ in range(num_racks)]
+    for c, r, arc in class_rack_arcs:
+        units = int(flows[arc])
+        if units:
+            start = int(next_of_class[c])
+            chosen_by_rack[r].append(members_of_class[c][start : start + units])
+            next_of_class[c] += units
+    for r in range(num_racks):
+        if not chosen_by_rack[r]:
             continue
-        candidates = np.flatnonzero(local[:, column] & ~taken)
-        candidates = candidates[np.argsort(spread[candidates], kind="stable")]
-        room = int(deficits[wanting].sum())
-        chosen = np.sort(candidates[:room])
-        if chosen.size == 0:
-            continue
-        column_deficits = np.zeros_like(deficits)
-        column_deficits[wanting] = deficits[wanting]
-        before = column_deficits.copy()
-        _deal(pool[chosen], column_deficits, rank, owner)
-        deficits -= before - column_deficits
+        chosen = np.sort(np.concatenate(chosen_by_rack[r]))
+        rack_deficits = np.where(member_rack == r, deficits, 0)
+        before = rack_deficits.copy()
+        _deal(pool[chosen], rack_deficits, rank, owner)
+        deficits -= before - rack_deficits
         taken[chosen] = True
     return pool[~taken]
