@@ -203,3 +203,18 @@ def test_feeding_the_answer_back_changes_nothing(num_members):
         for m in members
     ))
     assert _assign(again) == first
+
+
+def test_heterogeneous_counts_per_topic_follow_replica_racks():
+    # c0 sits with topic a's replicas, c1 with topic b's; c2 (no rack) takes only b
+    a_racks = (frozenset({"r0"}),) * 2
+    b_racks = (frozenset({"r1"}),) * 4
+    group = Group((Topic("a", 2, replica_racks=a_racks), Topic("b", 4, replica_racks=b_racks)), (
+        _member("c0", "a,b", rack="r0"),
+        _member("c1", "a,b", rack="r1"),
+        _member("c2", "b"),
+    ))
+    partitions = _assign(group)
+    assert {tp.topic for tp in partitions["c0"]} == {"a"}
+    assert {tp.topic for tp in partitions["c1"]} == {"b"}
+    assert _counts(partitions) == {"c0": 2, "c1": 2, "c2": 2}
