@@ -38,10 +38,10 @@ def _print_assignor_totals(summary: object) -> None:
         forced=("total_forced", "sum"),
         revoked=("total_revoked", "sum"),
         rounds=("total_rounds", "sum"),
-        max_spread=("max_spread", "max"),
+        spread=("max_spread", "max"),
         invalid=("invalid_generations", "sum"),
     )
-    table = Table(title="Assignors over all traces", title_justify="left", box=None)
+    table = Table(title="Assignors over all traces", title_justify="left", box=None, pad_edge=False)
     for header in ("assignor", *totals.columns):
         table.add_column(header, justify="left" if header == "assignor" else "right", no_wrap=True)
     for assignor, row in totals.iterrows():
