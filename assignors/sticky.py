@@ -56,10 +56,10 @@ per-partition quantity is a numpy array, so the cost is dominated by a few sorts
   Kafka's rule with no free partition to fix it moves claimed ones. When claims had to move, a
   min-cost flow (topics -> members, a member may take a topic only while at most one above the
   topic's emptiest subscriber) keeps the most claims for the loads reached, and for groups of
-  at most ``LOAD_SEARCH_LIMIT`` member x edge pairs a local search over loads looks for fewer
-  moves. Time O(S · E log E + P log P) for E subscription edges and S sweeps (each sweep
-  strictly lowers the sum of squared loads; it rarely takes more than a few), plus one flow
-  over 2E arcs when claims move.
+  at most ``LOAD_SEARCH_EDGES`` subscription edges a local search over loads (at most
+  ``LOAD_SEARCH_TRIALS`` flows) looks for fewer moves. Time O(S · E log E + P log P) for E
+  subscription edges and S sweeps (each sweep strictly lowers the sum of squared loads; it
+  rarely takes more than a few), plus one flow over 2E arcs when claims move.
 """
 
 from __future__ import annotations
@@ -76,10 +76,10 @@ from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
 
 _INDEX = np.int64
 _NOBODY = -1
-# heterogeneous groups with at most this many members x subscription edges get a local search
-# over member loads for fewer moves (each step solves one small flow per member pair)
-LOAD_SEARCH_LIMIT = 40_000
-LOAD_SEARCH_STEPS = 16
+# heterogeneous groups with at most this many subscription edges get a local search over member
+# loads for fewer moves, trying at most this many load vectors (one small flow each)
+LOAD_SEARCH_EDGES = 2_000
+LOAD_SEARCH_TRIALS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +353,7 @@ def _assign_heterogeneous(
         if holdings is None:
             raise RuntimeError("the balanced loads admit no assignment")
         edges = sum(members.size for members in subscribers)
-        if edges * num_members <= LOAD_SEARCH_LIMIT:
+        if edges <= LOAD_SEARCH_EDGES:
             holdings = _search_loads(subscribers, claims, counts, loads, holdings)
     if state.racks is not None:
         # same loads and claims kept; the counts per topic now also follow replica racks
@@ -571,28 +571,27 @@ def _search_loads(
 ) -> list[np.ndarray]:
     """Steepest descent over member loads: shift one partition of load from a member that took
     partitions it did not claim to any other member, while that lets the flow keep more claims.
-    O(steps · takers · members · flow)."""
+    Stops after ``LOAD_SEARCH_TRIALS`` flows (a count, so the answer never depends on speed)."""
     best_moves = _moves(claims, holdings)
     active = np.flatnonzero(np.bincount(np.concatenate(subscribers), minlength=loads.size)).tolist()
-    for _ in range(LOAD_SEARCH_STEPS):
-        if best_moves == 0:
-            break
+    trials = 0
+    while best_moves > 0 and trials < LOAD_SEARCH_TRIALS:
         kept = np.zeros(loads.size, dtype=_INDEX)
         for members, own, held in zip(subscribers, claims, holdings, strict=True):
             np.add.at(kept, members, np.minimum(own, held))
         givers = np.flatnonzero(loads > kept).tolist()
         takers = active
         improved = None
-        for giver in givers:
-            for taker in takers:
-                if taker == giver:
-                    continue
-                trial = loads.copy()
-                trial[giver] -= 1
-                trial[taker] += 1
-                found = _fewest_moves(subscribers, claims, counts, trial)
-                if found is not None and _moves(claims, found) < best_moves:
-                    best_moves, improved = _moves(claims, found), (trial, found)
+        for giver, taker in ((g, t) for g in givers for t in takers if g != t):
+            if trials >= LOAD_SEARCH_TRIALS:
+                break
+            trials += 1
+            trial = loads.copy()
+            trial[giver] -= 1
+            trial[taker] += 1
+            found = _fewest_moves(subscribers, claims, counts, trial)
+            if found is not None and _moves(claims, found) < best_moves:
+                best_moves, improved = _moves(claims, found), (trial, found)
         if improved is None:
             break
         loads[:], holdings = improved
