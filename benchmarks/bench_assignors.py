@@ -1,5 +1,8 @@
 """Assignor speed at scale: ktk against kafka-python's assignors, same groups, same run.
 
+Assignors: sticky, cooperative-sticky (first round of each rebalance: what it hands out while
+moving partitions are withheld), range, roundrobin.
+
 Each scenario is a group of C consumers subscribed to every topic (topics of 1,000 partitions,
 P partitions in all): an initial assignment with no owned partitions, then a rebalance after
 every tenth consumer left, the others reporting what the initial round gave them (generation
@@ -86,6 +89,15 @@ def join_members(scenario: Scenario, protocol: str,
         topics = scenario.subscription(consumer)
         if protocol == "sticky" and owned is not None:
             metadata = StickyPartitionAssignor._metadata(topics, owned[member_id], 1)
+        elif protocol == "cooperative-sticky" and owned is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in owned[member_id]:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            metadata = ConsumerProtocolSubscription(
+                version=2, topics=topics, user_data=b"", generation_id=1,
+                owned_partitions=[ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=p)
+                                  for t, p in sorted(by_topic.items())],
+            )
         else:
             metadata = ConsumerProtocolSubscription(0, topics, b"")
         # through the wire format, as the coordinator receives it
@@ -124,11 +136,13 @@ def timed(action: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def peer_assignor(protocol: str) -> Any:
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-    return {"sticky": StickyPartitionAssignor, "range": RangePartitionAssignor,
+    return {"sticky": StickyPartitionAssignor, "cooperative-sticky": CooperativeStickyAssignor,
+            "range": RangePartitionAssignor,
             "roundrobin": RoundRobinPartitionAssignor}[protocol]()
 
 
@@ -151,7 +165,7 @@ def run_scenario(protocol: str, scenario: Scenario, with_peer: bool) -> list[tup
     return rows
 
 
-HEADER = (f"{'assignor':<12}{'consumers x partitions':<36}{'round':<11}"
+HEADER = (f"{'assignor':<20}{'consumers x partitions':<36}{'round':<11}"
           f"{'kafka-python s':>15}{'ktk s':>9}{'ratio':>9}{'ktk assign s':>14}")
 
 
@@ -159,7 +173,7 @@ def format_row(row: tuple[Any, ...]) -> str:
     protocol, label, round_name, peer, adapter, assign = row
     peer_text = f"{peer:15.3f}" if peer is not None else f"{'-':>15}"
     ratio = f"{peer / adapter:8.1f}x" if peer is not None and adapter > 0 else f"{'-':>9}"
-    return (f"{protocol:<12}{label:<36}{round_name:<11}{peer_text}{adapter:9.3f}{ratio}"
+    return (f"{protocol:<20}{label:<36}{round_name:<11}{peer_text}{adapter:9.3f}{ratio}"
             f"{assign:14.3f}")
 
 
@@ -177,7 +191,8 @@ def main() -> None:
     if arguments.million:
         ktk_sizes += [Scenario(2_000, 1_000_000), Scenario(2_000, 1_000_000, heterogeneous=True)]
     plan = [(protocol, scenario, with_peer)
-            for protocol in ("sticky", "range", "roundrobin") for scenario in peer_sizes]
+            for protocol in ("sticky", "cooperative-sticky", "range", "roundrobin")
+            for scenario in peer_sizes]
     # kafka-python cannot finish these sizes: ktk alone
     plan += [("sticky", scenario, False) for scenario in ktk_sizes]
 
