@@ -45,7 +45,9 @@ class InputError(AssignorError, ValueError):
             where = self.source if self.line is None else f"{self.source}:{self.line}"
         elif self.line is not None:
             where = f"line {self.line}"
-        parts = [p for p in (where, f"trace {self.trace_id}" if self.trace_id else "", self.field) if p]
+        parts = [
+            p for p in (where, f"trace {self.trace_id}" if self.trace_id else "", self.field) if p
+        ]
         text = self.message
         if self.value is not InputError._NO_VALUE:
             text += f" (got {self.value!r})"

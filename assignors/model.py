@@ -31,6 +31,7 @@ order, so sorting indexes sorts partitions.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -111,7 +112,7 @@ class Group:
         by_name = {topic.name: topic for topic in topics}
         if len(by_name) != len(topics):
             raise ValueError("duplicate topic name in group")
-        for previous, current in zip(members, members[1:], strict=False):
+        for previous, current in itertools.pairwise(members):
             if previous.member_id == current.member_id:
                 raise ValueError(f"duplicate member id {current.member_id!r}")
         object.__setattr__(self, "topics", topics)
@@ -170,7 +171,9 @@ class PartitionSpace:
             offsets.append(total)
             total += count
         object.__setattr__(self, "offsets", tuple(offsets))
-        object.__setattr__(self, "_offset_by_topic", dict(zip(self.topic_names, offsets, strict=True)))
+        object.__setattr__(
+            self, "_offset_by_topic", dict(zip(self.topic_names, offsets, strict=True))
+        )
 
     @property
     def size(self) -> int:
@@ -193,7 +196,9 @@ class PartitionSpace:
 
     def partition(self, index: int) -> TopicPartition:
         topic_position = bisect.bisect_right(self.offsets, index) - 1
-        return TopicPartition(self.topic_names[topic_position], index - self.offsets[topic_position])
+        return TopicPartition(
+            self.topic_names[topic_position], index - self.offsets[topic_position]
+        )
 
     def partitions(self, indexes: Iterable[int]) -> tuple[TopicPartition, ...]:
         """TopicPartitions for sorted or unsorted indexes, in the order given."""

@@ -65,7 +65,9 @@ def get(name: str) -> Assignor:
     assignor = loaded() if is_factory else loaded
     if not isinstance(assignor, Assignor):
         raise UnknownAssignorError(
-            f"entry point {ENTRY_POINT_GROUP}:{name} is not an assignor", field="assignor", value=name
+            f"entry point {ENTRY_POINT_GROUP}:{name} is not an assignor",
+            field="assignor",
+            value=name,
         )
     log.debug("loaded assignor plugin %s from %s", name, point.value)  # type: ignore[attr-defined]
     return assignor

@@ -11,7 +11,7 @@ from ktk.commands import assign, dashboard, demo, partition, replay, replicate, 
 
 app = typer.Typer(
     name="ktk",
-    help="Inspect, compare and replay how Kafka spreads work: assignors, partitioners, replication.",
+    help="See how Kafka spreads work (assignors, partitioners, replication) and compare.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
