@@ -84,8 +84,9 @@ def _adapter_class() -> type:
         """A ktk assignor behind kafka-python's assignor interface (one instance per consumer:
         it remembers this member's last assignment and generation)."""
 
-        def __init__(self, assignor: Assignor, *, rack: str | None,
-                     replica_racks: ReplicaRacks | None) -> None:
+        def __init__(
+            self, assignor: Assignor, *, rack: str | None, replica_racks: ReplicaRacks | None
+        ) -> None:
             self.assignor = assignor
             self.rack = rack
             self.replica_racks = replica_racks or _cluster_replica_racks
@@ -121,16 +122,20 @@ def _adapter_class() -> type:
             )
 
         def on_assignment(self, assignment: Any, generation: int) -> None:
-            self.owned = tuple(TopicPartition(tp.topic, tp.partition)
-                               for tp in assignment.partitions())
+            self.owned = tuple(
+                TopicPartition(tp.topic, tp.partition) for tp in assignment.partitions()
+            )
             self.generation = generation
 
         def assign(self, cluster: Any, members: Iterable[Any]) -> dict[str, Any]:
             group = group_from_members(cluster, members, self.replica_racks)
             answer = self.assignor.assign(group)
             if answer.withheld:
-                log.info("%s withholds %d partitions until their owners revoke them",
-                         self.name, len(answer.withheld))
+                log.info(
+                    "%s withholds %d partitions until their owners revoke them",
+                    self.name,
+                    len(answer.withheld),
+                )
             return {
                 member_id: ConsumerProtocolAssignment(
                     ASSIGNMENT_VERSION, _by_topic(partitions), b""
@@ -161,14 +166,16 @@ def group_from_members(
         if isinstance(subscription, bytes | bytearray | memoryview):
             subscription = ConsumerProtocolSubscription.decode(bytes(subscription))
         owned, generation = _claims(subscription)
-        group_members.append(Member(
-            member_id=member.member_id,
-            topics=frozenset(subscription.topics),
-            owned_partitions=owned,
-            generation=generation,
-            rack=getattr(subscription, "rack_id", None) or None,
-            instance_id=getattr(member, "group_instance_id", None) or None,
-        ))
+        group_members.append(
+            Member(
+                member_id=member.member_id,
+                topics=frozenset(subscription.topics),
+                owned_partitions=owned,
+                generation=generation,
+                rack=getattr(subscription, "rack_id", None) or None,
+                instance_id=getattr(member, "group_instance_id", None) or None,
+            )
+        )
     topics = []
     for name in sorted(set().union(*(m.topics for m in group_members)) if group_members else ()):
         partition_ids = cluster.partitions_for_topic(name)

@@ -223,8 +223,9 @@ def _parse_members(raw: object, topics: Mapping[str, Topic]) -> tuple[Member, ..
         if generation is None:
             generation = NO_GENERATION
         if not _is_int(generation) or not NO_GENERATION <= generation <= INT32_MAX:
-            raise _fail("generation must be a 32-bit integer >= -1", f"{path}.generation",
-                        generation)
+            raise _fail(
+                "generation must be a 32-bit integer >= -1", f"{path}.generation", generation
+            )
         rack = _optional_name(entry, "rack", path)
         instance_id = _optional_name(entry, "instance_id", path)
         if instance_id is not None:
@@ -267,8 +268,11 @@ def _parse_owned(
             or not isinstance(pair[0], str)
             or not _is_int(pair[1])
         ):
-            raise _fail("an owned partition is a [topic, partition] pair", f"{field}[{index}]",
-                        _preview(pair))
+            raise _fail(
+                "an owned partition is a [topic, partition] pair",
+                f"{field}[{index}]",
+                _preview(pair),
+            )
         topic = topics.get(pair[0])
         if topic is not None and 0 <= pair[1] < topic.num_partitions:
             owned.append(TopicPartition(pair[0], pair[1]))
@@ -298,8 +302,11 @@ def read_requests(
     if decoded and all(isinstance(obj, InputError) for _, obj in decoded):
         first = decoded[0][1]
         assert isinstance(first, InputError)
-        raise InputError("input is not JSON Lines or a JSON array: " + first.message,
-                         source=source, line=first.line)
+        raise InputError(
+            "input is not JSON Lines or a JSON array: " + first.message,
+            source=source,
+            line=first.line,
+        )
     entries: list[Entry] = []
     for line, obj in decoded:
         if isinstance(obj, InputError):
@@ -328,8 +335,14 @@ def _decode(text: str, source: str | None) -> Iterator[tuple[int, object]]:
         try:
             yield number, json.loads(raw_line)
         except json.JSONDecodeError as error:
-            yield number, InputError(f"malformed JSON: {error.msg} at column {error.colno}",
-                                     source=source, line=number)
+            yield (
+                number,
+                InputError(
+                    f"malformed JSON: {error.msg} at column {error.colno}",
+                    source=source,
+                    line=number,
+                ),
+            )
 
 
 def _decode_array(text: str, source: str | None) -> Iterator[tuple[int, object]]:
@@ -338,8 +351,11 @@ def _decode_array(text: str, source: str | None) -> Iterator[tuple[int, object]]
     try:
         json.loads(text)
     except json.JSONDecodeError as error:
-        raise InputError(f"malformed JSON array: {error.msg} at column {error.colno}",
-                         source=source, line=error.lineno) from None
+        raise InputError(
+            f"malformed JSON array: {error.msg} at column {error.colno}",
+            source=source,
+            line=error.lineno,
+        ) from None
     position = text.index("[") + 1
     line, counted_to = 1, 0
     while True:
@@ -369,8 +385,13 @@ def run(entry: Entry, assignor: Assignor | None = None) -> dict[str, object]:
     try:
         chosen = assignor if assignor is not None else registry.get(entry.request.assignor)
     except ImportError as error:
-        unavailable = InputError(f"assignor is not available: {error}", source=entry.source,
-                                 line=entry.line, field="assignor", value=entry.request.assignor)
+        unavailable = InputError(
+            f"assignor is not available: {error}",
+            source=entry.source,
+            line=entry.line,
+            field="assignor",
+            value=entry.request.assignor,
+        )
         return error_result(entry.name, unavailable)
     try:
         assignment = chosen.assign(entry.request.group)

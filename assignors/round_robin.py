@@ -74,8 +74,11 @@ class RoundRobinAssignor:
             for offset in range(min(len(positions), count)):
                 owner = positions[(first + offset) % len(positions)]
                 lists[owner].extend(
-                    map(tuple.__new__, repeat(TopicPartition),
-                        zip(repeat(topic.name), range(offset, count, len(positions))))
+                    map(
+                        tuple.__new__,
+                        repeat(TopicPartition),
+                        zip(repeat(topic.name), range(offset, count, len(positions))),
+                    )
                 )
             walk_position = positions[(first + count - 1) % len(positions)] + 1
 
@@ -83,5 +86,6 @@ class RoundRobinAssignor:
         if java_topics != topics:
             lists = [sorted(partitions) for partitions in lists]
         by_member = {member.member_id: lists[position] for position, member in enumerate(ordered)}
-        return Assignment({member.member_id: tuple(by_member[member.member_id])
-                           for member in group.members})
+        return Assignment(
+            {member.member_id: tuple(by_member[member.member_id]) for member in group.members}
+        )

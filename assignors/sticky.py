@@ -165,15 +165,19 @@ def plan_sticky(group: Group) -> StickyPlan:
     for member in members:
         subscription = known.get(member.topics)
         if subscription is None:
-            subscription = tuple(sorted(
-                p for name in member.topics
-                if (p := topic_position.get(name)) is not None and counts[p] > 0
-            ))
+            subscription = tuple(
+                sorted(
+                    p
+                    for name in member.topics
+                    if (p := topic_position.get(name)) is not None and counts[p] > 0
+                )
+            )
             known[member.topics] = subscription
         subscriptions.append(subscription)
     # ties go to the member that sorts first by static instance id, else by member id
-    by_sort_key = sorted(range(num_members),
-                         key=lambda i: (members[i].sort_key, members[i].member_id))
+    by_sort_key = sorted(
+        range(num_members), key=lambda i: (members[i].sort_key, members[i].member_id)
+    )
     rank = np.empty(num_members, dtype=_INDEX)
     rank[by_sort_key] = np.arange(num_members, dtype=_INDEX)
 
@@ -216,8 +220,11 @@ def _valid_claims(
         owned = member.owned_partitions
         if not owned or not subscriptions[i]:
             continue
-        positions = np.fromiter(map(lookup, map(operator.itemgetter(0), owned), repeat(-1)),
-                                dtype=_INDEX, count=len(owned))
+        positions = np.fromiter(
+            map(lookup, map(operator.itemgetter(0), owned), repeat(-1)),
+            dtype=_INDEX,
+            count=len(owned),
+        )
         numbers = np.fromiter(map(operator.itemgetter(1), owned), dtype=_INDEX, count=len(owned))
         subscribed = np.zeros(num_topics + 1, dtype=bool)  # the extra slot answers position -1
         subscribed[list(subscriptions[i])] = True
@@ -238,7 +245,9 @@ def _valid_claims(
     generations = np.concatenate(generation_parts)
     order = np.lexsort((-generations, partitions))
     partitions, claim_members, generations = (
-        partitions[order], claim_members[order], generations[order]
+        partitions[order],
+        claim_members[order],
+        generations[order],
     )
     first = np.ones(partitions.size, dtype=bool)
     first[1:] = partitions[1:] != partitions[:-1]
@@ -253,7 +262,10 @@ def _valid_claims(
 
 
 def _uniform_targets(
-    num_partitions: int, active: np.ndarray, claimant: np.ndarray, rank: np.ndarray,
+    num_partitions: int,
+    active: np.ndarray,
+    claimant: np.ndarray,
+    rank: np.ndarray,
     num_members: int,
 ) -> np.ndarray:
     """Quota per member: ``P % C`` ceil quotas to the members that claim the most."""
@@ -357,12 +369,14 @@ def _assign_heterogeneous(
             holdings = _search_loads(subscribers, claims, counts, loads, holdings)
     if state.racks is not None:
         # same loads and claims kept; the counts per topic now also follow replica racks
-        running = np.zeros((state.racks.local.shape[0] + 1, state.racks.local.shape[1]),
-                           dtype=_INDEX)
+        running = np.zeros(
+            (state.racks.local.shape[0] + 1, state.racks.local.shape[1]), dtype=_INDEX
+        )
         np.cumsum(state.racks.local, axis=0, out=running[1:])
         local_by_rack = running[offsets + counts] - running[offsets]
-        located = _fewest_moves(subscribers, claims, counts, loads,
-                                (local_by_rack, state.racks.member_rack))
+        located = _fewest_moves(
+            subscribers, claims, counts, loads, (local_by_rack, state.racks.member_rack)
+        )
         if located is not None:
             holdings = located
 
@@ -456,8 +470,11 @@ def _move_claimed(
                 break
             # as many single steps as would pick the same donor and receiver in a row
             next_donor = int(member_loads[by_load[1]]) if by_load.size > 1 else -1
-            next_receiver = (int(member_loads[receivers[1]]) if receivers.size > 1
-                             else int(member_loads[receiver]) + gap)
+            next_receiver = (
+                int(member_loads[receivers[1]])
+                if receivers.size > 1
+                else int(member_loads[receiver]) + gap
+            )
             units = min(
                 int(holding[donor]),
                 gap // 2,
@@ -504,8 +521,9 @@ def _fewest_moves(
     costs: list[np.ndarray] = []
     edges: list[np.ndarray] = []  # subscription edge each arc feeds, -1 for inner arcs
 
-    def add(tail: object, head: np.ndarray, capacity: object, cost: int,
-            edge: np.ndarray | None) -> None:
+    def add(
+        tail: object, head: np.ndarray, capacity: object, cost: int, edge: np.ndarray | None
+    ) -> None:
         size = head.size
         tails.append(np.broadcast_to(np.asarray(tail, dtype=_INDEX), (size,)))
         heads.append(head.astype(_INDEX))
@@ -540,7 +558,9 @@ def _fewest_moves(
 
     flow = min_cost_flow.SimpleMinCostFlow()
     arcs = flow.add_arcs_with_capacity_and_unit_cost(
-        np.concatenate(tails), np.concatenate(heads), np.concatenate(capacities),
+        np.concatenate(tails),
+        np.concatenate(heads),
+        np.concatenate(capacities),
         np.concatenate(costs),
     )
     num_nodes = rack_base + num_topics * num_racks
@@ -558,8 +578,9 @@ def _fewest_moves(
 
 
 def _moves(claims: list[np.ndarray], holdings: list[np.ndarray]) -> int:
-    return sum(int(np.maximum(own - held, 0).sum()) for own, held in zip(claims, holdings,
-                                                                        strict=True))
+    return sum(
+        int(np.maximum(own - held, 0).sum()) for own, held in zip(claims, holdings, strict=True)
+    )
 
 
 def _search_loads(
@@ -669,8 +690,11 @@ def _realize(state: _State, partitions: np.ndarray, targets: np.ndarray) -> None
     order = np.lexsort((claimed, topics, holders))
     claimed, holders, topics = claimed[order], holders[order], topics[order]
     within_topic = _position_in_run(holders * (int(topic_of[-1]) + 1) + topics)
-    remote = (~racks.is_local(claimed, holders) if racks is not None
-              else np.zeros(claimed.size, dtype=bool))
+    remote = (
+        ~racks.is_local(claimed, holders)
+        if racks is not None
+        else np.zeros(claimed.size, dtype=bool)
+    )
     order = np.lexsort((claimed, within_topic, remote, holders))
     claimed, holders = claimed[order], holders[order]
     keep = _position_in_run(holders) < targets[holders]
@@ -739,8 +763,7 @@ def _deal_local(
         tails.append(rack_node + r)
         heads.append(1)
         capacities.append(int(demand[r]))
-    arcs = flow.add_arcs_with_capacity(np.asarray(tails), np.asarray(heads),
-                                       np.asarray(capacities))
+    arcs = flow.add_arcs_with_capacity(np.asarray(tails), np.asarray(heads), np.asarray(capacities))
     if flow.solve(0, 1) != flow.OPTIMAL:
         return pool
     flows = flow.flows(arcs)

@@ -106,8 +106,9 @@ class _Reader:
         return len(self.data) - self.offset
 
     def fail(self, text: str, field: str, value: object = InputError._NO_VALUE) -> InputError:
-        return InputError(f"{text} at byte offset {self.offset}", field=f"{self.message}.{field}",
-                          value=value)
+        return InputError(
+            f"{text} at byte offset {self.offset}", field=f"{self.message}.{field}", value=value
+        )
 
     def take(self, size: int, field: str) -> bytes:
         if size > self.remaining:
@@ -158,7 +159,10 @@ class _Reader:
             self.offset = start
             raise self.fail(
                 f"array of {count} needs at least {count * element_size} bytes, "
-                f"{self.remaining - 4} left", field, count)
+                f"{self.remaining - 4} left",
+                field,
+                count,
+            )
         return count
 
     def version(self) -> int:
@@ -259,8 +263,7 @@ def decode_subscription(data: bytes) -> Subscription:
     version = reader.version()
     known = min(version, HIGHEST_VERSION)
     topics = tuple(
-        str(reader.string(f"topics[{index}]"))
-        for index in range(reader.array_length("topics", 2))
+        str(reader.string(f"topics[{index}]")) for index in range(reader.array_length("topics", 2))
     )
     user_data = reader.nullable_bytes("userData")
     owned = reader.topic_partitions("ownedPartitions") if known >= 1 else ()
@@ -373,11 +376,15 @@ def _json_partitions(node: object, field: str) -> tuple[TopicPartition, ...]:
         numbers = entry.get("partitions")
         topic = entry["topic"]
         # type() rather than isinstance: true and false are not partition numbers
-        made = [TopicPartition(topic, number) for number in numbers if type(number) is int] if (
-            isinstance(numbers, list)) else []
+        made = (
+            [TopicPartition(topic, number) for number in numbers if type(number) is int]
+            if (isinstance(numbers, list))
+            else []
+        )
         if not isinstance(numbers, list) or len(made) != len(numbers):
-            raise InputError("partitions must be a list of integers", field=f"{where}.partitions",
-                             value=numbers)
+            raise InputError(
+                "partitions must be a list of integers", field=f"{where}.partitions", value=numbers
+            )
         partitions.extend(made)
     return tuple(partitions)
 
@@ -393,36 +400,41 @@ def _json_bytes(node: object, field: str) -> bytes | None:
         raise InputError("not valid base64", field=field, value=node) from None
 
 
-def subscription_from_json(node: Mapping[str, object], version: int = HIGHEST_VERSION,
-                           field: str = "subscription") -> Subscription:
+def subscription_from_json(
+    node: Mapping[str, object], version: int = HIGHEST_VERSION, field: str = "subscription"
+) -> Subscription:
     """Read the JSON of ConsumerProtocolSubscriptionJsonConverter (missing fields default)."""
     topics = node.get("topics", [])
     if not isinstance(topics, list) or not all(isinstance(topic, str) for topic in topics):
         raise InputError("topics must be a list of names", field=f"{field}.topics", value=topics)
     generation = node.get("generationId", NO_GENERATION)
     if not isinstance(generation, int) or isinstance(generation, bool):
-        raise InputError("generationId must be an integer", field=f"{field}.generationId",
-                         value=generation)
+        raise InputError(
+            "generationId must be an integer", field=f"{field}.generationId", value=generation
+        )
     rack = node.get("rackId")
     if rack is not None and not isinstance(rack, str):
         raise InputError("rackId must be text or null", field=f"{field}.rackId", value=rack)
     return Subscription(
         topics=tuple(topics),
         user_data=_json_bytes(node.get("userData"), f"{field}.userData"),
-        owned_partitions=_json_partitions(node.get("ownedPartitions", []),
-                                          f"{field}.ownedPartitions"),
+        owned_partitions=_json_partitions(
+            node.get("ownedPartitions", []), f"{field}.ownedPartitions"
+        ),
         generation_id=generation,
         rack_id=rack,
         version=version,
     )
 
 
-def assignment_from_json(node: Mapping[str, object], version: int = HIGHEST_VERSION,
-                         field: str = "assignment") -> MemberAssignment:
+def assignment_from_json(
+    node: Mapping[str, object], version: int = HIGHEST_VERSION, field: str = "assignment"
+) -> MemberAssignment:
     """Read the JSON of ConsumerProtocolAssignmentJsonConverter."""
     return MemberAssignment(
-        assigned_partitions=_json_partitions(node.get("assignedPartitions", []),
-                                             f"{field}.assignedPartitions"),
+        assigned_partitions=_json_partitions(
+            node.get("assignedPartitions", []), f"{field}.assignedPartitions"
+        ),
         user_data=_json_bytes(node.get("userData"), f"{field}.userData"),
         version=version,
     )

@@ -74,8 +74,9 @@ class StandInCluster:
         return self.ids.get(topic)
 
 
-def join_members(scenario: Scenario, protocol: str,
-                 owned: dict[str, list[TopicPartition]] | None) -> list[Any]:
+def join_members(
+    scenario: Scenario, protocol: str, owned: dict[str, list[TopicPartition]] | None
+) -> list[Any]:
     """Decoded JoinGroup members as kafka-python's coordinator hands them to the leader."""
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
     from kafka.protocol.consumer.group import JoinGroupResponse
@@ -94,16 +95,24 @@ def join_members(scenario: Scenario, protocol: str,
             for tp in owned[member_id]:
                 by_topic.setdefault(tp.topic, []).append(tp.partition)
             metadata = ConsumerProtocolSubscription(
-                version=2, topics=topics, user_data=b"", generation_id=1,
-                owned_partitions=[ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=p)
-                                  for t, p in sorted(by_topic.items())],
+                version=2,
+                topics=topics,
+                user_data=b"",
+                generation_id=1,
+                owned_partitions=[
+                    ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=p)
+                    for t, p in sorted(by_topic.items())
+                ],
             )
         else:
             metadata = ConsumerProtocolSubscription(0, topics, b"")
         # through the wire format, as the coordinator receives it
         decoded = ConsumerProtocolSubscription.decode(metadata.encode())
-        members.append(JoinGroupResponse.JoinGroupResponseMember(
-            member_id=member_id, group_instance_id=None, metadata=decoded))
+        members.append(
+            JoinGroupResponse.JoinGroupResponseMember(
+                member_id=member_id, group_instance_id=None, metadata=decoded
+            )
+        )
     return members
 
 
@@ -115,8 +124,11 @@ def ktk_group(scenario: Scenario, owned: dict[str, list[TopicPartition]] | None)
         if owned is not None and member_id not in owned:
             continue
         claims = tuple(owned[member_id]) if owned is not None else ()
-        members.append(Member(member_id, frozenset(scenario.subscription(consumer)), claims,
-                              1 if claims else -1))
+        members.append(
+            Member(
+                member_id, frozenset(scenario.subscription(consumer)), claims, 1 if claims else -1
+            )
+        )
     return Group(topics, tuple(members))
 
 
@@ -141,9 +153,12 @@ def peer_assignor(protocol: str) -> Any:
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-    return {"sticky": StickyPartitionAssignor, "cooperative-sticky": CooperativeStickyAssignor,
-            "range": RangePartitionAssignor,
-            "roundrobin": RoundRobinPartitionAssignor}[protocol]()
+    return {
+        "sticky": StickyPartitionAssignor,
+        "cooperative-sticky": CooperativeStickyAssignor,
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+    }[protocol]()
 
 
 def run_scenario(protocol: str, scenario: Scenario, with_peer: bool) -> list[tuple[Any, ...]]:
@@ -159,22 +174,26 @@ def run_scenario(protocol: str, scenario: Scenario, with_peer: bool) -> list[tup
             peer_seconds, _ = timed(partial(peer_assignor(protocol).assign, cluster, members))
         adapter_seconds, answer = timed(partial(ours.assign, cluster, members))
         assign_seconds, _ = timed(partial(get(protocol).assign, ktk_group(scenario, owned)))
-        rows.append((protocol, scenario.label, round_name, peer_seconds, adapter_seconds,
-                     assign_seconds))
+        rows.append(
+            (protocol, scenario.label, round_name, peer_seconds, adapter_seconds, assign_seconds)
+        )
         owned = leaving(answer)
     return rows
 
 
-HEADER = (f"{'assignor':<20}{'consumers x partitions':<36}{'round':<11}"
-          f"{'kafka-python s':>15}{'ktk s':>9}{'ratio':>9}{'ktk assign s':>14}")
+HEADER = (
+    f"{'assignor':<20}{'consumers x partitions':<36}{'round':<11}"
+    f"{'kafka-python s':>15}{'ktk s':>9}{'ratio':>9}{'ktk assign s':>14}"
+)
 
 
 def format_row(row: tuple[Any, ...]) -> str:
     protocol, label, round_name, peer, adapter, assign = row
     peer_text = f"{peer:15.3f}" if peer is not None else f"{'-':>15}"
     ratio = f"{peer / adapter:8.1f}x" if peer is not None and adapter > 0 else f"{'-':>9}"
-    return (f"{protocol:<20}{label:<36}{round_name:<11}{peer_text}{adapter:9.3f}{ratio}"
-            f"{assign:14.3f}")
+    return (
+        f"{protocol:<20}{label:<36}{round_name:<11}{peer_text}{adapter:9.3f}{ratio}{assign:14.3f}"
+    )
 
 
 def main() -> None:
@@ -185,14 +204,19 @@ def main() -> None:
     arguments = parser.parse_args()
 
     with_peer = not arguments.no_peer and importlib.util.find_spec("kafka") is not None
-    peer_sizes = [Scenario(100, 10_000)] if arguments.quick else [
-        Scenario(200, 20_000), Scenario(500, 50_000)]
+    peer_sizes = (
+        [Scenario(100, 10_000)]
+        if arguments.quick
+        else [Scenario(200, 20_000), Scenario(500, 50_000)]
+    )
     ktk_sizes = [Scenario(2_000, 100_000), Scenario(2_000, 100_000, heterogeneous=True)]
     if arguments.million:
         ktk_sizes += [Scenario(2_000, 1_000_000), Scenario(2_000, 1_000_000, heterogeneous=True)]
-    plan = [(protocol, scenario, with_peer)
-            for protocol in ("sticky", "cooperative-sticky", "range", "roundrobin")
-            for scenario in peer_sizes]
+    plan = [
+        (protocol, scenario, with_peer)
+        for protocol in ("sticky", "cooperative-sticky", "range", "roundrobin")
+        for scenario in peer_sizes
+    ]
     # kafka-python cannot finish these sizes: ktk alone
     plan += [("sticky", scenario, False) for scenario in ktk_sizes]
 

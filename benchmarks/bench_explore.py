@@ -37,9 +37,9 @@ CONFIGURATIONS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def replay_everything(mode: str, arguments: dict[str, Any], schedules: int, seed: int) -> tuple[
-    float, dict[str, int]
-]:
+def replay_everything(
+    mode: str, arguments: dict[str, Any], schedules: int, seed: int
+) -> tuple[float, dict[str, int]]:
     """The peer: every schedule replayed through run_scenario and classified."""
     brokers = list(arguments.get("brokers", (1, 2, 3)))
     document = {
@@ -79,18 +79,22 @@ def main() -> None:
         f"{'mode':<9} {'configuration':<32} {'schedules/s':>11} {'peer/s':>8} {'ratio':>6} "
         f"{'violating':>9}  first schedule per class"
     )
-    print(f"{schedules:,} schedules per configuration, seed {options.seed}; "
-          f"peer: replay every schedule through run_scenario ({peer_schedules:,} schedules)")
+    print(
+        f"{schedules:,} schedules per configuration, seed {options.seed}; "
+        f"peer: replay every schedule through run_scenario ({peer_schedules:,} schedules)"
+    )
     print(header)
     print("-" * len(header))
     for mode, label, arguments in CONFIGURATIONS:
         report = explore(
-            mode, **arguments, schedules=schedules, seed=options.seed, timer=time.perf_counter,
+            mode,
+            **arguments,
+            schedules=schedules,
+            seed=options.seed,
+            timer=time.perf_counter,
             shrink_per_class=0,
         )
-        peer_seconds, peer_counts = replay_everything(
-            mode, arguments, peer_schedules, options.seed
-        )
+        peer_seconds, peer_counts = replay_everything(mode, arguments, peer_schedules, options.seed)
         prefix = explore(
             mode, **arguments, schedules=peer_schedules, seed=options.seed, shrink_per_class=0
         )

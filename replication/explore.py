@@ -202,7 +202,8 @@ class ExploreReport:
 def lost_acks_all(result: ScenarioResult) -> list[str]:
     """Lost records that were acknowledged with acks=all (acks=1 promises nothing more)."""
     all_acks = {
-        step.target for step in result.scenario.steps
+        step.target
+        for step in result.scenario.steps
         if step.op == "produce" and step.option("acks", "all") == "all"
     }
     return [value for value in result.acked_lost if value in all_acks]

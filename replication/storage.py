@@ -110,8 +110,10 @@ class CorruptCheckpointError(StorageError, InputError):
         step: int | None = None,
     ) -> None:
         self.line = line
-        where = source if line is None or source is None or source.endswith(f":{line}") else (
-            f"{source}:{line}"
+        where = (
+            source
+            if line is None or source is None or source.endswith(f":{line}")
+            else (f"{source}:{line}")
         )
         super().__init__(message, source=where, step=step, field=field, value=value)
 
@@ -240,20 +242,29 @@ def _parse_checkpoint(text: str, source: str, fields: Sequence[str]) -> list[lis
     if lines[0].strip() != str(CHECKPOINT_VERSION):
         raise CorruptCheckpointError(
             f"unsupported version, expected {CHECKPOINT_VERSION}",
-            source=source, line=1, field="version", value=lines[0],
+            source=source,
+            line=1,
+            field="version",
+            value=lines[0],
         )
     count_text = lines[1].strip() if len(lines) > 1 else ""
     if not count_text.isdigit():
         raise CorruptCheckpointError(
             "entry count must be a non-negative integer",
-            source=source, line=2, field="count", value=count_text,
+            source=source,
+            line=2,
+            field="count",
+            value=count_text,
         )
     count = int(count_text)
     entry_lines = lines[2:]
     if len(entry_lines) != count:
         raise CorruptCheckpointError(
             f"count line says {count} entries, file has {len(entry_lines)}",
-            source=source, line=2, field="count", value=count,
+            source=source,
+            line=2,
+            field="count",
+            value=count,
         )
     rows: list[list[str]] = []
     for line_number, line in enumerate(entry_lines, start=3):
@@ -261,7 +272,10 @@ def _parse_checkpoint(text: str, source: str, fields: Sequence[str]) -> list[lis
         if len(parts) != len(fields):
             raise CorruptCheckpointError(
                 f"expected {len(fields)} fields: {' '.join(fields)}",
-                source=source, line=line_number, field="entry", value=line,
+                source=source,
+                line=line_number,
+                field="entry",
+                value=line,
             )
         rows.append(parts)
     return rows

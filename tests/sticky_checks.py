@@ -47,7 +47,8 @@ def eligible(group: Group) -> dict[str, set[TopicPartition]]:
 
 
 def validity_problems(
-    group: Group, partitions: Mapping[str, Sequence[TopicPartition]],
+    group: Group,
+    partitions: Mapping[str, Sequence[TopicPartition]],
     withheld: Sequence[TopicPartition] = (),
 ) -> list[str]:
     """Empty when every subscribed partition is assigned (or withheld) exactly once, only to a
@@ -143,8 +144,14 @@ def next_round(group: Group, assignment: Assignment, generation: int) -> Group:
     return Group(
         topics=group.topics,
         members=tuple(
-            Member(m.member_id, m.topics, assignment.partitions.get(m.member_id, ()), generation,
-                   m.rack, m.instance_id)
+            Member(
+                m.member_id,
+                m.topics,
+                assignment.partitions.get(m.member_id, ()),
+                generation,
+                m.rack,
+                m.instance_id,
+            )
             for m in group.members
         ),
     )

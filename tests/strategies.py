@@ -54,8 +54,9 @@ def topics(
     """Topics ``t0..tN`` (names drawn out of order) with 1..max_partitions partitions each; with
     ``racks`` most topics list replica racks per partition (sometimes an empty set)."""
     indexes = draw(
-        st.lists(st.integers(0, 3 * max_topics), min_size=min_topics, max_size=max_topics,
-                 unique=True)
+        st.lists(
+            st.integers(0, 3 * max_topics), min_size=min_topics, max_size=max_topics, unique=True
+        )
     )
     drawn: list[Topic] = []
     for index in indexes:
@@ -100,8 +101,13 @@ def groups(
         subscription = draw(st.sampled_from(("uniform", "heterogeneous")))
 
     group_topics = draw(
-        topics(min_topics=min_topics, max_topics=max_topics, max_partitions=max_partitions,
-               racks=with_racks, weights=weights)
+        topics(
+            min_topics=min_topics,
+            max_topics=max_topics,
+            max_partitions=max_partitions,
+            racks=with_racks,
+            weights=weights,
+        )
     )
     topic_names = sorted(topic.name for topic in group_topics)
     extra_names = list(UNKNOWN_TOPICS) if with_unknown else []

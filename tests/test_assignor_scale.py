@@ -43,9 +43,9 @@ def test_two_thousand_consumers_by_100k_partitions_within_target(name):
     assert initial_seconds < TARGET_SECONDS, f"initial assignment took {initial_seconds:.2f} s"
 
     stayers = [m for position, m in enumerate(member_ids) if position % 10 != 0]
-    rebalance_group = Group(topics, tuple(
-        Member(m, subscription, initial.partitions[m], generation=1) for m in stayers
-    ))
+    rebalance_group = Group(
+        topics, tuple(Member(m, subscription, initial.partitions[m], generation=1) for m in stayers)
+    )
     rebalance_seconds, rebalanced = _timed_assign(name, rebalance_group)
     assert rebalance_seconds < TARGET_SECONDS, f"rebalance took {rebalance_seconds:.2f} s"
     assert rebalanced.withheld == ()

@@ -50,8 +50,10 @@ def test_assignor_option_overrides_the_requests_choice():
     assert outcome.exit_code == 0, outcome.output
     [result] = results(outcome.stdout)
     assert result["assignor"] == "roundrobin"
-    assert result["assignment"] == {"c0": [["t0", 0], ["t0", 2], ["t1", 1]],
-                                    "c1": [["t0", 1], ["t1", 0], ["t1", 2]]}
+    assert result["assignment"] == {
+        "c0": [["t0", 0], ["t0", 2], ["t1", 1]],
+        "c1": [["t0", 1], ["t1", 0], ["t1", 2]],
+    }
 
 
 def test_invalid_request_prints_an_error_line_and_the_run_goes_on_with_exit_1():
@@ -60,8 +62,10 @@ def test_invalid_request_prints_an_error_line_and_the_run_goes_on_with_exit_1():
     outcome = invoke(stdin=text)
     assert outcome.exit_code == 1
     first, second, third = results(outcome.stdout)
-    assert first == {"name": "bad", "error": "<stdin>:1: topics[0].partitions: "
-                     "a partition count cannot be negative (got -1)"}
+    assert first == {
+        "name": "bad",
+        "error": "<stdin>:1: topics[0].partitions: a partition count cannot be negative (got -1)",
+    }
     assert second["name"] is None and second["error"].startswith("<stdin>:2: malformed JSON")
     assert third["assignment"] == RANGE_ANSWER
     assert "2 of 3 requests failed" in outcome.stderr
@@ -144,9 +148,11 @@ def test_bundled_second_round_example_runs_cleanly():
 def test_static_example_keeps_ranges_across_new_member_ids():
     outcome = invoke(str(EXAMPLES / "requests" / "static-members.jsonl"))
     before, after, dynamic = results(outcome.stdout)
-    by_pod = {"pod-0": ("consumer-1-7f3a", "consumer-9-c1d0"),
-              "pod-1": ("consumer-2-91c4", "consumer-5-44aa"),
-              "pod-2": ("consumer-3-0b2e", "consumer-4-e6f1")}
+    by_pod = {
+        "pod-0": ("consumer-1-7f3a", "consumer-9-c1d0"),
+        "pod-1": ("consumer-2-91c4", "consumer-5-44aa"),
+        "pod-2": ("consumer-3-0b2e", "consumer-4-e6f1"),
+    }
     for old_id, new_id in by_pod.values():
         assert before["assignment"][old_id] == after["assignment"][new_id]
     assert dynamic["assignment"]["consumer-4-e6f1"] != after["assignment"]["consumer-4-e6f1"]
@@ -178,5 +184,7 @@ def test_assignor_installed_through_the_entry_point_runs_by_name(tmp_path: Path,
     outcome = invoke(stdin=json.dumps({**REQUEST, "assignor": "alphabet"}))
     assert outcome.exit_code == 0, outcome.output
     [result] = results(outcome.stdout)
-    assert result["assignment"] == {"c0": [["t0", 0], ["t0", 1], ["t0", 2], ["t1", 0], ["t1", 1],
-                                           ["t1", 2]], "c1": []}
+    assert result["assignment"] == {
+        "c0": [["t0", 0], ["t0", 1], ["t0", 2], ["t1", 0], ["t1", 1], ["t1", 2]],
+        "c1": [],
+    }

@@ -35,6 +35,8 @@ def explain(report: ExploreReport) -> str:
         for finding in report.findings
     )
     return f"seed {report.seed}\n{report.summary()}\n{scenarios}"
+
+
 TWO_BROKERS: dict[str, Any] = {"brokers": (1, 2)}
 THREE_BROKERS: dict[str, Any] = {"brokers": (1, 2, 3)}
 
@@ -98,8 +100,9 @@ def test_every_shrunk_scenario_replays_with_its_expectations_and_class(tmp_path:
 
 
 def test_ktk_replicate_replays_a_written_counterexample_and_exits_0(tmp_path: Path) -> None:
-    report = explore("kip-101", **TWO_BROKERS, max_lossy_crashes=0, schedules=5, seed=9,
-                     out_dir=tmp_path)
+    report = explore(
+        "kip-101", **TWO_BROKERS, max_lossy_crashes=0, schedules=5, seed=9, out_dir=tmp_path
+    )
     path = tmp_path / report.findings[0].file_name
     outcome = CliRunner().invoke(app, ["replicate", str(path), "--json"])
     assert outcome.exit_code == 0, outcome.output
@@ -139,9 +142,7 @@ def test_shrinking_simplifies_options_it_does_not_need() -> None:
 
 def test_report_names_classes_counts_and_rate_when_timed() -> None:
     ticks = iter([10.0, 12.0])
-    report = explore(
-        "pre-0.11", **TWO_BROKERS, schedules=50, seed=0, timer=lambda: next(ticks)
-    )
+    report = explore("pre-0.11", **TWO_BROKERS, schedules=50, seed=0, timer=lambda: next(ticks))
     assert isinstance(report, ExploreReport)
     assert report.schedules_per_second == 25.0
     document = report.to_json(include_timing=True)
@@ -157,8 +158,13 @@ def test_report_names_classes_counts_and_rate_when_timed() -> None:
 
 def test_stop_when_found_ends_the_search_at_the_first_schedule_of_the_class() -> None:
     report = explore(
-        "pre-0.11", **TWO_BROKERS, schedules=10_000, seed=6, max_lossy_crashes=0,
-        stop_when_found={"S1"}, shrink_per_class=0,
+        "pre-0.11",
+        **TWO_BROKERS,
+        schedules=10_000,
+        seed=6,
+        max_lossy_crashes=0,
+        stop_when_found={"S1"},
+        shrink_per_class=0,
     )
     assert report.schedules == report.first_schedule["S1"] + 1
     assert report.findings == ()
@@ -209,7 +215,11 @@ def test_explorer_finds_each_class_where_the_verdict_table_says_it_exists(
     violation_class: str, mode: str, arguments: dict[str, Any]
 ) -> None:
     report = explore(
-        mode, **arguments, schedules=10_000, seed=0, stop_when_found={violation_class},
+        mode,
+        **arguments,
+        schedules=10_000,
+        seed=0,
+        stop_when_found={violation_class},
         shrink_per_class=0,
     )
     assert violation_class in report.class_counts, explain(report)
@@ -238,8 +248,14 @@ def test_no_two_round_hw_lag_loss_once_followers_stop_truncating_to_hw(mode: str
 @pytest.mark.slow
 def test_current_with_min_isr_2_acks_all_and_no_unclean_election_is_safe() -> None:
     report = explore(
-        "current", **THREE_BROKERS, min_insync_replicas=2, acks="all",
-        unclean_leader_election=False, max_lossy_crashes=0, schedules=10_000, seed=0,
+        "current",
+        **THREE_BROKERS,
+        min_insync_replicas=2,
+        acks="all",
+        unclean_leader_election=False,
+        max_lossy_crashes=0,
+        schedules=10_000,
+        seed=0,
     )
     assert report.schedules == 10_000
     assert report.violating_schedules == 0, explain(report)

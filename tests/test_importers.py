@@ -63,24 +63,43 @@ def b64(data: bytes) -> str:
 
 def dump_line(key: dict[str, Any], payload: dict[str, Any] | None, offset: int = 0) -> str:
     shown = "<DELETE>" if payload is None else json.dumps(payload, separators=(",", ":"))
-    return (f"| offset: {offset} CreateTime: 1762000000000 keySize: 10 valueSize: 10 "
-            f"sequence: -1 headerKeys: [] key: {json.dumps(key, separators=(',', ':'))} "
-            f"payload: {shown}")
+    return (
+        f"| offset: {offset} CreateTime: 1762000000000 keySize: 10 valueSize: 10 "
+        f"sequence: -1 headerKeys: [] key: {json.dumps(key, separators=(',', ':'))} "
+        f"payload: {shown}"
+    )
 
 
-def classic_value(generation: int, group_members: list[dict[str, Any]],
-                  protocol: str = "range") -> dict[str, Any]:
-    return {"version": "3", "data": {
-        "protocolType": "consumer", "generation": generation, "protocol": protocol,
-        "leader": "a", "currentStateTimestamp": -1, "members": group_members}}
+def classic_value(
+    generation: int, group_members: list[dict[str, Any]], protocol: str = "range"
+) -> dict[str, Any]:
+    return {
+        "version": "3",
+        "data": {
+            "protocolType": "consumer",
+            "generation": generation,
+            "protocol": protocol,
+            "leader": "a",
+            "currentStateTimestamp": -1,
+            "members": group_members,
+        },
+    }
 
 
 def classic_member(member_id: str, partitions: list[int], topic: str = "t") -> dict[str, Any]:
-    return {"memberId": member_id, "groupInstanceId": None, "clientId": "c", "clientHost": "h",
-            "rebalanceTimeout": 1, "sessionTimeout": 1,
-            "subscription": {"topics": [topic], "userData": None},
-            "assignment": {"assignedPartitions": [{"topic": topic, "partitions": partitions}],
-                           "userData": None}}
+    return {
+        "memberId": member_id,
+        "groupInstanceId": None,
+        "clientId": "c",
+        "clientHost": "h",
+        "rebalanceTimeout": 1,
+        "sessionTimeout": 1,
+        "subscription": {"topics": [topic], "userData": None},
+        "assignment": {
+            "assignedPartitions": [{"topic": topic, "partitions": partitions}],
+            "userData": None,
+        },
+    }
 
 
 GROUP_KEY = {"type": "2", "data": {"group": "g"}}
@@ -103,8 +122,10 @@ def test_dump_log_classic_generation_carries_members_racks_and_assignments() -> 
     second = payments[1]
     assert second["protocol"] == "cooperative-sticky"
     assert second["timestamp_ms"] == 1767607320000
-    assert second["topics"] == [{"name": "payments", "partitions": 6},
-                                {"name": "refunds", "partitions": 2}]
+    assert second["topics"] == [
+        {"name": "payments", "partitions": 6},
+        {"name": "refunds", "partitions": 2},
+    ]
     by_id = members(second)
     assert by_id[M1]["instance_id"] == "pod-1"
     assert by_id[M1]["rack"] == "eu-west-1a"
@@ -121,14 +142,21 @@ def test_dump_log_kip848_maps_topic_ids_and_emits_one_generation_per_target_epoc
     rows = by_trace(import_dump_log([fixture("dump-log.txt")]).rows)["orders-848"]
     assert [row["generation"] for row in rows] == [1, 2, 3]
     assert all(row["protocol"] == "uniform" for row in rows)
-    assert rows[0]["topics"] == [{"name": "audit", "partitions": 1},
-                                 {"name": "orders", "partitions": 4}]
+    assert rows[0]["topics"] == [
+        {"name": "audit", "partitions": 1},
+        {"name": "orders", "partitions": 4},
+    ]
     assert members(rows[1])[K1]["assigned"] == [["audit", 0], ["orders", 0], ["orders", 1]]
     assert members(rows[1])[K2]["assigned"] == [["orders", 2], ["orders", 3]]
     assert "2 of 2 members reached it" in rows[1]["reason"]
     assert list(members(rows[2])) == [K2]
-    assert members(rows[2])[K2]["assigned"] == [["audit", 0], ["orders", 0], ["orders", 1],
-                                               ["orders", 2], ["orders", 3]]
+    assert members(rows[2])[K2]["assigned"] == [
+        ["audit", 0],
+        ["orders", 0],
+        ["orders", 1],
+        ["orders", 2],
+        ["orders", 3],
+    ]
 
 
 def test_dump_log_skips_unknown_types_and_other_protocols_with_reasons() -> None:
@@ -147,17 +175,23 @@ def test_json_record_of_a_type_that_is_not_a_consumer_group_is_skipped() -> None
 
 
 def test_tombstone_ends_the_trace_and_the_recreated_group_starts_another() -> None:
-    lines = [dump_line(GROUP_KEY, classic_value(3, [classic_member("a", [0])])),
-             dump_line(GROUP_KEY, None),
-             dump_line(GROUP_KEY, classic_value(1, [classic_member("b", [0])]))]
+    lines = [
+        dump_line(GROUP_KEY, classic_value(3, [classic_member("a", [0])])),
+        dump_line(GROUP_KEY, None),
+        dump_line(GROUP_KEY, classic_value(1, [classic_member("b", [0])])),
+    ]
     traces = by_trace(import_dump_log([("d.txt", "\n".join(lines))]).rows)
     assert [(trace, [row["generation"] for row in rows]) for trace, rows in traces.items()] == [
-        ("g", [3]), ("g#2", [1])]
+        ("g", [3]),
+        ("g#2", [1]),
+    ]
 
 
 def test_same_generation_recorded_twice_keeps_the_later_snapshot() -> None:
-    lines = [dump_line(GROUP_KEY, classic_value(3, [classic_member("a", [0])])),
-             dump_line(GROUP_KEY, classic_value(3, [classic_member("b", [0])]))]
+    lines = [
+        dump_line(GROUP_KEY, classic_value(3, [classic_member("a", [0])])),
+        dump_line(GROUP_KEY, classic_value(3, [classic_member("b", [0])])),
+    ]
     result = import_dump_log([("d.txt", "\n".join(lines))])
     assert [list(members(row)) for row in result.rows] == [["b"]]
     assert "recorded again" in result.skipped[0].reason
@@ -171,9 +205,11 @@ def test_member_listed_twice_in_one_generation_is_an_error() -> None:
 
 
 def test_inferred_partition_count_is_the_smallest_consistent_and_never_shrinks() -> None:
-    lines = [dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0, 1, 2, 3])])),
-             dump_line(GROUP_KEY, classic_value(2, [classic_member("a", [0, 1])])),
-             dump_line(GROUP_KEY, classic_value(3, [classic_member("a", [5])]))]
+    lines = [
+        dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0, 1, 2, 3])])),
+        dump_line(GROUP_KEY, classic_value(2, [classic_member("a", [0, 1])])),
+        dump_line(GROUP_KEY, classic_value(3, [classic_member("a", [5])])),
+    ]
     rows = import_dump_log([("d.txt", "\n".join(lines))]).rows
     assert [row["topics"][0]["partitions"] for row in rows] == [4, 4, 6]
 
@@ -182,7 +218,8 @@ def test_topics_file_counts_win_over_inference() -> None:
     line = dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0])]))
     side = TopicCatalog({"t": TopicInfo("t", 12)}, source="topics.json")
     assert import_dump_log([("d.txt", line)], side).rows[0]["topics"] == [
-        {"name": "t", "partitions": 12}]
+        {"name": "t", "partitions": 12}
+    ]
 
 
 def test_topics_file_smaller_than_an_assignment_is_an_error_naming_both() -> None:
@@ -222,9 +259,12 @@ def test_undecodable_subscription_bytes_name_file_line_and_member() -> None:
 
 
 def test_malformed_payload_json_names_file_and_line() -> None:
-    lines = ["Dumping x.log", "Log starting offset: 0",
-             '| offset: 0 CreateTime: 1 keySize: 1 valueSize: 1 key: {"type":"2","data":'
-             '{"group":"g"}} payload: {"version":"3","data":{"protocolType":']
+    lines = [
+        "Dumping x.log",
+        "Log starting offset: 0",
+        '| offset: 0 CreateTime: 1 keySize: 1 valueSize: 1 key: {"type":"2","data":'
+        '{"group":"g"}} payload: {"version":"3","data":{"protocolType":',
+    ]
     with pytest.raises(InputError) as caught:
         import_dump_log([("d.txt", "\n".join(lines))])
     assert str(caught.value).startswith("d.txt:3: payload: payload is not valid JSON")
@@ -238,28 +278,47 @@ def test_key_without_payload_is_malformed() -> None:
 
 def test_text_format_of_older_dump_log_gives_members_and_assignments() -> None:
     member = "consumer-my-group-1-75802c25-7e83-44cb-8249-a7d2e3197e32"
-    prefix = "| offset: {} CreateTime: 16645311{:05d} keySize: 12 valueSize: 257 sequence: -1 " \
-             "headerKeys: [] key: "
-    text = "\n".join([
-        "Starting offset: 0",
-        prefix.format(0, 16553) + 'group_metadata::group=my-group payload: {"protocolType":'
-        '"consumer","protocol":"range","generationId":1,"assignment":"{' + member +
-        '=[wc-input-0]}"}',
-        prefix.format(1, 17354) + "offset_commit::group=my-group,partition=wc-input-0 "
-        "payload: offset=12",
-        prefix.format(2, 18000) + 'group_metadata::group=my-group payload: {"protocolType":'
-        '"consumer","protocol":"range","generationId":2,"assignment":"{' + member +
-        '=[wc-input-0, wc-input-2],b=[wc-input-1]:0001ff}"}',
-        prefix.format(3, 19000) + "group_metadata::group=my-group payload: <DELETE>",
-    ])
+    prefix = (
+        "| offset: {} CreateTime: 16645311{:05d} keySize: 12 valueSize: 257 sequence: -1 "
+        "headerKeys: [] key: "
+    )
+    text = "\n".join(
+        [
+            "Starting offset: 0",
+            prefix.format(0, 16553) + 'group_metadata::group=my-group payload: {"protocolType":'
+            '"consumer","protocol":"range","generationId":1,"assignment":"{'
+            + member
+            + '=[wc-input-0]}"}',
+            prefix.format(1, 17354) + "offset_commit::group=my-group,partition=wc-input-0 "
+            "payload: offset=12",
+            prefix.format(2, 18000) + 'group_metadata::group=my-group payload: {"protocolType":'
+            '"consumer","protocol":"range","generationId":2,"assignment":"{'
+            + member
+            + '=[wc-input-0, wc-input-2],b=[wc-input-1]:0001ff}"}',
+            prefix.format(3, 19000) + "group_metadata::group=my-group payload: <DELETE>",
+        ]
+    )
     result = import_dump_log([("d.txt", text)])
     assert [(row["generation"], row["timestamp_ms"]) for row in result.rows] == [
-        (1, 1664531116553), (2, 1664531118000)]
+        (1, 1664531116553),
+        (2, 1664531118000),
+    ]
     assert members(result.rows[1]) == {
-        member: {"member_id": member, "instance_id": None, "rack": None, "topics": ["wc-input"],
-                 "assigned": [["wc-input", 0], ["wc-input", 2]]},
-        "b": {"member_id": "b", "instance_id": None, "rack": None, "topics": ["wc-input"],
-              "assigned": [["wc-input", 1]]}}
+        member: {
+            "member_id": member,
+            "instance_id": None,
+            "rack": None,
+            "topics": ["wc-input"],
+            "assigned": [["wc-input", 0], ["wc-input", 2]],
+        },
+        "b": {
+            "member_id": "b",
+            "instance_id": None,
+            "rack": None,
+            "topics": ["wc-input"],
+            "assigned": [["wc-input", 1]],
+        },
+    }
     assert result.rows[1]["topics"] == [{"name": "wc-input", "partitions": 3}]
     assert [note.line for note in result.skipped] == [2, 5]
     assert "before 3.8" in result.skipped[0].reason
@@ -275,9 +334,20 @@ def kip848(kind: int, member: str | None, value: dict[str, Any] | None, offset: 
 
 def kip848_epoch(topic_id: str, subscription: dict[str, Any]) -> list[str]:
     return [
-        kip848(5, "m", {"instanceId": "pod-0", "rackId": "a", "clientId": "c",
-                        "clientHost": "h", "rebalanceTimeoutMs": 1, "serverAssignor": None,
-                        **subscription}, 0),
+        kip848(
+            5,
+            "m",
+            {
+                "instanceId": "pod-0",
+                "rackId": "a",
+                "clientId": "c",
+                "clientHost": "h",
+                "rebalanceTimeoutMs": 1,
+                "serverAssignor": None,
+                **subscription,
+            },
+            0,
+        ),
         kip848(3, None, {"epoch": 1}, 1),
         kip848(7, "m", {"topicPartitions": [{"topicId": topic_id, "partitions": [0, 2]}]}, 2),
         kip848(6, None, {"assignmentEpoch": 1}, 3),
@@ -295,8 +365,15 @@ def test_kip848_topic_id_is_named_by_the_topics_file() -> None:
     lines = kip848_epoch("Z1", {"subscribedTopicNames": ["orders"]})
     side = TopicCatalog({"orders": TopicInfo("orders", 3, topic_id="Z1")})
     row = import_dump_log([("d.txt", "\n".join(lines))], side).rows[0]
-    assert row["members"] == [{"member_id": "m", "instance_id": "pod-0", "rack": "a",
-                               "topics": ["orders"], "assigned": [["orders", 0], ["orders", 2]]}]
+    assert row["members"] == [
+        {
+            "member_id": "m",
+            "instance_id": "pod-0",
+            "rack": "a",
+            "topics": ["orders"],
+            "assigned": [["orders", 0], ["orders", 2]],
+        }
+    ]
     assert row["topics"] == [{"name": "orders", "partitions": 3}]
 
 
@@ -309,18 +386,41 @@ def test_kip848_assignment_timestamp_dates_the_generation() -> None:
 
 
 def test_kip848_regex_subscription_covers_the_known_topics_it_matches() -> None:
-    lines = [kip848(4, None, {"topics": [
-        {"topicId": "Z1", "topicName": "orders-eu", "numPartitions": 3, "partitionMetadata": []},
-        {"topicId": "Z2", "topicName": "audit", "numPartitions": 1, "partitionMetadata": []}]},
-        0), *kip848_epoch("Z1", {"subscribedTopicNames": [], "subscribedTopicRegex": "orders-.*"})]
+    lines = [
+        kip848(
+            4,
+            None,
+            {
+                "topics": [
+                    {
+                        "topicId": "Z1",
+                        "topicName": "orders-eu",
+                        "numPartitions": 3,
+                        "partitionMetadata": [],
+                    },
+                    {
+                        "topicId": "Z2",
+                        "topicName": "audit",
+                        "numPartitions": 1,
+                        "partitionMetadata": [],
+                    },
+                ]
+            },
+            0,
+        ),
+        *kip848_epoch("Z1", {"subscribedTopicNames": [], "subscribedTopicRegex": "orders-.*"}),
+    ]
     row = import_dump_log([("d.txt", "\n".join(lines))]).rows[0]
     assert row["members"][0]["topics"] == ["orders-eu"]
 
 
 def test_kip848_group_tombstone_ends_the_trace() -> None:
-    lines = [*kip848_epoch("Z1", {"subscribedTopicNames": ["t"]}),
-             kip848(5, "m", None, 4), kip848(3, None, None, 5),
-             *kip848_epoch("Z1", {"subscribedTopicNames": ["t"]})]
+    lines = [
+        *kip848_epoch("Z1", {"subscribedTopicNames": ["t"]}),
+        kip848(5, "m", None, 4),
+        kip848(3, None, None, 5),
+        *kip848_epoch("Z1", {"subscribedTopicNames": ["t"]}),
+    ]
     side = TopicCatalog({"t": TopicInfo("t", 3, topic_id="Z1")})
     rows = import_dump_log([("d.txt", "\n".join(lines))], side).rows
     assert [row["trace_id"] for row in rows] == ["c", "c#2"]
@@ -332,14 +432,19 @@ def test_kip848_group_tombstone_ends_the_trace() -> None:
 
 def test_formatter_and_dump_log_agree_on_classic_groups() -> None:
     from_formatter = import_formatter([fixture("formatter.json")]).rows
-    from_dump = [row for row in import_dump_log([fixture("dump-log.txt")]).rows
-                 if row["trace_id"] != "orders-848"]
+    from_dump = [
+        row
+        for row in import_dump_log([fixture("dump-log.txt")]).rows
+        if row["trace_id"] != "orders-848"
+    ]
     assert list(from_formatter) == from_dump
 
 
 def test_formatter_skips_records_it_could_not_decode() -> None:
-    text = ('{"key":{"version":17,"data":"unknown"},"value":{"version":0,"data":"unknown"}}'
-            '{"key":{"version":2,"data":{"group":"g"}},"value":null}')
+    text = (
+        '{"key":{"version":17,"data":"unknown"},"value":{"version":0,"data":"unknown"}}'
+        '{"key":{"version":2,"data":{"group":"g"}},"value":null}'
+    )
     result = import_formatter([("f.json", text)])
     assert result.rows == ()
     assert "formatter could not decode it" in result.skipped[0].reason
@@ -370,16 +475,21 @@ def test_scala_coordinator_log_gives_membership_timing_and_reasons() -> None:
     rows = by_trace(import_coordinator_log([fixture("coordinator-classic.log")], catalog()).rows)
     payments = rows["payments"]
     assert [row["generation"] for row in payments] == [1, 2, 3, 4]
-    assert [sorted(member["instance_id"] or "-" for member in row["members"])
-            for row in payments] == [["pod-1", "pod-2"], ["-", "pod-1", "pod-2"],
-                                     ["-", "pod-1", "pod-2"], ["-", "pod-1"]]
+    assert [
+        sorted(member["instance_id"] or "-" for member in row["members"]) for row in payments
+    ] == [["pod-1", "pod-2"], ["-", "pod-1", "pod-2"], ["-", "pod-1", "pod-2"], ["-", "pod-1"]]
     assert payments[0]["timestamp_ms"] == 1767607203015
     assert "rebalance took 3000 ms" in payments[0]["reason"]
     assert payments[3]["reason"].startswith(f"removing member {M2} on heartbeat expiration")
-    assert payments[0]["topics"] == [{"name": "payments", "partitions": 6},
-                                     {"name": "refunds", "partitions": 2}]
+    assert payments[0]["topics"] == [
+        {"name": "payments", "partitions": 6},
+        {"name": "refunds", "partitions": 2},
+    ]
     assert [(row["generation"], len(row["members"])) for row in rows["reports"]] == [
-        (1, 1), (2, 2), (3, 0)]
+        (1, 1),
+        (2, 2),
+        (3, 0),
+    ]
 
 
 def test_new_coordinator_log_follows_kip848_joins_leaves_fencing_and_static_replacement() -> None:
@@ -390,63 +500,87 @@ def test_new_coordinator_log_follows_kip848_joins_leaves_fencing_and_static_repl
     assert [len(row["members"]) for row in orders] == [1, 2, 3, 2, 1]
     last = orders[-1]["members"][0]
     assert (last["member_id"], last["instance_id"], last["topics"]) == (
-        "Ra7Jd0pXS6uEw1yF4gK2mQ", "pod-9", ["orders"])
+        "Ra7Jd0pXS6uEw1yF4gK2mQ",
+        "pod-9",
+        ["orders"],
+    )
     assert orders[0]["reason"].startswith("assignor took 2 ms")
-    assert [(row["generation"], len(row["members"])) for row in rows["billing"]] == [(1, 1),
-                                                                                     (2, 0)]
+    assert [(row["generation"], len(row["members"])) for row in rows["billing"]] == [(1, 1), (2, 0)]
 
 
 def test_logs_of_several_brokers_merge_by_time() -> None:
-    first = ("a.log", "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g "
-                      "generation 2 (__consumer_offsets-1) with 0 members "
-                      "(kafka.coordinator.group.GroupCoordinator)")
-    second = ("b.log", "[2026-01-05 10:00:01,000] INFO [GroupCoordinator 1]: Stabilized group g "
-                       "generation 1 (__consumer_offsets-1) with 0 members "
-                       "(kafka.coordinator.group.GroupCoordinator)")
+    first = (
+        "a.log",
+        "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g "
+        "generation 2 (__consumer_offsets-1) with 0 members "
+        "(kafka.coordinator.group.GroupCoordinator)",
+    )
+    second = (
+        "b.log",
+        "[2026-01-05 10:00:01,000] INFO [GroupCoordinator 1]: Stabilized group g "
+        "generation 1 (__consumer_offsets-1) with 0 members "
+        "(kafka.coordinator.group.GroupCoordinator)",
+    )
     rows = import_coordinator_log([first, second], TopicCatalog({"t": TopicInfo("t", 1)})).rows
     assert [row["generation"] for row in rows] == [1, 2]
 
 
 def test_member_count_the_log_cannot_account_for_is_noted() -> None:
-    text = ("[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g "
-            "generation 9 (__consumer_offsets-1) with 3 members "
-            "(kafka.coordinator.group.GroupCoordinator)")
+    text = (
+        "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g "
+        "generation 9 (__consumer_offsets-1) with 3 members "
+        "(kafka.coordinator.group.GroupCoordinator)"
+    )
     row = import_coordinator_log([("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)})).rows[0]
     assert "the coordinator counted 3 members, the log names 0" in row["reason"]
 
 
 def test_coordinator_line_breaking_the_template_names_file_and_line() -> None:
-    text = ("[2026-01-05 10:00:00,000] INFO [Log partition=t-0] Rolled (kafka.log.LocalLog)\n"
-            "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
-            "two with 3 members (kafka.coordinator.group.GroupCoordinator)")
+    text = (
+        "[2026-01-05 10:00:00,000] INFO [Log partition=t-0] Rolled (kafka.log.LocalLog)\n"
+        "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
+        "two with 3 members (kafka.coordinator.group.GroupCoordinator)"
+    )
     with pytest.raises(InputError) as caught:
         import_coordinator_log([("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}))
     assert (caught.value.source, caught.value.line) == ("a.log", 2)
 
 
 def kip848_line(message: str, second: int) -> str:
-    return (f"[2026-01-05 10:00:{second:02d},000] INFO [GroupCoordinator id=1 "
-            f"topic=__consumer_offsets partition=3] [GroupId c] {message} "
-            "(org.apache.kafka.coordinator.group.GroupMetadataManager)")
+    return (
+        f"[2026-01-05 10:00:{second:02d},000] INFO [GroupCoordinator id=1 "
+        f"topic=__consumer_offsets partition=3] [GroupId c] {message} "
+        "(org.apache.kafka.coordinator.group.GroupMetadataManager)"
+    )
 
 
 def test_debug_target_assignment_line_gives_members_and_assignments() -> None:
-    text = "\n".join([
-        kip848_line("Member m1 joins the consumer group using the consumer protocol.", 1),
-        kip848_line("Computed a new target assignment for epoch 7 with 'range' assignor in 3ms: "
-                    "{m1=MemberAssignment(partitions={Z1=[0, 2]}), "
-                    "m2=MemberAssignment(partitions={Z1=[1]})}.", 2),
-    ])
+    text = "\n".join(
+        [
+            kip848_line("Member m1 joins the consumer group using the consumer protocol.", 1),
+            kip848_line(
+                "Computed a new target assignment for epoch 7 with 'range' assignor in 3ms: "
+                "{m1=MemberAssignment(partitions={Z1=[0, 2]}), "
+                "m2=MemberAssignment(partitions={Z1=[1]})}.",
+                2,
+            ),
+        ]
+    )
     side = TopicCatalog({"orders": TopicInfo("orders", 3, topic_id="Z1")})
     row = import_coordinator_log([("b.log", text)], side).rows[0]
     assert (row["generation"], row["protocol"]) == (7, "range")
     assert {member["member_id"]: member["assigned"] for member in row["members"]} == {
-        "m1": [["orders", 0], ["orders", 2]], "m2": [["orders", 1]]}
+        "m1": [["orders", 0], ["orders", 2]],
+        "m2": [["orders", 1]],
+    }
 
 
 def test_target_assignment_with_unmapped_topic_ids_keeps_membership_only() -> None:
-    text = kip848_line("Computed a new target assignment for epoch 2 with 'uniform' assignor in "
-                       "1ms: {m1=MemberAssignment(partitions={Z9=[0]})}.", 1)
+    text = kip848_line(
+        "Computed a new target assignment for epoch 2 with 'uniform' assignor in "
+        "1ms: {m1=MemberAssignment(partitions={Z9=[0]})}.",
+        1,
+    )
     result = import_coordinator_log([("b.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}))
     assert [member["member_id"] for member in result.rows[0]["members"]] == ["m1"]
     assert "assigned" not in result.rows[0]["members"][0]
@@ -454,10 +588,12 @@ def test_target_assignment_with_unmapped_topic_ids_keeps_membership_only() -> No
 
 
 def test_older_target_assignment_template_without_assignor_is_read() -> None:
-    text = "\n".join([
-        kip848_line("Member m1 joins the consumer group.", 1),
-        kip848_line("Computed a new target assignment for epoch 3: {}.", 2),
-    ])
+    text = "\n".join(
+        [
+            kip848_line("Member m1 joins the consumer group.", 1),
+            kip848_line("Computed a new target assignment for epoch 3: {}.", 2),
+        ]
+    )
     row = import_coordinator_log([("b.log", text)], TopicCatalog({"t": TopicInfo("t", 1)})).rows[0]
     assert (row["generation"], "protocol" in row, row["members"]) == (3, False, [])
 
@@ -490,22 +626,30 @@ def test_group_filter_ignores_other_groups_even_when_they_are_malformed() -> Non
 def test_lenient_dump_log_skips_bad_lines_and_records_with_located_notes() -> None:
     member = classic_member("a", [])
     member["subscription"] = "AAE="
-    text = "\n".join([
-        '| offset: 0 CreateTime: 1 key: {"type":"2","data":{"group":"g"}} payload: {"vers',
-        dump_line(GROUP_KEY, classic_value(1, [member])),
-        dump_line(GROUP_KEY, classic_value(2, [classic_member("a", [0])])),
-    ])
+    text = "\n".join(
+        [
+            '| offset: 0 CreateTime: 1 key: {"type":"2","data":{"group":"g"}} payload: {"vers',
+            dump_line(GROUP_KEY, classic_value(1, [member])),
+            dump_line(GROUP_KEY, classic_value(2, [classic_member("a", [0])])),
+        ]
+    )
     with pytest.raises(InputError):
         import_dump_log([("d.txt", text)])
     result = import_dump_log([("d.txt", text)], None, LENIENT)
     assert [row["generation"] for row in result.rows] == [2]
     assert [(note.line, note.reason.split(":")[0]) for note in result.skipped] == [
-        (1, "line skipped"), (2, "record skipped")]
+        (1, "line skipped"),
+        (2, "record skipped"),
+    ]
 
 
 def test_lenient_formatter_resumes_at_the_next_record() -> None:
-    good = json.dumps({"key": {"type": 2, "data": {"group": "g"}},
-                       "value": classic_value(4, [classic_member("a", [1])])})
+    good = json.dumps(
+        {
+            "key": {"type": 2, "data": {"group": "g"}},
+            "value": classic_value(4, [classic_member("a", [1])]),
+        }
+    )
     text = '{"key":{"type":2,"data":{"group":"g"}},"value":{"version":3,"da' + good
     result = import_formatter([("f.json", text)], None, LENIENT)
     assert [row["generation"] for row in result.rows] == [4]
@@ -513,13 +657,17 @@ def test_lenient_formatter_resumes_at_the_next_record() -> None:
 
 
 def test_lenient_coordinator_log_skips_lines_breaking_the_template() -> None:
-    text = "\n".join([
-        "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
-        "two with 3 members (kafka.coordinator.group.GroupCoordinator)",
-        "[2026-01-05 10:00:06,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
-        "3 with 0 members (kafka.coordinator.group.GroupCoordinator)"])
-    result = import_coordinator_log([("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}),
-                                    LENIENT)
+    text = "\n".join(
+        [
+            "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
+            "two with 3 members (kafka.coordinator.group.GroupCoordinator)",
+            "[2026-01-05 10:00:06,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
+            "3 with 0 members (kafka.coordinator.group.GroupCoordinator)",
+        ]
+    )
+    result = import_coordinator_log(
+        [("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}), LENIENT
+    )
     assert [row["generation"] for row in result.rows] == [3]
     assert result.skipped[0].line == 1
 
@@ -532,21 +680,30 @@ def test_topics_file_forms_and_errors() -> None:
     side = catalog()
     assert side.topics["orders"] == TopicInfo("orders", 4, "Yc5kGZ3oRcqS2tQnq1R0sg")
     assert side.subscription_of("reports") == ("reports-input",)
-    assert side.subscription_of("unknown") == ("audit", "orders", "payments", "refunds",
-                                               "reports-input")
+    assert side.subscription_of("unknown") == (
+        "audit",
+        "orders",
+        "payments",
+        "refunds",
+        "reports-input",
+    )
     with pytest.raises(InputError, match=r"t\.json: orders: unknown key"):
         parse_topics_file('{"orders": {"partitions": 1, "replicas": 3}}', "t.json")
     with pytest.raises(InputError, match=r"t\.json:1: topics file: not valid JSON"):
         parse_topics_file("{", "t.json")
 
 
-@pytest.mark.parametrize("kind, names", [
-    ("dump-log", ["dump-log.txt"]),
-    ("formatter", ["formatter.json"]),
-    ("coordinator-log", ["coordinator-classic.log", "coordinator-kip848.log"]),
-])
-def test_imported_examples_pass_the_trace_reader(kind: str, names: list[str],
-                                                 tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "kind, names",
+    [
+        ("dump-log", ["dump-log.txt"]),
+        ("formatter", ["formatter.json"]),
+        ("coordinator-log", ["coordinator-classic.log", "coordinator-kip848.log"]),
+    ],
+)
+def test_imported_examples_pass_the_trace_reader(
+    kind: str, names: list[str], tmp_path: Path
+) -> None:
     side = catalog() if kind == "coordinator-log" else None
     result = import_history(kind, [fixture(name) for name in names], side)
     write_traces_jsonl(result.rows, tmp_path / "traces.jsonl")
@@ -590,19 +747,24 @@ def classic_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
         for member_id in ids:
             topics = tuple(sorted(draw(st.sets(st.sampled_from(sorted(counts)), min_size=1))))
             wanted = [tp for tp in free if tp.topic in topics]
-            assigned = draw(st.lists(st.sampled_from(wanted), unique=True) if wanted
-                            else st.just([]))
+            assigned = draw(
+                st.lists(st.sampled_from(wanted), unique=True) if wanted else st.just([])
+            )
             free = [tp for tp in free if tp not in assigned]
             version = draw(st.integers(0, 3))
-            group_members.append({
-                "member_id": member_id,
-                "instance_id": draw(st.none() | st.sampled_from(["pod-a", "pod-b"])),
-                "subscription": Subscription(topics, None, (), -1,
-                                             draw(st.none() | st.just("rack-1")), version),
-                "assignment": MemberAssignment(tuple(assigned), None, version),
-            })
-        instance_ids = [member["instance_id"] for member in group_members
-                        if member["instance_id"] is not None]
+            group_members.append(
+                {
+                    "member_id": member_id,
+                    "instance_id": draw(st.none() | st.sampled_from(["pod-a", "pod-b"])),
+                    "subscription": Subscription(
+                        topics, None, (), -1, draw(st.none() | st.just("rack-1")), version
+                    ),
+                    "assignment": MemberAssignment(tuple(assigned), None, version),
+                }
+            )
+        instance_ids = [
+            member["instance_id"] for member in group_members if member["instance_id"] is not None
+        ]
         if len(instance_ids) != len(set(instance_ids)):
             continue
         history.append({"generation": generation, "members": group_members})
@@ -616,55 +778,83 @@ def render(history: list[dict[str, Any]]) -> tuple[str, str]:
     for offset, generation in enumerate(history):
         as_json, as_bytes = [], []
         for member in generation["members"]:
-            common = {"memberId": member["member_id"], "groupInstanceId": member["instance_id"],
-                      "clientId": "c", "clientHost": "h", "rebalanceTimeout": 1,
-                      "sessionTimeout": 1}
-            as_json.append({**common,
-                            "subscription": subscription_to_json(member["subscription"]),
-                            "assignment": assignment_to_json(member["assignment"])})
-            as_bytes.append({**common,
-                             "subscription": b64(encode_subscription(member["subscription"])),
-                             "assignment": b64(encode_assignment(member["assignment"]))})
-        dump.append(dump_line(GROUP_KEY, classic_value(generation["generation"], as_json),
-                              offset))
-        formatter.append(json.dumps({"key": {"type": 2, "data": {"group": "g"}},
-                                     "value": classic_value(generation["generation"], as_bytes)},
-                                    separators=(",", ":")))
+            common = {
+                "memberId": member["member_id"],
+                "groupInstanceId": member["instance_id"],
+                "clientId": "c",
+                "clientHost": "h",
+                "rebalanceTimeout": 1,
+                "sessionTimeout": 1,
+            }
+            as_json.append(
+                {
+                    **common,
+                    "subscription": subscription_to_json(member["subscription"]),
+                    "assignment": assignment_to_json(member["assignment"]),
+                }
+            )
+            as_bytes.append(
+                {
+                    **common,
+                    "subscription": b64(encode_subscription(member["subscription"])),
+                    "assignment": b64(encode_assignment(member["assignment"])),
+                }
+            )
+        dump.append(dump_line(GROUP_KEY, classic_value(generation["generation"], as_json), offset))
+        formatter.append(
+            json.dumps(
+                {
+                    "key": {"type": 2, "data": {"group": "g"}},
+                    "value": classic_value(generation["generation"], as_bytes),
+                },
+                separators=(",", ":"),
+            )
+        )
     return "\n".join(dump), "".join(formatter)
 
 
 @settings(max_examples=60, deadline=None)
 @given(classic_histories())
 def test_any_classic_history_imports_the_same_from_both_renderings(
-        history: list[dict[str, Any]]) -> None:
+    history: list[dict[str, Any]],
+) -> None:
     from assignors.trace import build_trace, parse_generation
 
     dump, formatter = render(history)
     rows = import_dump_log([("d.txt", dump)]).rows
     # the dump also knows each record's CreateTime; the formatter prints none
     assert [{**row, "timestamp_ms": None} for row in rows] == [
-        {**row, "timestamp_ms": None} for row in import_formatter([("f.json", formatter)]).rows]
+        {**row, "timestamp_ms": None} for row in import_formatter([("f.json", formatter)]).rows
+    ]
     assert [row["generation"] for row in rows] == [item["generation"] for item in history]
     known: dict[str, int] = {}
     for row, generation in zip(rows, history, strict=True):
         expected_members = {
             member["member_id"]: {
-                "member_id": member["member_id"], "instance_id": member["instance_id"],
+                "member_id": member["member_id"],
+                "instance_id": member["instance_id"],
                 "rack": member["subscription"].at_version().rack_id,
                 "topics": list(member["subscription"].topics),
-                "assigned": sorted([tp.topic, tp.partition]
-                                   for tp in member["assignment"].assigned_partitions)}
-            for member in generation["members"]}
+                "assigned": sorted(
+                    [tp.topic, tp.partition] for tp in member["assignment"].assigned_partitions
+                ),
+            }
+            for member in generation["members"]
+        }
         assert members(row) == expected_members
         for member in generation["members"]:
             for topic in member["subscription"].topics:
                 known.setdefault(topic, 0)
             for topic, partition in member["assignment"].assigned_partitions:
                 known[topic] = max(known[topic], partition + 1)
-        subscribed = {topic for member in generation["members"]
-                      for topic in member["subscription"].topics}
-        assert row["topics"] == [{"name": topic, "partitions": known[topic]}
-                                 for topic in sorted(subscribed) if known[topic] > 0]
+        subscribed = {
+            topic for member in generation["members"] for topic in member["subscription"].topics
+        }
+        assert row["topics"] == [
+            {"name": topic, "partitions": known[topic]}
+            for topic in sorted(subscribed)
+            if known[topic] > 0
+        ]
     build_trace("g", [parse_generation(row, "d.txt", line) for line, row in enumerate(rows, 1)])
 
 
@@ -685,12 +875,18 @@ def test_imported_cooperative_history_scores_as_the_real_group_behaved(tmp_path:
 
 def test_coordinator_log_and_offsets_dump_of_one_history_agree_on_membership() -> None:
     from_dump = by_trace(import_dump_log([fixture("dump-log.txt")]).rows)["payments"]
-    from_log = by_trace(import_coordinator_log([fixture("coordinator-classic.log")],
-                                               catalog()).rows)["payments"]
+    from_log = by_trace(
+        import_coordinator_log([fixture("coordinator-classic.log")], catalog()).rows
+    )["payments"]
 
     def membership(rows: list[dict[str, Any]]) -> list[tuple[int, list[tuple[str, Any]]]]:
-        return [(row["generation"], sorted((member["member_id"], member["instance_id"])
-                                           for member in row["members"])) for row in rows]
+        return [
+            (
+                row["generation"],
+                sorted((member["member_id"], member["instance_id"]) for member in row["members"]),
+            )
+            for row in rows
+        ]
 
     assert membership(from_log) == membership(from_dump)
     assert [row["topics"] for row in from_log] == [row["topics"] for row in from_dump]
@@ -705,7 +901,7 @@ def _classic_value_members(value: bytes) -> tuple[int, list[tuple[str, bytes, by
     def take(size: int) -> bytes:
         nonlocal position
         position += size
-        return value[position - size:position]
+        return value[position - size : position]
 
     def string() -> str | None:
         length = struct.unpack(">h", take(2))[0]
@@ -741,26 +937,54 @@ def test_example_segment_is_a_valid_log_holding_what_the_dump_says() -> None:
                 group = record.key[4:].decode()
                 generation, group_members = _classic_value_members(record.value)
                 if group == "payments":
-                    decoded.append((generation, {
-                        member_id: (decode_subscription(subscription).topics,
-                                    decode_assignment(assignment).assigned_partitions)
-                        for member_id, subscription, assignment in group_members}))
+                    decoded.append(
+                        (
+                            generation,
+                            {
+                                member_id: (
+                                    decode_subscription(subscription).topics,
+                                    decode_assignment(assignment).assigned_partitions,
+                                )
+                                for member_id, subscription, assignment in group_members
+                            },
+                        )
+                    )
     from_dump = by_trace(import_dump_log([fixture("dump-log.txt")]).rows)["payments"]
     assert [generation for generation, _ in decoded] == [1, 2, 3, 4]
     for (_, by_member), row in zip(decoded, from_dump, strict=True):
-        assert {member_id: (list(topics), sorted([tp.topic, tp.partition] for tp in assigned))
-                for member_id, (topics, assigned) in by_member.items()} == {
-            member["member_id"]: (member["topics"], member["assigned"])
-            for member in row["members"]}
+        assert {
+            member_id: (list(topics), sorted([tp.topic, tp.partition] for tp in assigned))
+            for member_id, (topics, assigned) in by_member.items()
+        } == {
+            member["member_id"]: (member["topics"], member["assigned"]) for member in row["members"]
+        }
 
 
-json_bits = st.sampled_from(['{"key":', '{"type":"2","data":', '{"group":"g"}', '}', ' payload: ',
-                             '{"version":"3","data":', '"members":[', ']', ',', 'null', '"x"',
-                             '<DELETE>', '{"protocolType":"consumer","generation":1', '0'])
-fuzz_lines = st.lists(st.one_of(
-    st.text(max_size=30),
-    st.lists(json_bits, max_size=8).map(lambda bits: "| offset: 0 key: " + "".join(bits)),
-), max_size=5)
+json_bits = st.sampled_from(
+    [
+        '{"key":',
+        '{"type":"2","data":',
+        '{"group":"g"}',
+        "}",
+        " payload: ",
+        '{"version":"3","data":',
+        '"members":[',
+        "]",
+        ",",
+        "null",
+        '"x"',
+        "<DELETE>",
+        '{"protocolType":"consumer","generation":1',
+        "0",
+    ]
+)
+fuzz_lines = st.lists(
+    st.one_of(
+        st.text(max_size=30),
+        st.lists(json_bits, max_size=8).map(lambda bits: "| offset: 0 key: " + "".join(bits)),
+    ),
+    max_size=5,
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -783,54 +1007,121 @@ def test_any_formatter_text_imports_or_raises_a_located_input_error(text: str) -
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "t", "AAE=", "x"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["topic", "partitions", "topicId", "memberId", "topics", "data"]),
-        inner, max_size=3),
-    max_leaves=8)
-FIELDS = ["protocolType", "generation", "protocol", "members", "currentStateTimestamp",
-          "memberId", "groupInstanceId", "subscription", "assignment", "epoch", "topics",
-          "topicId", "topicName", "numPartitions", "partitionMetadata", "instanceId", "rackId",
-          "subscribedTopicNames", "subscribedTopicRegex", "serverAssignor", "topicPartitions",
-          "assignmentEpoch", "memberEpoch", "groupId", "group"]
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["topic", "partitions", "topicId", "memberId", "topics", "data"]),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=8,
+)
+FIELDS = [
+    "protocolType",
+    "generation",
+    "protocol",
+    "members",
+    "currentStateTimestamp",
+    "memberId",
+    "groupInstanceId",
+    "subscription",
+    "assignment",
+    "epoch",
+    "topics",
+    "topicId",
+    "topicName",
+    "numPartitions",
+    "partitionMetadata",
+    "instanceId",
+    "rackId",
+    "subscribedTopicNames",
+    "subscribedTopicRegex",
+    "serverAssignor",
+    "topicPartitions",
+    "assignmentEpoch",
+    "memberEpoch",
+    "groupId",
+    "group",
+]
 
 
-fuzz_records = st.lists(st.tuples(
-    st.integers(2, 8), st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=6),
-    st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=4)), min_size=1, max_size=4)
+fuzz_records = st.lists(
+    st.tuples(
+        st.integers(2, 8),
+        st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=6),
+        st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=4),
+    ),
+    min_size=1,
+    max_size=4,
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(fuzz_records)
 def test_records_with_any_field_values_import_or_raise_a_located_input_error(
-        records: list[tuple[int, dict[str, Any], dict[str, Any]]]) -> None:
+    records: list[tuple[int, dict[str, Any], dict[str, Any]]],
+) -> None:
     lines = []
     for key_type, value, key in records:
-        member = {"memberId": "a", "subscription": value.get("subscription"),
-                  "assignment": value.get("assignment"), **value}
+        member = {
+            "memberId": "a",
+            "subscription": value.get("subscription"),
+            "assignment": value.get("assignment"),
+            **value,
+        }
         data = {"protocolType": "consumer", "generation": 1, "members": [member], **value}
-        lines.append(dump_line({"type": str(key_type),
-                                "data": {"group": "g", "groupId": "g", "memberId": "a", **key}},
-                               {"version": "0", "data": data}))
+        lines.append(
+            dump_line(
+                {
+                    "type": str(key_type),
+                    "data": {"group": "g", "groupId": "g", "memberId": "a", **key},
+                },
+                {"version": "0", "data": data},
+            )
+        )
     try:
         import_dump_log([("d.txt", "\n".join(lines))])
     except InputError as error:
         assert error.source == "d.txt" and 1 <= (error.line or 0) <= len(lines)
 
 
-log_words = st.sampled_from(["Stabilized group ", "g ", "generation ", "1 ", "x ", "with ",
-                             "members", "[GroupId g] ", "Member ", "m ", "joins the consumer "
-                             "group", "Computed a new target assignment for epoch ", ": {",
-                             "m=MemberAssignment(partitions={Z=[0, 1]})", "}", ".",
-                             "Preparing to rebalance group ", "(reason: ", ")",
-                             "has left group ", "Group ", " is now empty"])
+log_words = st.sampled_from(
+    [
+        "Stabilized group ",
+        "g ",
+        "generation ",
+        "1 ",
+        "x ",
+        "with ",
+        "members",
+        "[GroupId g] ",
+        "Member ",
+        "m ",
+        "joins the consumer group",
+        "Computed a new target assignment for epoch ",
+        ": {",
+        "m=MemberAssignment(partitions={Z=[0, 1]})",
+        "}",
+        ".",
+        "Preparing to rebalance group ",
+        "(reason: ",
+        ")",
+        "has left group ",
+        "Group ",
+        " is now empty",
+    ]
+)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(log_words, max_size=10).map("".join), max_size=4))
 def test_any_coordinator_lines_import_or_raise_a_located_input_error(messages: list[str]) -> None:
-    text = "\n".join(f"[2026-01-05 10:00:0{index},000] INFO [GroupCoordinator 1]: {message} "
-                     "(kafka.coordinator.group.GroupCoordinator)"
-                     for index, message in enumerate(messages))
+    text = "\n".join(
+        f"[2026-01-05 10:00:0{index},000] INFO [GroupCoordinator 1]: {message} "
+        "(kafka.coordinator.group.GroupCoordinator)"
+        for index, message in enumerate(messages)
+    )
     try:
         import_coordinator_log([("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}))
     except InputError as error:

@@ -35,12 +35,18 @@ class StandInCluster:
         return set(range(self.counts[topic])) if topic in self.counts else None
 
 
-def _join(consumers: dict[str, object], topics: dict[str, set[str]],
-          instance_ids: dict[str, str] | None = None) -> list[JoinMember]:
+def _join(
+    consumers: dict[str, object],
+    topics: dict[str, set[str]],
+    instance_ids: dict[str, str] | None = None,
+) -> list[JoinMember]:
     """JoinGroup members as the coordinator hands them to the leader (metadata as wire bytes)."""
     return [
-        JoinMember(member_id=member_id, group_instance_id=(instance_ids or {}).get(member_id),
-                   metadata=consumer.metadata(topics[member_id]).encode())  # type: ignore[attr-defined]
+        JoinMember(
+            member_id=member_id,
+            group_instance_id=(instance_ids or {}).get(member_id),
+            metadata=consumer.metadata(topics[member_id]).encode(),
+        )  # type: ignore[attr-defined]
         for member_id, consumer in consumers.items()
     ]
 
@@ -51,8 +57,9 @@ def _decoded(members: list[JoinMember]) -> list[JoinMember]:
     return members
 
 
-def _deliver(consumers: dict[str, object], answer: dict[str, ConsumerProtocolAssignment],
-             generation: int) -> dict[str, set[tuple[str, int]]]:
+def _deliver(
+    consumers: dict[str, object], answer: dict[str, ConsumerProtocolAssignment], generation: int
+) -> dict[str, set[tuple[str, int]]]:
     owned = {}
     for member_id, consumer in consumers.items():
         wire = ConsumerProtocolAssignment.decode(answer[member_id].encode())
@@ -71,7 +78,9 @@ def test_adapter_names_the_protocol_and_its_rebalance_mode():
 
 def test_kafka_consumer_accepts_the_adapter_and_sends_its_subscription():
     consumer = KafkaConsumer(
-        group_id="orders-app", bootstrap_servers="127.0.0.1:9", api_version=(2, 6, 0),
+        group_id="orders-app",
+        bootstrap_servers="127.0.0.1:9",
+        api_version=(2, 6, 0),
         enable_auto_commit=False,
         partition_assignment_strategy=[kafka_python_assignor("cooperative-sticky", rack="r1")],
     )
@@ -89,14 +98,20 @@ def test_kafka_consumer_accepts_the_adapter_and_sends_its_subscription():
 def test_leader_inside_kafka_consumer_assigns_through_the_coordinator(monkeypatch):
     adapter = kafka_python_assignor("sticky")
     consumer = KafkaConsumer(
-        group_id="orders-app", bootstrap_servers="127.0.0.1:9", api_version=(2, 6, 0),
-        enable_auto_commit=False, partition_assignment_strategy=[adapter],
+        group_id="orders-app",
+        bootstrap_servers="127.0.0.1:9",
+        api_version=(2, 6, 0),
+        enable_auto_commit=False,
+        partition_assignment_strategy=[adapter],
     )
     try:
         consumer.subscribe(["orders"])
         coordinator = consumer._coordinator
-        monkeypatch.setattr(coordinator._cluster, "partitions_for_topic",
-                            StandInCluster({"orders": 4}).partitions_for_topic)
+        monkeypatch.setattr(
+            coordinator._cluster,
+            "partitions_for_topic",
+            StandInCluster({"orders": 4}).partitions_for_topic,
+        )
         peers = {"c0": adapter, "c1": kafka_python_assignor("sticky")}
         members = _join(peers, {"c0": {"orders"}, "c1": {"orders"}})
         answer = coordinator._perform_assignment("c0", "sticky", members)
@@ -110,11 +125,13 @@ def test_members_report_owned_partitions_and_keep_them_after_a_peer_leaves():
     cluster = StandInCluster({"orders": 6, "audit": 3})
     consumers = {f"c{i}": kafka_python_assignor("sticky") for i in range(3)}
     topics = {member_id: {"orders", "audit"} for member_id in consumers}
-    first = _deliver(consumers,
-                     consumers["c0"].assign(cluster, _decoded(_join(consumers, topics))), 1)
+    first = _deliver(
+        consumers, consumers["c0"].assign(cluster, _decoded(_join(consumers, topics))), 1
+    )
     del consumers["c1"]
-    second = _deliver(consumers,
-                      consumers["c0"].assign(cluster, _decoded(_join(consumers, topics))), 2)
+    second = _deliver(
+        consumers, consumers["c0"].assign(cluster, _decoded(_join(consumers, topics))), 2
+    )
     assert first["c0"] <= second["c0"] and first["c2"] <= second["c2"]
     assert second["c0"] | second["c2"] == first["c0"] | first["c1"] | first["c2"]
 
@@ -125,19 +142,26 @@ def test_cooperative_leaves_moving_partitions_out_until_the_follow_up_round():
     topics = {"c0": {"orders"}, "c1": {"orders"}}
     _deliver(consumers, consumers["c0"].assign(cluster, _decoded(_join(consumers, topics))), 1)
     consumers["c1"] = kafka_python_assignor("cooperative-sticky")
-    round_one = _deliver(consumers,
-                         consumers["c0"].assign(cluster, _decoded(_join(consumers, topics))), 2)
+    round_one = _deliver(
+        consumers, consumers["c0"].assign(cluster, _decoded(_join(consumers, topics))), 2
+    )
     assert len(round_one["c0"]) == 2 and round_one["c1"] == set()
-    round_two = _deliver(consumers,
-                         consumers["c0"].assign(cluster, _decoded(_join(consumers, topics))), 3)
+    round_two = _deliver(
+        consumers, consumers["c0"].assign(cluster, _decoded(_join(consumers, topics))), 3
+    )
     assert round_two["c0"] == round_one["c0"] and len(round_two["c1"]) == 2
 
 
 def test_leader_reads_claims_from_kafka_pythons_own_sticky_assignor():
     native = StickyPartitionAssignor()
     native.on_assignment(ConsumerProtocolAssignment(0, [("orders", [1, 2])], b""), 7)
-    members = [JoinMember(member_id="native", group_instance_id=None,
-                          metadata=native.metadata({"orders"}).encode())]
+    members = [
+        JoinMember(
+            member_id="native",
+            group_instance_id=None,
+            metadata=native.metadata({"orders"}).encode(),
+        )
+    ]
     group = group_from_members(StandInCluster({"orders": 3}), members)
     [member] = group.members
     assert member.owned_partitions == (TopicPartition("orders", 1), TopicPartition("orders", 2))
@@ -146,11 +170,17 @@ def test_leader_reads_claims_from_kafka_pythons_own_sticky_assignor():
 
 def test_leader_reads_claims_from_java_sticky_user_data():
     topic = b"orders"
-    java_v1 = (struct.pack(">i", 1) + struct.pack(">h", len(topic)) + topic
-               + struct.pack(">iii", 2, 0, 2) + struct.pack(">i", 4))
+    java_v1 = (
+        struct.pack(">i", 1)
+        + struct.pack(">h", len(topic))
+        + topic
+        + struct.pack(">iii", 2, 0, 2)
+        + struct.pack(">i", 4)
+    )
     subscription = ConsumerProtocolSubscription(version=0, topics=["orders"], user_data=java_v1)
-    members = [JoinMember(member_id="java", group_instance_id="pod-1",
-                          metadata=subscription.encode())]
+    members = [
+        JoinMember(member_id="java", group_instance_id="pod-1", metadata=subscription.encode())
+    ]
     group = group_from_members(StandInCluster({"orders": 3}), members)
     [member] = group.members
     assert member.owned_partitions == (TopicPartition("orders", 0), TopicPartition("orders", 2))
@@ -162,8 +192,13 @@ def test_unknown_topics_are_left_out_and_racks_reach_the_group():
         return frozenset({"r0"}) if partition % 2 == 0 else frozenset({"r1"})
 
     adapter = kafka_python_assignor("sticky", rack="r1", replica_racks=racks)
-    members = [JoinMember(member_id="c0", group_instance_id=None,
-                          metadata=adapter.metadata({"orders", "not-yet-created"}).encode())]
+    members = [
+        JoinMember(
+            member_id="c0",
+            group_instance_id=None,
+            metadata=adapter.metadata({"orders", "not-yet-created"}).encode(),
+        )
+    ]
     group = group_from_members(StandInCluster({"orders": 2}), members, racks)
     assert [topic.name for topic in group.topics] == ["orders"]
     assert group.topics[0].replica_racks == (frozenset({"r0"}), frozenset({"r1"}))

@@ -180,13 +180,20 @@ def _range_as_java_loops(group: Group) -> dict[str, set[tuple[str, int]]]:
         if consumer_racks:
             partition_racks = list(topic.replica_racks or [frozenset()] * count)
         all_racks = frozenset().union(*partition_racks) if partition_racks else frozenset()
-        states.append({
-            "topic": topic.name, "consumers": consumers, "racks": partition_racks,
-            "unassigned": list(range(count)), "count": dict.fromkeys(consumers, 0),
-            "per": count // len(consumers), "extra": count % len(consumers),
-            "needs": bool(consumer_racks) and not consumer_racks.isdisjoint(all_racks)
-            and any(racks != all_racks for racks in partition_racks or []),
-        })
+        states.append(
+            {
+                "topic": topic.name,
+                "consumers": consumers,
+                "racks": partition_racks,
+                "unassigned": list(range(count)),
+                "count": dict.fromkeys(consumers, 0),
+                "per": count // len(consumers),
+                "extra": count % len(consumers),
+                "needs": bool(consumer_racks)
+                and not consumer_racks.isdisjoint(all_racks)
+                and any(racks != all_racks for racks in partition_racks or []),
+            }
+        )
 
     def quota(state, consumer):
         return max(0, state["per"] + (state["extra"] > 0) - state["count"][consumer])
@@ -225,8 +232,14 @@ def _range_as_java_loops(group: Group) -> dict[str, set[tuple[str, int]]]:
                     continue
                 remaining = list(together[0]["consumers"])
                 for partition in range(size):
-                    chosen = next((c for c in remaining if all(
-                        matches(s, c, partition) and quota(s, c) > 0 for s in together)), None)
+                    chosen = next(
+                        (
+                            c
+                            for c in remaining
+                            if all(matches(s, c, partition) and quota(s, c) > 0 for s in together)
+                        ),
+                        None,
+                    )
                     if chosen is None:
                         continue
                     for state in together:
@@ -257,15 +270,17 @@ def test_range_agrees_with_javas_loops_on_random_groups(group: Group):
 def test_range_assigns_a_hundred_thousand_partitions_with_racks_in_linear_time():
     racks = ("a", "b", "c")
     topics = tuple(
-        Topic(f"t{index:02d}", 2_000,
-              replica_racks=tuple(frozenset({racks[p % 3], racks[(p + index) % 3]})
-                                  for p in range(2_000)))
+        Topic(
+            f"t{index:02d}",
+            2_000,
+            replica_racks=tuple(
+                frozenset({racks[p % 3], racks[(p + index) % 3]}) for p in range(2_000)
+            ),
+        )
         for index in range(50)
     )
     names = frozenset(topic.name for topic in topics)
-    members = tuple(
-        Member(f"c{index:04d}", names, rack=racks[index % 3]) for index in range(1_000)
-    )
+    members = tuple(Member(f"c{index:04d}", names, rack=racks[index % 3]) for index in range(1_000))
     started = time.perf_counter()
     assignment = RangeAssignor().assign(Group(topics, members))
     elapsed = time.perf_counter() - started

@@ -81,8 +81,11 @@ def cluster_machine(
             self.checker.check(len(self.steps) - 1)
 
         def counterexample(self) -> str:
-            document = {"name": "state-machine-counterexample", "config": config,
-                        "steps": self.steps}
+            document = {
+                "name": "state-machine-counterexample",
+                "config": config,
+                "steps": self.steps,
+            }
             return MARKER + scenario_to_text(load_scenario(document))
 
         @rule()
@@ -102,9 +105,11 @@ def cluster_machine(
         def brokers_where(self, wanted: str) -> list[int]:
             found = []
             for broker_id, broker in sorted(self.cluster.brokers.items()):
-                if (wanted == "online" and broker.online) or (
-                    wanted == "offline" and not broker.online
-                ) or (wanted == "isolated" and broker.isolated):
+                if (
+                    (wanted == "online" and broker.online)
+                    or (wanted == "offline" and not broker.online)
+                    or (wanted == "isolated" and broker.isolated)
+                ):
                     found.append(broker_id)
             return found
 

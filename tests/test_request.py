@@ -28,8 +28,14 @@ VALID = {
         {"name": "t1", "partitions": 2},
     ],
     "members": [
-        {"id": "c0", "topics": ["t0"], "owned": [["t0", 0], ["t0", 2]], "generation": 1,
-         "rack": "a", "instance_id": "pod-0"},
+        {
+            "id": "c0",
+            "topics": ["t0"],
+            "owned": [["t0", 0], ["t0", 2]],
+            "generation": 1,
+            "rack": "a",
+            "instance_id": "pod-0",
+        },
         {"id": "c1", "topics": ["t0", "t1"]},
         {"id": "c2", "topics": ["t1"]},
     ],
@@ -177,7 +183,7 @@ def test_empty_json_array_and_empty_text_hold_no_requests():
     assert read_requests("\n\n") == []
 
 
-@pytest.mark.parametrize("text", ["hello\nworld\n", "[{\"name\": 1},", "\x00\x01"])
+@pytest.mark.parametrize("text", ["hello\nworld\n", '[{"name": 1},', "\x00\x01"])
 def test_text_that_is_not_json_at_all_is_unreadable(text):
     with pytest.raises(InputError, match=r"not JSON Lines or a JSON array|malformed JSON array"):
         read_requests(text, source="x")
@@ -210,8 +216,12 @@ def test_invalid_request_renders_as_name_and_error():
 
 
 def test_empty_group_renders_an_empty_assignment():
-    request = {"name": "e", "assignor": "range", "topics": [{"name": "t0", "partitions": 3}],
-               "members": []}
+    request = {
+        "name": "e",
+        "assignor": "range",
+        "topics": [{"name": "t0", "partitions": 3}],
+        "members": [],
+    }
     [entry] = read_requests(json.dumps(request))
     assert dumps(run(entry)) == '{"name": "e", "assignor": "range", "assignment": {}}'
 

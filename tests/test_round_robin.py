@@ -24,8 +24,9 @@ def _walk_one_member_at_a_time(group: Group) -> dict[str, set[TopicPartition]]:
         return result
     position = 0
     wanted = set().union(*(member.topics for member in ordered))
-    topics = sorted((t for t in group.topics if t.name in wanted),
-                    key=lambda topic: java_string_key(topic.name))
+    topics = sorted(
+        (t for t in group.topics if t.name in wanted), key=lambda topic: java_string_key(topic.name)
+    )
     for topic in topics:
         for partition in range(topic.num_partitions):
             while topic.name not in ordered[position % len(ordered)].topics:
@@ -38,8 +39,10 @@ def _walk_one_member_at_a_time(group: Group) -> dict[str, set[TopicPartition]]:
 
 def test_roundrobin_deals_in_topic_then_partition_order():
     names = frozenset({"t0", "t1"})
-    group = Group((Topic("t1", 2), Topic("t0", 3)),
-                  (Member("c0", names), Member("c1", names), Member("c2", names)))
+    group = Group(
+        (Topic("t1", 2), Topic("t0", 3)),
+        (Member("c0", names), Member("c1", names), Member("c2", names)),
+    )
     assert assign(group) == {"c0": ["t0-0", "t1-0"], "c1": ["t0-1", "t1-1"], "c2": ["t0-2"]}
 
 
@@ -97,7 +100,7 @@ def test_roundrobin_assigns_a_hundred_thousand_partitions_in_linear_time():
     names = [topic.name for topic in topics]
     # heterogeneous: each member subscribes to a tenth of the topics
     members = tuple(
-        Member(f"c{index:04d}", frozenset(names[index % 10::10])) for index in range(2_000)
+        Member(f"c{index:04d}", frozenset(names[index % 10 :: 10])) for index in range(2_000)
     )
     started = time.perf_counter()
     assignment = RoundRobinAssignor().assign(Group(topics, members))

@@ -12,10 +12,16 @@ from assignors.sticky import StickyAssignor, plan_sticky
 TP = TopicPartition
 
 
-def _member(member_id: str, topics: str, owned: tuple[tuple[str, int], ...] = (),
-            generation: int = -1, **extra: object) -> Member:
-    return Member(member_id, frozenset(topics.split(",")), tuple(TP(*tp) for tp in owned),
-                  generation, **extra)  # type: ignore[arg-type]
+def _member(
+    member_id: str,
+    topics: str,
+    owned: tuple[tuple[str, int], ...] = (),
+    generation: int = -1,
+    **extra: object,
+) -> Member:
+    return Member(
+        member_id, frozenset(topics.split(",")), tuple(TP(*tp) for tp in owned), generation, **extra
+    )  # type: ignore[arg-type]
 
 
 def _counts(assignment_partitions: dict[str, tuple[TP, ...]]) -> dict[str, int]:
@@ -45,11 +51,14 @@ def test_member_without_known_topics_gets_nothing_and_others_share_everything():
 
 def test_uniform_quota_gives_ceil_to_the_members_that_claim_most():
     owned_c1 = tuple(("a", p) for p in range(5))
-    group = Group((Topic("a", 7),), (
-        _member("c0", "a", (("a", 5),), 1),
-        _member("c1", "a", owned_c1, 1),
-        _member("c2", "a", (("a", 6),), 1),
-    ))
+    group = Group(
+        (Topic("a", 7),),
+        (
+            _member("c0", "a", (("a", 5),), 1),
+            _member("c1", "a", owned_c1, 1),
+            _member("c2", "a", (("a", 6),), 1),
+        ),
+    )
     partitions = _assign(group)
     assert _counts(partitions) == {"c0": 2, "c1": 3, "c2": 2}
     assert len(moved(group, partitions)) == 2
@@ -59,9 +68,7 @@ def test_member_leaving_moves_only_its_partitions():
     topics = (Topic("a", 6), Topic("b", 6))
     everyone = [_member(f"c{i}", "a,b") for i in range(4)]
     first = _assign(Group(topics, tuple(everyone)))
-    survivors = tuple(
-        _member(f"c{i}", "a,b", tuple(first[f"c{i}"]), 1) for i in (0, 1, 3)
-    )
+    survivors = tuple(_member(f"c{i}", "a,b", tuple(first[f"c{i}"]), 1) for i in (0, 1, 3))
     second = _assign(Group(topics, survivors))
     for member_id in ("c0", "c1", "c3"):
         assert set(first[member_id]) <= set(second[member_id])
@@ -69,30 +76,39 @@ def test_member_leaving_moves_only_its_partitions():
 
 def test_stale_claim_on_unsubscribed_topic_is_never_honoured():
     # c0 owned b0 in an older generation but no longer subscribes to b (Java defect b)
-    group = Group((Topic("a", 2), Topic("b", 1)), (
-        _member("c0", "a", (("b", 0), ("a", 0)), 1),
-        _member("c1", "a,b", (("a", 1),), 2),
-    ))
+    group = Group(
+        (Topic("a", 2), Topic("b", 1)),
+        (
+            _member("c0", "a", (("b", 0), ("a", 0)), 1),
+            _member("c1", "a,b", (("a", 1),), 2),
+        ),
+    )
     partitions = _assign(group)
     assert TP("b", 0) in partitions["c1"]
     assert TP("b", 0) not in partitions["c0"]
 
 
 def test_highest_generation_claim_wins():
-    group = Group((Topic("a", 2),), (
-        _member("c0", "a", (("a", 0), ("a", 1)), 4),
-        _member("c1", "a", (("a", 0),), 5),
-    ))
+    group = Group(
+        (Topic("a", 2),),
+        (
+            _member("c0", "a", (("a", 0), ("a", 1)), 4),
+            _member("c1", "a", (("a", 0),), 5),
+        ),
+    )
     plan = plan_sticky(group)
     assert plan.claimant.tolist() == [1, 0]
     assert _assign(group) == {"c0": (TP("a", 1),), "c1": (TP("a", 0),)}
 
 
 def test_same_generation_double_claim_voids_stickiness():
-    group = Group((Topic("a", 3),), (
-        _member("c0", "a", (("a", 0), ("a", 1)), 5),
-        _member("c1", "a", (("a", 1), ("a", 2)), 5),
-    ))
+    group = Group(
+        (Topic("a", 3),),
+        (
+            _member("c0", "a", (("a", 0), ("a", 1)), 5),
+            _member("c1", "a", (("a", 1), ("a", 2)), 5),
+        ),
+    )
     plan = plan_sticky(group)
     assert plan.contested.tolist() == [False, True, False]
     assert plan.claimant.tolist() == [0, -1, 1]
@@ -127,10 +143,15 @@ def test_heterogeneous_subscriptions_respect_kafkas_balance_rule():
 
 def test_kip54_example_keeps_five_of_six_when_c0_leaves():
     topics = (Topic("t0", 1), Topic("t1", 2), Topic("t2", 3))
-    before = {"C0": (("t0", 0),), "C1": (("t1", 0), ("t1", 1)),
-              "C2": (("t2", 0), ("t2", 1), ("t2", 2))}
-    group = Group(topics, (_member("C1", "t0,t1", before["C1"], 1),
-                           _member("C2", "t0,t1,t2", before["C2"], 1)))
+    before = {
+        "C0": (("t0", 0),),
+        "C1": (("t1", 0), ("t1", 1)),
+        "C2": (("t2", 0), ("t2", 1), ("t2", 2)),
+    }
+    group = Group(
+        topics,
+        (_member("C1", "t0,t1", before["C1"], 1), _member("C2", "t0,t1,t2", before["C2"], 1)),
+    )
     partitions = _assign(group)
     assert len(moved(group, partitions)) == 0
     assert TP("t0", 0) in partitions["C1"]
@@ -138,8 +159,10 @@ def test_kip54_example_keeps_five_of_six_when_c0_leaves():
 
 def test_new_partitions_prefer_a_member_on_a_replica_rack():
     racks = tuple(frozenset({rack}) for rack in ("r0", "r1", "r0", "r1"))
-    group = Group((Topic("a", 4, replica_racks=racks),),
-                  (_member("c0", "a", rack="r1"), _member("c1", "a", rack="r0")))
+    group = Group(
+        (Topic("a", 4, replica_racks=racks),),
+        (_member("c0", "a", rack="r1"), _member("c1", "a", rack="r0")),
+    )
     partitions = _assign(group)
     assert partitions == {"c0": (TP("a", 1), TP("a", 3)), "c1": (TP("a", 0), TP("a", 2))}
 
@@ -147,41 +170,57 @@ def test_new_partitions_prefer_a_member_on_a_replica_rack():
 def test_rack_locality_never_moves_a_balanced_claimed_partition():
     # every claim sits on the wrong rack, but the group is balanced: nothing moves (Java defect a)
     racks = tuple(frozenset({rack}) for rack in ("r0", "r1"))
-    group = Group((Topic("a", 2, replica_racks=racks),), (
-        _member("c0", "a", (("a", 1),), 3, rack="r0"),
-        _member("c1", "a", (("a", 0),), 3, rack="r1"),
-    ))
+    group = Group(
+        (Topic("a", 2, replica_racks=racks),),
+        (
+            _member("c0", "a", (("a", 1),), 3, rack="r0"),
+            _member("c1", "a", (("a", 0),), 3, rack="r1"),
+        ),
+    )
     assert _assign(group) == {"c0": (TP("a", 1),), "c1": (TP("a", 0),)}
 
 
 def test_member_over_quota_keeps_its_same_rack_partitions():
     racks = tuple(frozenset({rack}) for rack in ("r1", "r0", "r1", "r0"))
-    group = Group((Topic("a", 4, replica_racks=racks),), (
-        _member("c0", "a", tuple(("a", p) for p in range(4)), 2, rack="r0"),
-        _member("c1", "a", rack="r1"),
-    ))
+    group = Group(
+        (Topic("a", 4, replica_racks=racks),),
+        (
+            _member("c0", "a", tuple(("a", p) for p in range(4)), 2, rack="r0"),
+            _member("c1", "a", rack="r1"),
+        ),
+    )
     partitions = _assign(group)
     assert partitions["c0"] == (TP("a", 1), TP("a", 3))
 
 
 def test_static_members_break_ties_by_instance_id():
     # both have no claims; the one whose instance id sorts first gets the extra partition
-    group = Group((Topic("a", 3),), (
-        _member("m-a", "a", instance_id="pod-9"),
-        _member("m-b", "a", instance_id="pod-1"),
-    ))
+    group = Group(
+        (Topic("a", 3),),
+        (
+            _member("m-a", "a", instance_id="pod-9"),
+            _member("m-b", "a", instance_id="pod-1"),
+        ),
+    )
     assert _counts(_assign(group)) == {"m-a": 1, "m-b": 2}
 
 
 def test_restarted_static_member_keeps_its_partitions_under_a_new_member_id():
     topics = (Topic("a", 4),)
-    first = _assign(Group(topics, (_member("m1", "a", instance_id="pod-1"),
-                                   _member("m2", "a", instance_id="pod-2"))))
+    first = _assign(
+        Group(
+            topics,
+            (_member("m1", "a", instance_id="pod-1"), _member("m2", "a", instance_id="pod-2")),
+        )
+    )
     # pod-1 restarts with a new member id; its owned partitions come with it
-    group = Group(topics, (
-        _member("m9", "a", tuple(first["m1"]), 1, instance_id="pod-1"),
-        _member("m2", "a", tuple(first["m2"]), 1, instance_id="pod-2"),
-    ))
+    group = Group(
+        topics,
+        (
+            _member("m9", "a", tuple(first["m1"]), 1, instance_id="pod-1"),
+            _member("m2", "a", tuple(first["m2"]), 1, instance_id="pod-2"),
+        ),
+    )
     second = _assign(group)
     assert second["m9"] == first["m1"] and second["m2"] == first["m2"]
 
@@ -198,10 +237,13 @@ def test_feeding_the_answer_back_changes_nothing(num_members):
     topics = (Topic("a", 10), Topic("b", 5))
     members = tuple(_member(f"c{i}", "a,b" if i % 2 else "a") for i in range(num_members))
     first = _assign(Group(topics, members))
-    again = Group(topics, tuple(
-        _member(m.member_id, ",".join(sorted(m.topics)), tuple(first[m.member_id]), 1)
-        for m in members
-    ))
+    again = Group(
+        topics,
+        tuple(
+            _member(m.member_id, ",".join(sorted(m.topics)), tuple(first[m.member_id]), 1)
+            for m in members
+        ),
+    )
     assert _assign(again) == first
 
 
@@ -209,11 +251,14 @@ def test_heterogeneous_counts_per_topic_follow_replica_racks():
     # c0 sits with topic a's replicas, c1 with topic b's; c2 (no rack) takes only b
     a_racks = (frozenset({"r0"}),) * 2
     b_racks = (frozenset({"r1"}),) * 4
-    group = Group((Topic("a", 2, replica_racks=a_racks), Topic("b", 4, replica_racks=b_racks)), (
-        _member("c0", "a,b", rack="r0"),
-        _member("c1", "a,b", rack="r1"),
-        _member("c2", "b"),
-    ))
+    group = Group(
+        (Topic("a", 2, replica_racks=a_racks), Topic("b", 4, replica_racks=b_racks)),
+        (
+            _member("c0", "a,b", rack="r0"),
+            _member("c1", "a,b", rack="r1"),
+            _member("c2", "b"),
+        ),
+    )
     partitions = _assign(group)
     assert {tp.topic for tp in partitions["c0"]} == {"a"}
     assert {tp.topic for tp in partitions["c1"]} == {"b"}

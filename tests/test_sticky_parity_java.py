@@ -50,8 +50,10 @@ def _case_names() -> list[str]:
 
 
 def _java_partitions(row: dict) -> dict[str, list[TopicPartition]]:
-    return {member: [TopicPartition(*tp) for tp in tps]
-            for member, tps in row["java_assignment"].items()}
+    return {
+        member: [TopicPartition(*tp) for tp in tps]
+        for member, tps in row["java_assignment"].items()
+    }
 
 
 def _rounds_until_settled(group: Group, assignment: Assignment, limit: int = 5) -> Assignment:

@@ -21,8 +21,9 @@ from assignors.cooperative_sticky import CooperativeStickyAssignor
 from assignors.model import Group, Member, Topic, TopicPartition
 from assignors.sticky import StickyAssignor
 
-PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, database=None,
-                             suppress_health_check=[HealthCheck.too_slow])
+PROPERTY_SETTINGS = settings(
+    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @PROPERTY_SETTINGS
@@ -73,8 +74,12 @@ def _balanced_assignments(group: Group):
             yield result
 
 
-@settings(max_examples=120, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=120,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(groups(max_members=3, max_topics=2, max_partitions=3, subscription="uniform", owned=True))
 def test_uniform_moves_are_the_fewest_any_balanced_assignment_needs(group):
     partitions = StickyAssignor().assign(group).partitions
@@ -82,10 +87,15 @@ def test_uniform_moves_are_the_fewest_any_balanced_assignment_needs(group):
     assert len(moved(group, partitions)) == fewest
 
 
-@settings(max_examples=80, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(groups(max_members=4, max_topics=3, max_partitions=2, subscription="heterogeneous",
-              owned=True))
+@settings(
+    max_examples=80,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    groups(max_members=4, max_topics=3, max_partitions=2, subscription="heterogeneous", owned=True)
+)
 def test_heterogeneous_moves_are_the_fewest_on_tiny_groups(group):
     partitions = StickyAssignor().assign(group).partitions
     fewest = min(len(moved(group, candidate)) for candidate in _balanced_assignments(group))
@@ -101,11 +111,20 @@ def _cooperative_rounds(group: Group, limit: int = 5):
         if not assignment.withheld:
             return round_number, current, assignment
         generation = max(generation, 0) + 1
-        current = Group(current.topics, tuple(
-            Member(m.member_id, m.topics, assignment.partitions[m.member_id], generation, m.rack,
-                   m.instance_id)
-            for m in current.members
-        ))
+        current = Group(
+            current.topics,
+            tuple(
+                Member(
+                    m.member_id,
+                    m.topics,
+                    assignment.partitions[m.member_id],
+                    generation,
+                    m.rack,
+                    m.instance_id,
+                )
+                for m in current.members
+            ),
+        )
     raise AssertionError(f"still withholding after {limit} rounds")
 
 

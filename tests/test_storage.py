@@ -360,9 +360,7 @@ def test_a_replica_log_on_disk_recovers_exactly_like_one_in_memory(
 
 
 SCENARIO_FILES = sorted(
-    path
-    for path in (EXAMPLES / "scenarios").glob("*")
-    if path.suffix in (".json", ".yaml", ".yml")
+    path for path in (EXAMPLES / "scenarios").glob("*") if path.suffix in (".json", ".yaml", ".yml")
 )
 
 

@@ -110,8 +110,10 @@ def test_assignment_layout_is_version_topic_partitions_user_data() -> None:
 def test_partitions_of_one_topic_share_one_wire_entry() -> None:
     owned = (TopicPartition("a", 1), TopicPartition("a", 0), TopicPartition("b", 3))
     node = subscription_to_json(Subscription(("a", "b"), owned_partitions=owned))
-    assert node["ownedPartitions"] == [{"topic": "a", "partitions": [1, 0]},
-                                       {"topic": "b", "partitions": [3]}]
+    assert node["ownedPartitions"] == [
+        {"topic": "a", "partitions": [1, 0]},
+        {"topic": "b", "partitions": [3]},
+    ]
 
 
 def test_subscription_fields_above_the_version_are_not_written() -> None:
@@ -206,8 +208,9 @@ def test_arbitrary_bytes_decode_or_raise_input_error(data: bytes) -> None:
 
 @relaxed
 @given(subscriptions, st.data())
-def test_any_truncation_of_valid_bytes_raises_input_error(subscription: Subscription,
-                                                          data: st.DataObject) -> None:
+def test_any_truncation_of_valid_bytes_raises_input_error(
+    subscription: Subscription, data: st.DataObject
+) -> None:
     encoded = encode_subscription(subscription)
     cut = data.draw(st.integers(0, len(encoded) - 1))
     with pytest.raises(InputError):

@@ -55,9 +55,12 @@ __all__ = [
 ]
 
 
-def import_history(kind: str, sources: Iterable[tuple[str, str | Iterable[str]]],
-                   catalog: TopicCatalog | None = None,
-                   options: ImportOptions | None = None) -> ImportResult:
+def import_history(
+    kind: str,
+    sources: Iterable[tuple[str, str | Iterable[str]]],
+    catalog: TopicCatalog | None = None,
+    options: ImportOptions | None = None,
+) -> ImportResult:
     """Rows from ``(name, text or lines)`` sources of one kind, oldest first."""
     if kind == "dump-log":
         return import_dump_log(sources, catalog, options)
@@ -65,8 +68,12 @@ def import_history(kind: str, sources: Iterable[tuple[str, str | Iterable[str]]]
         return import_formatter(sources, catalog, options)
     if kind == "coordinator-log":
         if catalog is None or not catalog.topics:
-            raise InputError("coordinator logs name no partition counts: give a topics file",
-                             field="--topics")
+            raise InputError(
+                "coordinator logs name no partition counts: give a topics file", field="--topics"
+            )
         return import_coordinator_log(sources, catalog, options)
-    raise InputError(f"unknown source kind (expected one of {', '.join(SOURCE_KINDS)})",
-                     field="--from", value=kind)
+    raise InputError(
+        f"unknown source kind (expected one of {', '.join(SOURCE_KINDS)})",
+        field="--from",
+        value=kind,
+    )

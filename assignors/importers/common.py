@@ -115,7 +115,7 @@ def _topic_info(name: str, raw: object, source: str) -> TopicInfo:
     if isinstance(raw, int) and not isinstance(raw, bool):
         raw = {"partitions": raw}
     if not isinstance(raw, Mapping):
-        raise bad("must be a partition count or an object with \"partitions\"", raw)
+        raise bad('must be a partition count or an object with "partitions"', raw)
     count = raw.get("partitions")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise bad("must be an integer >= 0", count, ".partitions")
@@ -133,8 +133,11 @@ def _topic_info(name: str, raw: object, source: str) -> TopicInfo:
                 for entry in racks_raw
             )
         ):
-            raise bad(f"must list the replica racks of each of the {count} partitions",
-                      racks_raw, ".racks")
+            raise bad(
+                f"must list the replica racks of each of the {count} partitions",
+                racks_raw,
+                ".racks",
+            )
         racks = tuple(tuple(entry) for entry in racks_raw)
     unknown = sorted(set(raw) - {"partitions", "id", "racks"})
     if unknown:
@@ -159,28 +162,42 @@ def parse_topics_file(text: str, source: str) -> TopicCatalog:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
-        raise InputError(f"not valid JSON: {error.msg}", source=source, line=error.lineno,
-                         field="topics file") from None
+        raise InputError(
+            f"not valid JSON: {error.msg}", source=source, line=error.lineno, field="topics file"
+        ) from None
     if not isinstance(document, Mapping):
-        raise InputError("must be a JSON object", source=source, field="topics file",
-                         value=type(document).__name__)
+        raise InputError(
+            "must be a JSON object",
+            source=source,
+            field="topics file",
+            value=type(document).__name__,
+        )
     subscriptions: dict[str, tuple[str, ...]] = {}
     topics_raw: Mapping[str, object] = document
     if "topics" in document and isinstance(document["topics"], Mapping):
         topics_raw = document["topics"]
         raw_subscriptions = document.get("subscriptions", {})
         if not isinstance(raw_subscriptions, Mapping):
-            raise InputError("must map group ids to topic lists", source=source,
-                             field="subscriptions", value=raw_subscriptions)
+            raise InputError(
+                "must map group ids to topic lists",
+                source=source,
+                field="subscriptions",
+                value=raw_subscriptions,
+            )
         for group, names in raw_subscriptions.items():
             if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-                raise InputError("must be a list of topic names", source=source,
-                                 field=f"subscriptions.{group}", value=names)
+                raise InputError(
+                    "must be a list of topic names",
+                    source=source,
+                    field=f"subscriptions.{group}",
+                    value=names,
+                )
             subscriptions[group] = tuple(sorted(set(names)))
         extra = sorted(set(document) - {"topics", "subscriptions"})
         if extra:
-            raise InputError("unknown key (expected topics, subscriptions)", source=source,
-                             field=extra[0])
+            raise InputError(
+                "unknown key (expected topics, subscriptions)", source=source, field=extra[0]
+            )
     topics = {name: _topic_info(name, raw, source) for name, raw in sorted(topics_raw.items())}
     return TopicCatalog(topics, subscriptions, source)
 
@@ -222,8 +239,9 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def membership_change(previous: Sequence[MemberSnapshot] | None,
-                      current: Sequence[MemberSnapshot]) -> str:
+def membership_change(
+    previous: Sequence[MemberSnapshot] | None, current: Sequence[MemberSnapshot]
+) -> str:
     """A one-line account of who joined and left since the previous generation.
 
     >>> a, b = (MemberSnapshot(name, None, None, ()) for name in "ab")
@@ -277,12 +295,18 @@ class TraceAssembler:
     def add(self, snapshot: Snapshot, source: str, line: int | None) -> None:
         if self._last is not None and snapshot.generation < self._last.generation:
             self.end_incarnation(
-                source, line,
-                f"generation went back from {self._last.generation} to {snapshot.generation}")
+                source,
+                line,
+                f"generation went back from {self._last.generation} to {snapshot.generation}",
+            )
         previous = self._last
         if previous is not None and snapshot.generation == previous.generation:
-            self.skip(source, line, f"group {self.group}: generation {snapshot.generation} "
-                                    "recorded again; the later record replaces the earlier")
+            self.skip(
+                source,
+                line,
+                f"group {self.group}: generation {snapshot.generation} "
+                "recorded again; the later record replaces the earlier",
+            )
             self.rows.pop()
             previous = self._before_last
         else:
@@ -290,38 +314,51 @@ class TraceAssembler:
         self.rows.append(self._row(snapshot, previous, source, line))
         self._last = snapshot
 
-    def _partition_count(self, topic: str, snapshot: Snapshot, assigned_max: int,
-                         source: str, line: int | None) -> int:
+    def _partition_count(
+        self, topic: str, snapshot: Snapshot, assigned_max: int, source: str, line: int | None
+    ) -> int:
         info = self.catalog.topics.get(topic)
         if info is not None:
             if assigned_max >= info.partitions:
                 raise InputError(
                     f"the topics file gives {topic!r} {info.partitions} partitions but "
                     f"{source}:{line} assigns partition {assigned_max}",
-                    source=self.catalog.source, field=f"{topic}.partitions",
-                    value=info.partitions)
+                    source=self.catalog.source,
+                    field=f"{topic}.partitions",
+                    value=info.partitions,
+                )
             return info.partitions
         stated = snapshot.partition_counts.get(topic, 0)
         count = max(self._counts.get(topic, 0), stated, assigned_max + 1)
         self._counts[topic] = count
         return count
 
-    def _row(self, snapshot: Snapshot, previous: Snapshot | None, source: str,
-             line: int | None) -> dict[str, Any]:
+    def _row(
+        self, snapshot: Snapshot, previous: Snapshot | None, source: str, line: int | None
+    ) -> dict[str, Any]:
         member_ids = [member.member_id for member in snapshot.members]
         if len(set(member_ids)) != len(member_ids):
             twice = sorted({name for name in member_ids if member_ids.count(name) > 1})
-            raise InputError("member id appears twice in one generation", source=source,
-                             line=line, field="members", value=twice[0])
+            raise InputError(
+                "member id appears twice in one generation",
+                source=source,
+                line=line,
+                field="members",
+                value=twice[0],
+            )
         highest: dict[str, int] = {}
         for member in snapshot.members:
             for topic in member.topics:
                 highest.setdefault(topic, -1)
             for topic, partition in member.assigned or ():
                 if partition < 0:
-                    raise InputError("negative partition number", source=source, line=line,
-                                     field=f"member {member.member_id}.assigned",
-                                     value=[topic, partition])
+                    raise InputError(
+                        "negative partition number",
+                        source=source,
+                        line=line,
+                        field=f"member {member.member_id}.assigned",
+                        value=[topic, partition],
+                    )
                 highest[topic] = max(highest.get(topic, -1), partition)
         topics = []
         for topic in sorted(highest):
@@ -330,8 +367,11 @@ class TraceAssembler:
                 continue  # nothing says the topic has partitions: leave it out of the group
             topic_row: dict[str, Any] = {"name": topic, "partitions": count}
             info = self.catalog.topics.get(topic)
-            racks = info.racks if info is not None and info.racks is not None else (
-                snapshot.replica_racks.get(topic))
+            racks = (
+                info.racks
+                if info is not None and info.racks is not None
+                else (snapshot.replica_racks.get(topic))
+            )
             if racks is not None and len(racks) == count:
                 topic_row["racks"] = [sorted(entry) for entry in racks]
             topics.append(topic_row)
@@ -344,16 +384,16 @@ class TraceAssembler:
                 "topics": sorted(set(member.topics)),
             }
             if member.assigned is not None:
-                member_row["assigned"] = [[topic, partition]
-                                          for topic, partition in sorted(set(member.assigned))]
+                member_row["assigned"] = [
+                    [topic, partition] for topic, partition in sorted(set(member.assigned))
+                ]
             members.append(member_row)
         row: dict[str, Any] = {"trace_id": self.trace_id, "generation": snapshot.generation}
         if snapshot.timestamp_ms is not None:
             row["timestamp_ms"] = snapshot.timestamp_ms
         if snapshot.protocol is not None:
             row["protocol"] = snapshot.protocol
-        change = membership_change(None if previous is None else previous.members,
-                                   snapshot.members)
+        change = membership_change(None if previous is None else previous.members, snapshot.members)
         row["reason"] = change if snapshot.reason is None else f"{snapshot.reason}; {change}"
         row["topics"] = topics
         row["members"] = members
@@ -373,8 +413,9 @@ def lines_of(text: str | Iterable[str]) -> Iterator[str]:
 def in_file_order(notes: Iterable[Skipped]) -> tuple[Skipped, ...]:
     """Notes sorted by file (in the order files first appear) then line."""
     listed = list(notes)
-    rank = {source: index for index, source in reversed(list(enumerate(
-        note.source for note in listed)))}
+    rank = {
+        source: index for index, source in reversed(list(enumerate(note.source for note in listed)))
+    }
     return tuple(sorted(listed, key=lambda note: (rank[note.source], note.line or 0)))
 
 

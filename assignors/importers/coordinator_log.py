@@ -61,13 +61,20 @@ from assignors.importers.common import (
 from assignors.model import TopicPartition
 
 _LAYOUT = re.compile(r"^\[(?P<time>[^\]]+)\] (?P<level>[A-Z]+) (?P<body>.*)$")
-_LOGGER_SUFFIX = re.compile(r" \((?:kafka\.coordinator\.group\.GroupCoordinator|"
-                            r"org\.apache\.kafka\.coordinator\.group\.[\w$]+)\)$")
+_LOGGER_SUFFIX = re.compile(
+    r" \((?:kafka\.coordinator\.group\.GroupCoordinator|"
+    r"org\.apache\.kafka\.coordinator\.group\.[\w$]+)\)$"
+)
 _PREFIX = re.compile(r"^\[GroupCoordinator (?:id=)?\d+[^\]]*\]:? ")
 _OFFSETS_PARTITION = r"(?: \(__consumer_offsets-\d+\))?"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_TIME_FORMATS = ("%Y-%m-%d %H:%M:%S,%f", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S,%f",
-                 "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
+_TIME_FORMATS = (
+    "%Y-%m-%d %H:%M:%S,%f",
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%Y-%m-%dT%H:%M:%S,%f",
+    "%Y-%m-%dT%H:%M:%S.%f",
+    "%Y-%m-%d %H:%M:%S",
+)
 
 
 def _timestamp_ms(text: str) -> int | None:
@@ -102,98 +109,248 @@ def _compile(*entries: tuple[str, str]) -> _Patterns:
 
 
 _CLASSIC: tuple[tuple[str, _Patterns], ...] = (
-    ("Preparing to rebalance group ", _compile(
-        ("prepare", r"Preparing to rebalance group (?P<group>\S+) in state (?P<state>\S+) with old "
-                    r"generation (?P<generation>-?\d+)" + _OFFSETS_PARTITION +
-                    r" \(reason: (?P<reason>.*)\)\.?"))),
-    ("Stabilized group ", _compile(
-        ("stabilized", r"Stabilized group (?P<group>\S+) generation (?P<generation>\d+)" +
-                       _OFFSETS_PARTITION + r" with (?P<count>\d+) members\.?"))),
-    (" is now empty", _compile(
-        ("empty", r"Group (?P<group>\S+) with generation (?P<generation>\d+) is now empty" +
-                  _OFFSETS_PARTITION + r"\.?"))),
-    ("Pending dynamic member with id ", _compile(
-        ("join", r"Pending dynamic member with id (?P<member>\S+) joins group (?P<group>\S+) in "
-                 r"\S+ state\. Adding to the group now\."))),
-    ("ynamic member with unknown member id joins group ", _compile(
-        ("pending", r"Dynamic member with unknown member id joins group (?P<group>\S+) in "
-                    r"\S+ state\. Created a new member id (?P<member>\S+) and request(?:ing)? the "
-                    r"member to rejoin with this id\."),
-        ("join", r"Dynamic [Mm]ember with unknown member id joins group (?P<group>\S+) in \S+ "
-                 r"state\. Created a new member id (?P<member>\S+) for this member and add to "
-                 r"the group\."),
-        ("join", r"Dynamic member with unknown member id joins group (?P<group>\S+) in state "
-                 r"\S+\. Created a new member id (?P<member>\S+) and added the member to the "
-                 r"group\."))),
-    ("Static member with groupInstanceId=", _compile(
-        ("join_static", r"Static member with groupInstanceId=(?P<instance>\S+) and unknown member "
-                        r"id joins group (?P<group>\S+) in \S+ state\. Created a new member id "
-                        r"(?P<member>\S+) for this member and add(?:ed)? to the group\."),
-        ("replace_static", r"Static member with groupInstanceId=(?P<instance>\S+) and unknown "
-                           r"member id joins group (?P<group>\S+) in \S+ state\. Replacing "
-                           r"previously mapped member (?P<old>\S+) with this groupInstanceId\."))),
-    ("has left group ", _compile(
-        ("leave", r"Member MemberMetadata\(memberId=(?P<member>[^,]+), groupInstanceId=[^,]*,.*\) "
-                  r"has left group (?P<group>\S+) through explicit `LeaveGroup`; client reason: "
-                  r".*"),
-        ("leave", r"\[Group (?P<group>\S+)\] (?:Dynamic |Static |Pending )?[Mm]ember "
-                  r"(?P<member>\S+)(?: with instance id \S+)? has left group through explicit "
-                  r"`LeaveGroup`(?: request)?; client reason: .*"))),
-    (" has failed, removing it from the group", _compile(
-        ("leave", r"Member (?P<member>\S+) in group (?P<group>\S+) has failed, removing it from "
-                  r"the group\.?"))),
-    (" removed dynamic members who haven't joined: ", _compile(
-        ("leave_many", r"Group (?P<group>\S+) removed dynamic members who haven't joined: "
-                       r"(?P<members>.*)"))),
+    (
+        "Preparing to rebalance group ",
+        _compile(
+            (
+                "prepare",
+                r"Preparing to rebalance group (?P<group>\S+) in state (?P<state>\S+) with old "
+                r"generation (?P<generation>-?\d+)"
+                + _OFFSETS_PARTITION
+                + r" \(reason: (?P<reason>.*)\)\.?",
+            )
+        ),
+    ),
+    (
+        "Stabilized group ",
+        _compile(
+            (
+                "stabilized",
+                r"Stabilized group (?P<group>\S+) generation (?P<generation>\d+)"
+                + _OFFSETS_PARTITION
+                + r" with (?P<count>\d+) members\.?",
+            )
+        ),
+    ),
+    (
+        " is now empty",
+        _compile(
+            (
+                "empty",
+                r"Group (?P<group>\S+) with generation (?P<generation>\d+) is now empty"
+                + _OFFSETS_PARTITION
+                + r"\.?",
+            )
+        ),
+    ),
+    (
+        "Pending dynamic member with id ",
+        _compile(
+            (
+                "join",
+                r"Pending dynamic member with id (?P<member>\S+) joins group (?P<group>\S+) in "
+                r"\S+ state\. Adding to the group now\.",
+            )
+        ),
+    ),
+    (
+        "ynamic member with unknown member id joins group ",
+        _compile(
+            (
+                "pending",
+                r"Dynamic member with unknown member id joins group (?P<group>\S+) in "
+                r"\S+ state\. Created a new member id (?P<member>\S+) and request(?:ing)? the "
+                r"member to rejoin with this id\.",
+            ),
+            (
+                "join",
+                r"Dynamic [Mm]ember with unknown member id joins group (?P<group>\S+) in \S+ "
+                r"state\. Created a new member id (?P<member>\S+) for this member and add to "
+                r"the group\.",
+            ),
+            (
+                "join",
+                r"Dynamic member with unknown member id joins group (?P<group>\S+) in state "
+                r"\S+\. Created a new member id (?P<member>\S+) and added the member to the "
+                r"group\.",
+            ),
+        ),
+    ),
+    (
+        "Static member with groupInstanceId=",
+        _compile(
+            (
+                "join_static",
+                r"Static member with groupInstanceId=(?P<instance>\S+) and unknown member "
+                r"id joins group (?P<group>\S+) in \S+ state\. Created a new member id "
+                r"(?P<member>\S+) for this member and add(?:ed)? to the group\.",
+            ),
+            (
+                "replace_static",
+                r"Static member with groupInstanceId=(?P<instance>\S+) and unknown "
+                r"member id joins group (?P<group>\S+) in \S+ state\. Replacing "
+                r"previously mapped member (?P<old>\S+) with this groupInstanceId\.",
+            ),
+        ),
+    ),
+    (
+        "has left group ",
+        _compile(
+            (
+                "leave",
+                r"Member MemberMetadata\(memberId=(?P<member>[^,]+), groupInstanceId=[^,]*,.*\) "
+                r"has left group (?P<group>\S+) through explicit `LeaveGroup`; client reason: "
+                r".*",
+            ),
+            (
+                "leave",
+                r"\[Group (?P<group>\S+)\] (?:Dynamic |Static |Pending )?[Mm]ember "
+                r"(?P<member>\S+)(?: with instance id \S+)? has left group through explicit "
+                r"`LeaveGroup`(?: request)?; client reason: .*",
+            ),
+        ),
+    ),
+    (
+        " has failed, removing it from the group",
+        _compile(
+            (
+                "leave",
+                r"Member (?P<member>\S+) in group (?P<group>\S+) has failed, removing it from "
+                r"the group\.?",
+            )
+        ),
+    ),
+    (
+        " removed dynamic members who haven't joined: ",
+        _compile(
+            (
+                "leave_many",
+                r"Group (?P<group>\S+) removed dynamic members who haven't joined: "
+                r"(?P<members>.*)",
+            )
+        ),
+    ),
 )
 
 _CONSUMER: tuple[tuple[str, _Patterns], ...] = (
-    (" joins the consumer group", _compile(
-        ("join", r"Member (?P<member>\S+) joins the consumer group(?: using the \S+ protocol)?\."),
-        ("join_static", r"Static member (?P<member>\S+) with instance id (?P<instance>\S+) joins "
-                        r"the consumer group(?: using the \S+ protocol)?\."))),
-    (" re-joins the consumer group using the ", _compile(
-        ("rejoin_static", r"Static member with instance id (?P<instance>\S+) re-joins the "
-                          r"consumer group using the \S+ protocol\. Created a new member "
-                          r"(?P<member>\S+) to replace the existing member (?P<old>\S+)\."),)),
-    ("Bumped group epoch to ", _compile(
-        ("bump", r"Bumped group epoch to (?P<epoch>\d+)(?: with metadata hash -?\d+)?\."),)),
-    ("Computed a new target assignment for epoch ", _compile(
-        # 4.x INFO; DEBUG (and 3.8 INFO) append the assignment; 3.7 had no assignor or time
-        ("target", r"Computed a new target assignment for epoch (?P<epoch>\d+)(?: with "
-                   r"'(?P<assignor>[^']*)' assignor)?(?: in (?P<took>\d+)ms)?"
-                   r"(?:\.|: (?P<assignment>.*)\.)"),)),
-    ("temporarily left the consumer group", _compile(
-        ("static_away", r"Static Member (?P<member>\S+) with instance id (?P<instance>\S+) "
-                        r"temporarily left the consumer group\."),)),
-    ("left the consumer group.", _compile(
-        ("leave", r"Member (?P<member>\S+) left the consumer group\."),
-        ("leave", r"Static Member (?P<member>\S+) with instance id \S+ left the consumer "
-                  r"group\."))),
-    (" fenced from the group because ", _compile(
-        ("leave", r"Member (?P<member>\S+) fenced from the group because .*"),)),
-    (" updated its subscribed topics to: ", _compile(
-        ("subscribe", r"Member (?P<member>\S+) updated its subscribed topics to: "
-                      r"\[(?P<topics>.*)\]\."),)),
+    (
+        " joins the consumer group",
+        _compile(
+            (
+                "join",
+                r"Member (?P<member>\S+) joins the consumer group(?: using the \S+ protocol)?\.",
+            ),
+            (
+                "join_static",
+                r"Static member (?P<member>\S+) with instance id (?P<instance>\S+) joins "
+                r"the consumer group(?: using the \S+ protocol)?\.",
+            ),
+        ),
+    ),
+    (
+        " re-joins the consumer group using the ",
+        _compile(
+            (
+                "rejoin_static",
+                r"Static member with instance id (?P<instance>\S+) re-joins the "
+                r"consumer group using the \S+ protocol\. Created a new member "
+                r"(?P<member>\S+) to replace the existing member (?P<old>\S+)\.",
+            ),
+        ),
+    ),
+    (
+        "Bumped group epoch to ",
+        _compile(
+            ("bump", r"Bumped group epoch to (?P<epoch>\d+)(?: with metadata hash -?\d+)?\."),
+        ),
+    ),
+    (
+        "Computed a new target assignment for epoch ",
+        _compile(
+            # 4.x INFO; DEBUG (and 3.8 INFO) append the assignment; 3.7 had no assignor or time
+            (
+                "target",
+                r"Computed a new target assignment for epoch (?P<epoch>\d+)(?: with "
+                r"'(?P<assignor>[^']*)' assignor)?(?: in (?P<took>\d+)ms)?"
+                r"(?:\.|: (?P<assignment>.*)\.)",
+            ),
+        ),
+    ),
+    (
+        "temporarily left the consumer group",
+        _compile(
+            (
+                "static_away",
+                r"Static Member (?P<member>\S+) with instance id (?P<instance>\S+) "
+                r"temporarily left the consumer group\.",
+            ),
+        ),
+    ),
+    (
+        "left the consumer group.",
+        _compile(
+            ("leave", r"Member (?P<member>\S+) left the consumer group\."),
+            (
+                "leave",
+                r"Static Member (?P<member>\S+) with instance id \S+ left the consumer "
+                r"group\.",
+            ),
+        ),
+    ),
+    (
+        " fenced from the group because ",
+        _compile(
+            ("leave", r"Member (?P<member>\S+) fenced from the group because .*"),
+        ),
+    ),
+    (
+        " updated its subscribed topics to: ",
+        _compile(
+            (
+                "subscribe",
+                r"Member (?P<member>\S+) updated its subscribed topics to: "
+                r"\[(?P<topics>.*)\]\.",
+            ),
+        ),
+    ),
 )
 
 _GROUP_ID_PREFIX = re.compile(r"^\[GroupId (?P<group>[^\]]+)\] ")
-_FIELD_ORDER = ("member", "instance", "old", "generation", "count", "reason", "members", "epoch",
-                "assignor", "took", "assignment", "topics")
+_FIELD_ORDER = (
+    "member",
+    "instance",
+    "old",
+    "generation",
+    "count",
+    "reason",
+    "members",
+    "epoch",
+    "assignor",
+    "took",
+    "assignment",
+    "topics",
+)
 
 
-def _match(message: str, table: tuple[tuple[str, _Patterns], ...], source: str, line: int
-           ) -> tuple[str, dict[str, str]] | None:
+def _match(
+    message: str, table: tuple[tuple[str, _Patterns], ...], source: str, line: int
+) -> tuple[str, dict[str, str]] | None:
     for keyword, patterns in table:
         if keyword not in message:
             continue
         for kind, pattern in patterns:
             found = pattern.match(message)
             if found:
-                return kind, {name: text for name, text in found.groupdict().items()
-                              if text is not None}
-        raise InputError("coordinator message does not follow Kafka's template", source=source,
-                         line=line, field="message", value=message[:160])
+                return kind, {
+                    name: text for name, text in found.groupdict().items() if text is not None
+                }
+        raise InputError(
+            "coordinator message does not follow Kafka's template",
+            source=source,
+            line=line,
+            field="message",
+            value=message[:160],
+        )
     return None
 
 
@@ -206,11 +363,11 @@ def _event(line: str, line_number: int, source: str) -> LogEvent | None:
     prefix = _PREFIX.match(body)
     if prefix is None:
         return None
-    message = body[prefix.end():]
+    message = body[prefix.end() :]
     consumer_group = _GROUP_ID_PREFIX.match(message)
     found = None
     if consumer_group is not None:
-        message = message[consumer_group.end():]
+        message = message[consumer_group.end() :]
         found = _match(message, _CONSUMER, source, line_number)
         if found is not None:
             kind, fields = found
@@ -223,13 +380,12 @@ def _event(line: str, line_number: int, source: str) -> LogEvent | None:
         kind, fields = found
         group = fields.pop("group")
     values = tuple((name, fields[name]) for name in _FIELD_ORDER if name in fields)
-    return LogEvent(group, kind, values, _timestamp_ms(layout.group("time")), source,
-                    line_number)
+    return LogEvent(group, kind, values, _timestamp_ms(layout.group("time")), source, line_number)
 
 
-def parse_coordinator_log(text: str | Iterable[str], source: str,
-                          notes: list[Skipped] | None = None, strict: bool = True
-                          ) -> list[LogEvent]:
+def parse_coordinator_log(
+    text: str | Iterable[str], source: str, notes: list[Skipped] | None = None, strict: bool = True
+) -> list[LogEvent]:
     """The group events of one broker log, in file order (other lines are passed over). A
     coordinator line that breaks its template raises InputError, or, when not ``strict``, is
     noted in ``notes`` and passed over."""
@@ -257,7 +413,8 @@ def _names(text: str) -> list[str]:
 
 
 _MEMBER_ASSIGNMENT = re.compile(
-    r"(?P<member>[^\s=,{}]+)=MemberAssignment\(\w+=\{(?P<partitions>[^}]*)\}\)")
+    r"(?P<member>[^\s=,{}]+)=MemberAssignment\(\w+=\{(?P<partitions>[^}]*)\}\)"
+)
 _TOPIC_PARTITIONS = re.compile(r"(?P<topic_id>[^\s=,]+)=\[(?P<numbers>[\d, ]*)\]")
 
 
@@ -274,21 +431,30 @@ def _target_assignment(text: str, event: LogEvent) -> dict[str, list[tuple[str, 
         members[found.group("member")] = [
             (topic.group("topic_id"), int(number))
             for topic in _TOPIC_PARTITIONS.finditer(found.group("partitions"))
-            for number in topic.group("numbers").replace(" ", "").split(",") if number
+            for number in topic.group("numbers").replace(" ", "").split(",")
+            if number
         ]
     if not members and text.strip() not in ("{}", ""):
-        raise InputError("target assignment not in the form {member=MemberAssignment(...)}",
-                         source=event.source, line=event.line, field="assignment",
-                         value=text[:160])
+        raise InputError(
+            "target assignment not in the form {member=MemberAssignment(...)}",
+            source=event.source,
+            line=event.line,
+            field="assignment",
+            value=text[:160],
+        )
     return members
 
 
 _REASON_MEMBER = re.compile(
-    r"^Adding new member (?P<member>\S+) with group instance id (?P<instance>\S+?);")
+    r"^Adding new member (?P<member>\S+) with group instance id (?P<instance>\S+?);"
+)
 _REASON_STATIC = re.compile(
-    r"^Updating metadata for static member (?P<member>\S+) with instance id (?P<instance>\S+?);")
-_REASON_LEAVE = re.compile(r"^(?:Removing|removing) member (?P<member>\S+) on (?:LeaveGroup|"
-                           r"heartbeat expiration)")
+    r"^Updating metadata for static member (?P<member>\S+) with instance id (?P<instance>\S+?);"
+)
+_REASON_LEAVE = re.compile(
+    r"^(?:Removing|removing) member (?P<member>\S+) on (?:LeaveGroup|"
+    r"heartbeat expiration)"
+)
 
 
 def _instance(text: str) -> str | None:
@@ -297,7 +463,7 @@ def _instance(text: str) -> str | None:
         return None
     for wrapper in ("Some(", "Optional["):
         if text.startswith(wrapper):
-            return text[len(wrapper):-1]
+            return text[len(wrapper) : -1]
     return text
 
 
@@ -320,25 +486,39 @@ class _LogImporter:
             self.assemblers[group] = TraceAssembler(group, self.catalog)
         return self.assemblers[group]
 
-    def snapshot(self, group: str, state: _GroupState, generation: int, event: LogEvent,
-                 reason: str | None, protocol: str | None = None,
-                 assigned: dict[str, tuple[TopicPartition, ...]] | None = None) -> None:
+    def snapshot(
+        self,
+        group: str,
+        state: _GroupState,
+        generation: int,
+        event: LogEvent,
+        reason: str | None,
+        protocol: str | None = None,
+        assigned: dict[str, tuple[TopicPartition, ...]] | None = None,
+    ) -> None:
         default_topics = self.catalog.subscription_of(group)
         members = tuple(
-            MemberSnapshot(member_id, instance_id, None,
-                           state.subscriptions.get(member_id, default_topics),
-                           None if assigned is None else assigned.get(member_id, ()))
+            MemberSnapshot(
+                member_id,
+                instance_id,
+                None,
+                state.subscriptions.get(member_id, default_topics),
+                None if assigned is None else assigned.get(member_id, ()),
+            )
             for member_id, instance_id in state.members.items()
         )
         self.assembler(group).add(
             Snapshot(generation, members, event.timestamp_ms, protocol, reason),
-            event.source, event.line)
+            event.source,
+            event.line,
+        )
 
     def feed(self, event: LogEvent) -> None:
         state = self.groups.setdefault(event.group, _GroupState())
         fields = dict(event.fields)
         handler: Callable[[LogEvent, _GroupState, dict[str, str]], None] = getattr(
-            self, f"on_{event.kind}")
+            self, f"on_{event.kind}"
+        )
         handler(event, state, fields)
 
     # classic groups
@@ -360,10 +540,12 @@ class _LogImporter:
             parts.append(f"rebalance took {event.timestamp_ms - state.rebalance_started_ms} ms")
         logged = int(fields["count"])
         if logged != len(state.members):
-            parts.append(f"the coordinator counted {logged} members, the log names "
-                         f"{len(state.members)}")
-        self.snapshot(event.group, state, int(fields["generation"]), event,
-                      "; ".join(parts) or None)
+            parts.append(
+                f"the coordinator counted {logged} members, the log names {len(state.members)}"
+            )
+        self.snapshot(
+            event.group, state, int(fields["generation"]), event, "; ".join(parts) or None
+        )
         state.reason = None
         state.rebalance_started_ms = None
 
@@ -382,8 +564,9 @@ class _LogImporter:
     def on_join_static(self, event: LogEvent, state: _GroupState, fields: dict[str, str]) -> None:
         state.members[fields["member"]] = fields["instance"]
 
-    def on_replace_static(self, event: LogEvent, state: _GroupState, fields: dict[str, str]
-                          ) -> None:
+    def on_replace_static(
+        self, event: LogEvent, state: _GroupState, fields: dict[str, str]
+    ) -> None:
         # the log does not name the new member id; the identity (instance id) is what counts
         state.members[fields["old"]] = fields["instance"]
 
@@ -397,29 +580,30 @@ class _LogImporter:
 
     # KIP-848 consumer groups
 
-    def on_consumer_join(self, event: LogEvent, state: _GroupState, fields: dict[str, str]
-                         ) -> None:
+    def on_consumer_join(self, event: LogEvent, state: _GroupState, fields: dict[str, str]) -> None:
         self.on_join(event, state, fields)
 
-    def on_consumer_join_static(self, event: LogEvent, state: _GroupState,
-                                fields: dict[str, str]) -> None:
+    def on_consumer_join_static(
+        self, event: LogEvent, state: _GroupState, fields: dict[str, str]
+    ) -> None:
         self.on_join_static(event, state, fields)
 
-    def on_consumer_rejoin_static(self, event: LogEvent, state: _GroupState,
-                                  fields: dict[str, str]) -> None:
+    def on_consumer_rejoin_static(
+        self, event: LogEvent, state: _GroupState, fields: dict[str, str]
+    ) -> None:
         state.members.pop(fields["old"], None)
         topics = state.subscriptions.pop(fields["old"], None)
         state.members[fields["member"]] = fields["instance"]
         if topics is not None:
             state.subscriptions[fields["member"]] = topics
 
-    def on_consumer_bump(self, event: LogEvent, state: _GroupState, fields: dict[str, str]
-                         ) -> None:
+    def on_consumer_bump(self, event: LogEvent, state: _GroupState, fields: dict[str, str]) -> None:
         if state.rebalance_started_ms is None:
             state.rebalance_started_ms = event.timestamp_ms
 
-    def on_consumer_target(self, event: LogEvent, state: _GroupState, fields: dict[str, str]
-                           ) -> None:
+    def on_consumer_target(
+        self, event: LogEvent, state: _GroupState, fields: dict[str, str]
+    ) -> None:
         reason = f"assignor took {fields['took']} ms" if "took" in fields else None
         assigned = None
         if "assignment" in fields:
@@ -427,37 +611,58 @@ class _LogImporter:
             # the target covers every member of the group: it is the membership
             state.members = {member_id: state.members.get(member_id) for member_id in target}
             assigned = self.named(target, event)
-        self.snapshot(event.group, state, int(fields["epoch"]), event, reason,
-                      fields.get("assignor"), assigned)
+        self.snapshot(
+            event.group,
+            state,
+            int(fields["epoch"]),
+            event,
+            reason,
+            fields.get("assignor"),
+            assigned,
+        )
         state.rebalance_started_ms = None
 
-    def named(self, target: dict[str, list[tuple[str, int]]], event: LogEvent
-              ) -> dict[str, tuple[TopicPartition, ...]] | None:
+    def named(
+        self, target: dict[str, list[tuple[str, int]]], event: LogEvent
+    ) -> dict[str, tuple[TopicPartition, ...]] | None:
         """Target partitions by topic name, or None when the topics file lacks an id."""
-        unknown = sorted({topic_id for partitions in target.values()
-                          for topic_id, _ in partitions
-                          if self.catalog.name_of_id(topic_id) is None})
+        unknown = sorted(
+            {
+                topic_id
+                for partitions in target.values()
+                for topic_id, _ in partitions
+                if self.catalog.name_of_id(topic_id) is None
+            }
+        )
         if unknown:
             self.assembler(event.group).skip(
-                event.source, event.line,
+                event.source,
+                event.line,
                 f"group {event.group}: target assignment names topic ids the topics file does "
-                f"not map ({', '.join(unknown)}); assignments left out")
+                f"not map ({', '.join(unknown)}); assignments left out",
+            )
             return None
-        return {member_id: tuple(TopicPartition(str(self.catalog.name_of_id(topic_id)),
-                                                partition)
-                                 for topic_id, partition in partitions)
-                for member_id, partitions in target.items()}
+        return {
+            member_id: tuple(
+                TopicPartition(str(self.catalog.name_of_id(topic_id)), partition)
+                for topic_id, partition in partitions
+            )
+            for member_id, partitions in target.items()
+        }
 
-    def on_consumer_static_away(self, event: LogEvent, state: _GroupState,
-                                fields: dict[str, str]) -> None:
+    def on_consumer_static_away(
+        self, event: LogEvent, state: _GroupState, fields: dict[str, str]
+    ) -> None:
         """A static member that left temporarily keeps its place until its session expires."""
 
-    def on_consumer_leave(self, event: LogEvent, state: _GroupState, fields: dict[str, str]
-                          ) -> None:
+    def on_consumer_leave(
+        self, event: LogEvent, state: _GroupState, fields: dict[str, str]
+    ) -> None:
         self.on_leave(event, state, fields)
 
-    def on_consumer_subscribe(self, event: LogEvent, state: _GroupState, fields: dict[str, str]
-                              ) -> None:
+    def on_consumer_subscribe(
+        self, event: LogEvent, state: _GroupState, fields: dict[str, str]
+    ) -> None:
         state.subscriptions[fields["member"]] = tuple(sorted(set(_names(fields["topics"]))))
         state.members.setdefault(fields["member"], None)
 
@@ -465,17 +670,22 @@ class _LogImporter:
         return collect(self.assemblers.values(), notes)
 
 
-def import_coordinator_log(sources: Iterable[tuple[str, str | Iterable[str]]],
-                           catalog: TopicCatalog,
-                           options: ImportOptions | None = None) -> ImportResult:
+def import_coordinator_log(
+    sources: Iterable[tuple[str, str | Iterable[str]]],
+    catalog: TopicCatalog,
+    options: ImportOptions | None = None,
+) -> ImportResult:
     """Trace rows from broker logs given as ``(name, text or lines)`` pairs. Several brokers'
     logs are merged by timestamp (stable, so lines of one file keep their order) when every
     event has a full date; otherwise they are read in the order given."""
     options = options or ImportOptions()
     notes: list[Skipped] = []
-    events = [event for source, text in sources
-              for event in parse_coordinator_log(text, source, notes, options.strict)
-              if options.wants(event.group)]
+    events = [
+        event
+        for source, text in sources
+        for event in parse_coordinator_log(text, source, notes, options.strict)
+        if options.wants(event.group)
+    ]
     if events and all(event.timestamp_ms is not None for event in events):
         events.sort(key=lambda event: event.timestamp_ms or 0)
     importer = _LogImporter(catalog)
@@ -485,6 +695,5 @@ def import_coordinator_log(sources: Iterable[tuple[str, str | Iterable[str]]],
         except InputError as error:
             if options.strict:
                 raise
-            importer.assembler(event.group).skip(event.source, event.line,
-                                                 f"line skipped: {error}")
+            importer.assembler(event.group).skip(event.source, event.line, f"line skipped: {error}")
     return importer.result(notes)

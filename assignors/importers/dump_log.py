@@ -58,8 +58,9 @@ def _version_number(raw: object, record_field: str, source: str, line: int) -> i
         return int(raw)
     if isinstance(raw, int) and not isinstance(raw, bool):
         return raw
-    raise InputError("must be a record type number", source=source, line=line,
-                     field=record_field, value=raw)
+    raise InputError(
+        "must be a record type number", source=source, line=line, field=record_field, value=raw
+    )
 
 
 def _not_json_reason(key_text: str) -> str | None:
@@ -72,14 +73,18 @@ def _not_json_reason(key_text: str) -> str | None:
 
 _LEGACY_KEY = re.compile(r"group_metadata::group=(?P<group>.*?) payload: ")
 _LEGACY_MEMBER = re.compile(
-    r"(?P<member>[^,{}=\s][^,{}=]*)=\[(?P<partitions>[^\]]*)\](?::[0-9a-f]*)?")
-LEGACY_NOTE = ("text format of kafka-dump-log before 3.8: it has no subscriptions, instance ids "
-               "or racks; members subscribe to the topics their group was assigned (newer "
-               "tools read old segments too)")
+    r"(?P<member>[^,{}=\s][^,{}=]*)=\[(?P<partitions>[^\]]*)\](?::[0-9a-f]*)?"
+)
+LEGACY_NOTE = (
+    "text format of kafka-dump-log before 3.8: it has no subscriptions, instance ids "
+    "or racks; members subscribe to the topics their group was assigned (newer "
+    "tools read old segments too)"
+)
 
 
-def _legacy_group_metadata(text: str, source: str, line: int
-                           ) -> tuple[str, dict[str, Any] | None] | None:
+def _legacy_group_metadata(
+    text: str, source: str, line: int
+) -> tuple[str, dict[str, Any] | None] | None:
     """``group_metadata::group=G payload: {"protocolType":..,"generationId":..,
     "assignment":"{m1=[t-0, t-1],m2=[t-2]}"}`` (kafka-dump-log up to 3.7) as a GroupMetadataValue
     without subscriptions; None when the line is not such a record.
@@ -93,32 +98,56 @@ def _legacy_group_metadata(text: str, source: str, line: int
     key = _LEGACY_KEY.match(text)
     if key is None:
         return None
-    group, rest = key.group("group"), text[key.end():]
+    group, rest = key.group("group"), text[key.end() :]
     if rest.startswith(_TOMBSTONE):
         return group, None
     payload, _ = _json_at(rest, 0, "payload", source, line)
     if not isinstance(payload, dict) or not isinstance(payload.get("assignment"), str):
-        raise InputError("must be {\"protocolType\", \"generationId\", \"assignment\", ...}",
-                         source=source, line=line, field="payload", value=payload)
+        raise InputError(
+            'must be {"protocolType", "generationId", "assignment", ...}',
+            source=source,
+            line=line,
+            field="payload",
+            value=payload,
+        )
     members = []
     for found in _LEGACY_MEMBER.finditer(payload["assignment"]):
         entries = []
-        for text_partition in filter(None, (part.strip() for part in
-                                            found.group("partitions").split(","))):
+        for text_partition in filter(
+            None, (part.strip() for part in found.group("partitions").split(","))
+        ):
             topic, _, number = text_partition.rpartition("-")
             if not topic or not number.isdigit():
-                raise InputError("partition must read topic-number", source=source, line=line,
-                                 field="payload.assignment", value=text_partition)
+                raise InputError(
+                    "partition must read topic-number",
+                    source=source,
+                    line=line,
+                    field="payload.assignment",
+                    value=text_partition,
+                )
             entries.append({"topic": topic, "partitions": [int(number)]})
-        members.append({"memberId": found.group("member").strip(), "groupInstanceId": None,
-                        "assignment": {"assignedPartitions": entries}})
-    subscribed = sorted({entry["topic"] for member in members
-                         for entry in member["assignment"]["assignedPartitions"]})
+        members.append(
+            {
+                "memberId": found.group("member").strip(),
+                "groupInstanceId": None,
+                "assignment": {"assignedPartitions": entries},
+            }
+        )
+    subscribed = sorted(
+        {
+            entry["topic"]
+            for member in members
+            for entry in member["assignment"]["assignedPartitions"]
+        }
+    )
     for member in members:
         member["subscription"] = {"topics": subscribed}
-    value = {"protocolType": payload.get("protocolType"),
-             "generation": payload.get("generationId"), "protocol": payload.get("protocol"),
-             "members": members}
+    value = {
+        "protocolType": payload.get("protocolType"),
+        "generation": payload.get("generationId"),
+        "protocol": payload.get("protocol"),
+        "members": members,
+    }
     return group, value
 
 
@@ -131,8 +160,12 @@ def _json_at(text: str, start: int, what: str, source: str, line: int) -> tuple[
     try:
         return _DECODER.raw_decode(text, start)
     except json.JSONDecodeError as error:
-        raise InputError(f"{what} is not valid JSON: {error.msg} at column {error.colno}",
-                         source=source, line=line, field=what) from None
+        raise InputError(
+            f"{what} is not valid JSON: {error.msg} at column {error.colno}",
+            source=source,
+            line=line,
+            field=what,
+        ) from None
 
 
 def _note(notes: list[Skipped] | None, source: str, line: int, reason: str) -> None:
@@ -142,37 +175,63 @@ def _note(notes: list[Skipped] | None, source: str, line: int, reason: str) -> N
         notes.append(note)
 
 
-def _record(line: str, line_number: int, source: str, key_start: int, start: int
-            ) -> CoordinatorRecord:
+def _record(
+    line: str, line_number: int, source: str, key_start: int, start: int
+) -> CoordinatorRecord:
     """The record of a line whose key is JSON."""
     key, end = _json_at(line, start, "key", source, line_number)
     if not isinstance(key, dict) or not isinstance(key.get("data"), dict):
-        raise InputError("must be {\"type\": ..., \"data\": {...}}", source=source,
-                         line=line_number, field="key", value=key)
-    key_type = _version_number(key.get("type", key.get("version")), "key.type", source,
-                               line_number)
+        raise InputError(
+            'must be {"type": ..., "data": {...}}',
+            source=source,
+            line=line_number,
+            field="key",
+            value=key,
+        )
+    key_type = _version_number(key.get("type", key.get("version")), "key.type", source, line_number)
     payload_match = _PAYLOAD.match(line, end)
     if payload_match is None:
-        raise InputError("expected ' payload: ' after the key", source=source,
-                         line=line_number, field="payload", value=line[end:end + 40])
+        raise InputError(
+            "expected ' payload: ' after the key",
+            source=source,
+            line=line_number,
+            field="payload",
+            value=line[end : end + 40],
+        )
     rest = payload_match.end()
     value: dict[str, Any] | None = None
     value_version: int | None = None
     if not line.startswith(_TOMBSTONE, rest):
         payload, _ = _json_at(line, rest, "payload", source, line_number)
         if not isinstance(payload, dict) or not isinstance(payload.get("data"), dict):
-            raise InputError("must be {\"version\": ..., \"data\": {...}} or <DELETE>",
-                             source=source, line=line_number, field="payload", value=payload)
+            raise InputError(
+                'must be {"version": ..., "data": {...}} or <DELETE>',
+                source=source,
+                line=line_number,
+                field="payload",
+                value=payload,
+            )
         value = payload["data"]
-        value_version = _version_number(payload.get("version"), "payload.version", source,
-                                        line_number)
-    return CoordinatorRecord(key_type, key["data"], value, value_version,
-                             _record_time(line, key_start), source, line_number)
+        value_version = _version_number(
+            payload.get("version"), "payload.version", source, line_number
+        )
+    return CoordinatorRecord(
+        key_type,
+        key["data"],
+        value,
+        value_version,
+        _record_time(line, key_start),
+        source,
+        line_number,
+    )
 
 
-def parse_dump_log(text: str | Iterable[str], source: str,
-                   skipped: list[Skipped] | None = None, strict: bool = True
-                   ) -> Iterator[CoordinatorRecord]:
+def parse_dump_log(
+    text: str | Iterable[str],
+    source: str,
+    skipped: list[Skipped] | None = None,
+    strict: bool = True,
+) -> Iterator[CoordinatorRecord]:
     """The records of one dump, in file order. Lines the tool itself could not decode go to
     ``skipped`` (with their reason); a line that breaks the format raises InputError, or, when
     not ``strict``, is noted in ``skipped`` and passed over."""
@@ -188,9 +247,15 @@ def parse_dump_log(text: str | Iterable[str], source: str,
                 if not legacy_noted:
                     _note(skipped, source, line_number, LEGACY_NOTE)
                     legacy_noted = True
-                record = CoordinatorRecord(GROUP_METADATA, {"group": legacy[0]}, legacy[1], None,
-                                           _record_time(line, key_match.start()), source,
-                                           line_number)
+                record = CoordinatorRecord(
+                    GROUP_METADATA,
+                    {"group": legacy[0]},
+                    legacy[1],
+                    None,
+                    _record_time(line, key_match.start()),
+                    source,
+                    line_number,
+                )
             elif not line.startswith("{", start):
                 reason = _not_json_reason(line[start:].strip())
                 if reason is not None:
@@ -206,9 +271,11 @@ def parse_dump_log(text: str | Iterable[str], source: str,
         yield record
 
 
-def import_dump_log(sources: Iterable[tuple[str, str | Iterable[str]]],
-                    catalog: TopicCatalog | None = None,
-                    options: ImportOptions | None = None) -> ImportResult:
+def import_dump_log(
+    sources: Iterable[tuple[str, str | Iterable[str]]],
+    catalog: TopicCatalog | None = None,
+    options: ImportOptions | None = None,
+) -> ImportResult:
     """Trace rows from dumps given as ``(name, text or lines)`` pairs, oldest segment first."""
     options = options or ImportOptions()
     skipped: list[Skipped] = []

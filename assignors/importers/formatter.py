@@ -54,8 +54,9 @@ _WHITESPACE = " \t\r\n"
 _RECORD_START = '{"key"'
 
 
-def _integer(node: Mapping[str, Any], names: tuple[str, ...], where: str, source: str,
-             line: int) -> int:
+def _integer(
+    node: Mapping[str, Any], names: tuple[str, ...], where: str, source: str, line: int
+) -> int:
     for name in names:
         if name in node:
             value = node[name]
@@ -63,13 +64,15 @@ def _integer(node: Mapping[str, Any], names: tuple[str, ...], where: str, source
                 return value
             if isinstance(value, str) and value.lstrip("-").isdigit():
                 return int(value)
-            raise InputError("must be an integer", source=source, line=line,
-                             field=f"{where}.{name}", value=value)
+            raise InputError(
+                "must be an integer", source=source, line=line, field=f"{where}.{name}", value=value
+            )
     raise InputError("missing", source=source, line=line, field=f"{where}.{names[0]}")
 
 
-def iter_json_objects(text: str, source: str, on_error: Callable[[InputError], None] | None = None
-                      ) -> Iterator[tuple[int, Any]]:
+def iter_json_objects(
+    text: str, source: str, on_error: Callable[[InputError], None] | None = None
+) -> Iterator[tuple[int, Any]]:
     """``(line, object)`` for each of the concatenated JSON values in ``text``.
 
     Text that is not JSON raises InputError; with ``on_error`` it is reported there instead and
@@ -89,8 +92,12 @@ def iter_json_objects(text: str, source: str, on_error: Callable[[InputError], N
         try:
             value, end = _DECODER.raw_decode(text, position)
         except json.JSONDecodeError as error:
-            problem = InputError(f"not valid JSON: {error.msg} at column {error.colno}",
-                                 source=source, line=error.lineno, field="record")
+            problem = InputError(
+                f"not valid JSON: {error.msg} at column {error.colno}",
+                source=source,
+                line=error.lineno,
+                field="record",
+            )
             if on_error is None:
                 raise problem from None
             on_error(problem)
@@ -104,30 +111,49 @@ def iter_json_objects(text: str, source: str, on_error: Callable[[InputError], N
         position = end
 
 
-def _record(record: object, record_number: int, line: int, source: str,
-            skipped: list[Skipped] | None) -> CoordinatorRecord | None:
+def _record(
+    record: object, record_number: int, line: int, source: str, skipped: list[Skipped] | None
+) -> CoordinatorRecord | None:
     if not isinstance(record, Mapping) or not isinstance(record.get("key"), Mapping):
-        raise InputError("must be {\"key\": {...}, \"value\": {...} | null}", source=source,
-                         line=line, field="record", value=record)
+        raise InputError(
+            'must be {"key": {...}, "value": {...} | null}',
+            source=source,
+            line=line,
+            field="record",
+            value=record,
+        )
     key = record["key"]
     key_type = _integer(key, ("type", "version"), "key", source, line)
     if not isinstance(key.get("data"), Mapping):
-        _note(skipped, Skipped(source, line, f"record {record_number} (type {key_type}) skipped: "
-                                             f"the formatter could not decode it "
-                                             f"(data: {key.get('data')!r})"))
+        _note(
+            skipped,
+            Skipped(
+                source,
+                line,
+                f"record {record_number} (type {key_type}) skipped: "
+                f"the formatter could not decode it "
+                f"(data: {key.get('data')!r})",
+            ),
+        )
         return None
     value = record.get("value")
     if value is not None and (
         not isinstance(value, Mapping) or not isinstance(value.get("data"), Mapping)
     ):
-        raise InputError("must be {\"version\": ..., \"data\": {...}} or null",
-                         source=source, line=line, field="value", value=value)
+        raise InputError(
+            'must be {"version": ..., "data": {...}} or null',
+            source=source,
+            line=line,
+            field="value",
+            value=value,
+        )
     return CoordinatorRecord(
         key_type=key_type,
         key=key["data"],
         value=None if value is None else value["data"],
-        value_version=None if value is None else _integer(value, ("version",), "value",
-                                                          source, line),
+        value_version=None
+        if value is None
+        else _integer(value, ("version",), "value", source, line),
         timestamp_ms=None,
         source=source,
         line=line,
@@ -141,8 +167,9 @@ def _note(skipped: list[Skipped] | None, note: Skipped) -> None:
         skipped.append(note)
 
 
-def parse_formatter(text: str, source: str, skipped: list[Skipped] | None = None,
-                    strict: bool = True) -> Iterator[CoordinatorRecord]:
+def parse_formatter(
+    text: str, source: str, skipped: list[Skipped] | None = None, strict: bool = True
+) -> Iterator[CoordinatorRecord]:
     """The records of one formatter output, in order. A record that breaks the format raises
     InputError, or, when not ``strict``, is noted in ``skipped`` and passed over."""
 
@@ -162,9 +189,11 @@ def parse_formatter(text: str, source: str, skipped: list[Skipped] | None = None
             yield record
 
 
-def import_formatter(sources: Iterable[tuple[str, str | Iterable[str]]],
-                     catalog: TopicCatalog | None = None,
-                     options: ImportOptions | None = None) -> ImportResult:
+def import_formatter(
+    sources: Iterable[tuple[str, str | Iterable[str]]],
+    catalog: TopicCatalog | None = None,
+    options: ImportOptions | None = None,
+) -> ImportResult:
     """Trace rows from formatter outputs given as ``(name, text or lines)`` pairs, oldest
     first."""
     options = options or ImportOptions()

@@ -76,14 +76,19 @@ class CoordinatorRecord:
     line: int
     record_number: int | None = None  # for outputs that put many records on one line
 
-    def fail(self, message: str, field_name: str, value: object = InputError._NO_VALUE
-             ) -> InputError:
-        where = field_name if self.record_number is None else (
-            f"record {self.record_number}: {field_name}")
+    def fail(
+        self, message: str, field_name: str, value: object = InputError._NO_VALUE
+    ) -> InputError:
+        where = (
+            field_name
+            if self.record_number is None
+            else (f"record {self.record_number}: {field_name}")
+        )
         return InputError(message, source=self.source, line=self.line, field=where, value=value)
 
-    def text(self, node: Mapping[str, Any], name: str, where: str, *,
-             nullable: bool = False) -> str | None:
+    def text(
+        self, node: Mapping[str, Any], name: str, where: str, *, nullable: bool = False
+    ) -> str | None:
         value = node.get(name)
         if value is None and nullable:
             return None
@@ -91,8 +96,9 @@ class CoordinatorRecord:
             raise self.fail("must be text", f"{where}{name}", value)
         return value
 
-    def integer(self, node: Mapping[str, Any], name: str, where: str,
-                default: int | None = None) -> int:
+    def integer(
+        self, node: Mapping[str, Any], name: str, where: str, default: int | None = None
+    ) -> int:
         value = node.get(name, default)
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.fail("must be an integer", f"{where}{name}", value)
@@ -114,8 +120,9 @@ class CoordinatorRecord:
 # classic groups (type 2)
 
 
-def _decoded(record: CoordinatorRecord, node: object, where: str, kind: str
-             ) -> wire.Subscription | wire.MemberAssignment | None:
+def _decoded(
+    record: CoordinatorRecord, node: object, where: str, kind: str
+) -> wire.Subscription | wire.MemberAssignment | None:
     """A subscription or assignment printed as Kafka's JSON, or as base64 of the wire bytes
     (the formatter always; dump-log when its own decoding failed). Empty bytes: none stored."""
     if node is None:
@@ -143,8 +150,9 @@ def _decoded(record: CoordinatorRecord, node: object, where: str, kind: str
         raise record.fail(f"{error.message} in {error.field}", where, node) from None
 
 
-def _subscribed(record: CoordinatorRecord, node: object, where: str
-                ) -> tuple[tuple[str, ...], str | None]:
+def _subscribed(
+    record: CoordinatorRecord, node: object, where: str
+) -> tuple[tuple[str, ...], str | None]:
     """Subscribed topics and rack; decoded JSON is read directly (owned partitions, which a
     trace does not need, are skipped: the cost of a big group is in them)."""
     if isinstance(node, Mapping):
@@ -180,16 +188,17 @@ def classic_snapshot(record: CoordinatorRecord) -> Snapshot | None:
         member_id = str(record.text(member, "memberId", where))
         instance_id = record.text(member, "groupInstanceId", where, nullable=True)
         topics, rack = _subscribed(record, member.get("subscription"), f"{where}subscription")
-        assignment = _decoded(record, member.get("assignment"), f"{where}assignment",
-                              "assignment")
+        assignment = _decoded(record, member.get("assignment"), f"{where}assignment", "assignment")
         assert assignment is None or isinstance(assignment, wire.MemberAssignment)
-        members.append(MemberSnapshot(
-            member_id=member_id,
-            instance_id=instance_id,
-            rack=rack,
-            topics=topics,
-            assigned=None if assignment is None else assignment.assigned_partitions,
-        ))
+        members.append(
+            MemberSnapshot(
+                member_id=member_id,
+                instance_id=instance_id,
+                rack=rack,
+                topics=topics,
+                assigned=None if assignment is None else assignment.assigned_partitions,
+            )
+        )
     reason = "group is empty" if not members else None
     return Snapshot(
         generation=generation,
@@ -286,19 +295,24 @@ class _OffsetsImporter:
         elif CONSUMER_GROUP_METADATA <= record.key_type <= CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             self.consumer(record)
         else:
-            self.skip(record, f"record type {record.key_type} skipped: it carries nothing a "
-                                    "trace uses (share or streams groups, regular expressions)")
+            self.skip(
+                record,
+                f"record type {record.key_type} skipped: it carries nothing a "
+                "trace uses (share or streams groups, regular expressions)",
+            )
 
     def classic(self, record: CoordinatorRecord) -> None:
         group = record.group()
         if record.value is None:
-            self.assembler(group).end_incarnation(record.source, record.line,
-                                                  "deleted (tombstone)")
+            self.assembler(group).end_incarnation(record.source, record.line, "deleted (tombstone)")
             return
         snapshot = classic_snapshot(record)
         if snapshot is None:
-            self.skip(record, f"group {group} skipped: protocol type "
-                              f"{record.value.get('protocolType')!r} is not 'consumer'")
+            self.skip(
+                record,
+                f"group {group} skipped: protocol type "
+                f"{record.value.get('protocolType')!r} is not 'consumer'",
+            )
             return
         self.assembler(group).add(snapshot, record.source, record.line)
 
@@ -310,8 +324,9 @@ class _OffsetsImporter:
         if kind == CONSUMER_GROUP_METADATA:
             if value is None:
                 self.flush(group)
-                self.assembler(group).end_incarnation(record.source, record.line,
-                                                      "deleted (tombstone)")
+                self.assembler(group).end_incarnation(
+                    record.source, record.line, "deleted (tombstone)"
+                )
                 self.consumer_groups[group] = _ConsumerGroup()
             else:
                 record.integer(value, "epoch", "value.")  # the target epoch (type 6) is used
@@ -347,8 +362,9 @@ class _OffsetsImporter:
             if state.pending is not None and epoch == state.pending.snapshot.generation:
                 state.reconciled.add(member_id)
 
-    def topic_metadata(self, record: CoordinatorRecord, state: _ConsumerGroup,
-                       value: Mapping[str, Any]) -> None:
+    def topic_metadata(
+        self, record: CoordinatorRecord, state: _ConsumerGroup, value: Mapping[str, Any]
+    ) -> None:
         for index, topic in enumerate(record.array(value, "topics", "value.")):
             where = f"value.topics[{index}]."
             if not isinstance(topic, Mapping):
@@ -368,20 +384,21 @@ class _OffsetsImporter:
             known_racks = tuple(racks) if metadata and all(racks) else None
             state.topics_by_id[topic_id] = _TopicMetadata(name, count, known_racks)
 
-    def member_metadata(self, record: CoordinatorRecord, value: Mapping[str, Any]
-                        ) -> _MemberMetadata:
+    def member_metadata(
+        self, record: CoordinatorRecord, value: Mapping[str, Any]
+    ) -> _MemberMetadata:
         instance_id = record.text(value, "instanceId", "value.", nullable=True)
         rack = record.text(value, "rackId", "value.", nullable=True)
         names = record.array(value, "subscribedTopicNames", "value.")
         if not all(isinstance(name, str) for name in names):
-            raise record.fail("must be a list of topic names", "value.subscribedTopicNames",
-                              names)
+            raise record.fail("must be a list of topic names", "value.subscribedTopicNames", names)
         regex = record.text(value, "subscribedTopicRegex", "value.", nullable=True) or None
         assignor = record.text(value, "serverAssignor", "value.", nullable=True)
         return _MemberMetadata(instance_id, rack, tuple(names), regex, assignor)
 
-    def topic_partitions(self, record: CoordinatorRecord, value: Mapping[str, Any], name: str
-                         ) -> list[_TargetPartitions]:
+    def topic_partitions(
+        self, record: CoordinatorRecord, value: Mapping[str, Any], name: str
+    ) -> list[_TargetPartitions]:
         entries = []
         for index, entry in enumerate(record.array(value, name, "value.")):
             where = f"value.{name}[{index}]."
@@ -390,8 +407,11 @@ class _OffsetsImporter:
             partitions = record.array(entry, "partitions", where)
             if not all(isinstance(p, int) and not isinstance(p, bool) for p in partitions):
                 raise record.fail("must be a list of integers", f"{where}partitions", partitions)
-            entries.append(_TargetPartitions(_uuid_text(record, entry, where), tuple(partitions),
-                                             record.source, record.line))
+            entries.append(
+                _TargetPartitions(
+                    _uuid_text(record, entry, where), tuple(partitions), record.source, record.line
+                )
+            )
         return entries
 
     def topic_name(self, state: _ConsumerGroup, topic_id: str, source: str, line: int) -> str:
@@ -402,14 +422,20 @@ class _OffsetsImporter:
         if name is None:
             raise InputError(
                 "topic id not named by any ConsumerGroupPartitionMetadata record (type 4); "
-                "give --topics with an \"id\" for it", source=source, line=line,
-                field="topicId", value=topic_id)
+                'give --topics with an "id" for it',
+                source=source,
+                line=line,
+                field="topicId",
+                value=topic_id,
+            )
         return name
 
-    def target_snapshot(self, group: str, state: _ConsumerGroup, epoch: int,
-                        record: CoordinatorRecord) -> Snapshot:
-        known_names = sorted({topic.name for topic in state.topics_by_id.values()}
-                             | set(self.catalog.topics))
+    def target_snapshot(
+        self, group: str, state: _ConsumerGroup, epoch: int, record: CoordinatorRecord
+    ) -> Snapshot:
+        known_names = sorted(
+            {topic.name for topic in state.topics_by_id.values()} | set(self.catalog.topics)
+        )
         members = []
         assignors = set()
         for member_id, metadata in sorted(state.members.items()):
@@ -419,22 +445,36 @@ class _OffsetsImporter:
                     pattern = re.compile(metadata.topic_regex)
                     topics.update(name for name in known_names if pattern.fullmatch(name))
                 except re.error as error:
-                    self.skip(record, f"group {group}: member {member_id}: regex "
-                                      f"{metadata.topic_regex!r} not understood ({error}); "
-                                      "its topics are unknown")
+                    self.skip(
+                        record,
+                        f"group {group}: member {member_id}: regex "
+                        f"{metadata.topic_regex!r} not understood ({error}); "
+                        "its topics are unknown",
+                    )
             assigned = [
-                TopicPartition(self.topic_name(state, target.topic_id, target.source,
-                                               target.line), partition)
+                TopicPartition(
+                    self.topic_name(state, target.topic_id, target.source, target.line), partition
+                )
                 for target in state.targets.get(member_id, ())
                 for partition in target.partitions
             ]
-            members.append(MemberSnapshot(member_id, metadata.instance_id, metadata.rack,
-                                          tuple(sorted(topics)), tuple(assigned)))
+            members.append(
+                MemberSnapshot(
+                    member_id,
+                    metadata.instance_id,
+                    metadata.rack,
+                    tuple(sorted(topics)),
+                    tuple(assigned),
+                )
+            )
             if metadata.server_assignor is not None:
                 assignors.add(metadata.server_assignor)
         counts = {topic.name: topic.partitions for topic in state.topics_by_id.values()}
-        racks = {topic.name: topic.replica_racks for topic in state.topics_by_id.values()
-                 if topic.replica_racks is not None}
+        racks = {
+            topic.name: topic.replica_racks
+            for topic in state.topics_by_id.values()
+            if topic.replica_racks is not None
+        }
         return Snapshot(
             generation=epoch,
             members=tuple(members),
@@ -452,8 +492,11 @@ class _OffsetsImporter:
         snapshot, source, line = state.pending
         if snapshot.members:
             settled = len(state.reconciled & {member.member_id for member in snapshot.members})
-            snapshot = replace(snapshot, reason=f"{snapshot.reason}, {settled} of "
-                                                f"{len(snapshot.members)} members reached it")
+            snapshot = replace(
+                snapshot,
+                reason=f"{snapshot.reason}, {settled} of "
+                f"{len(snapshot.members)} members reached it",
+            )
         self.assembler(group).add(snapshot, source, line)
         state.pending = None
         state.reconciled = set()
@@ -466,9 +509,11 @@ class _OffsetsImporter:
         return collect(self.assemblers.values(), self.skipped)
 
 
-def rows_from_records(records: Iterable[CoordinatorRecord],
-                      catalog: TopicCatalog | None = None,
-                      options: ImportOptions | None = None) -> ImportResult:
+def rows_from_records(
+    records: Iterable[CoordinatorRecord],
+    catalog: TopicCatalog | None = None,
+    options: ImportOptions | None = None,
+) -> ImportResult:
     """Trace rows from ``__consumer_offsets`` records in log order (several segments: oldest
     first)."""
     importer = _OffsetsImporter(catalog or TopicCatalog.empty(), options or ImportOptions())

@@ -130,16 +130,19 @@ def register(traces_app: typer.Typer) -> None:
                 if not path.is_file():  # fail before any work, naming the file
                     path.open().close()
             sources = (_Source(str(path), _lines(path)) for path in files)
-            options = ImportOptions(frozenset(groups) if groups else None,
-                                    strict=not skip_bad_records)
+            options = ImportOptions(
+                frozenset(groups) if groups else None, strict=not skip_bad_records
+            )
             with _no_cycle_collection():
                 result = import_history(source_kind, sources, catalog, options)
             target = out_dir / _output_name(source_kind, files[0], file_format)
             if not result.rows:
                 for note in result.skipped:
                     warn(str(note))
-                raise fail(f"no consumer-group generations found in {len(files)} file(s); is "
-                           f"this the output --from {source_kind} expects?")
+                raise fail(
+                    f"no consumer-group generations found in {len(files)} file(s); is "
+                    f"this the output --from {source_kind} expects?"
+                )
             rows = tuple({**row, "trace_id": prefix + row["trace_id"]} for row in result.rows)
             _validated(rows, str(target))
             written = write_traces(rows, target)
@@ -147,5 +150,6 @@ def register(traces_app: typer.Typer) -> None:
             warn(str(note))
         if len(result.skipped) > SHOWN_NOTES:
             warn(f"... and {len(result.skipped) - SHOWN_NOTES} more (-v lists them all)")
-        out.print(f"{len(result.trace_ids())} traces, {written} generations -> "
-                  f"{escape(str(target))}")
+        out.print(
+            f"{len(result.trace_ids())} traces, {written} generations -> {escape(str(target))}"
+        )
