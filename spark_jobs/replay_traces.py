@@ -44,6 +44,12 @@ RAW_ROW_SCHEMA = "trace_id string, source string, line long, row string, error s
 
 ERROR_COLUMNS = ("error_file", "error_reason")
 
+# one output table per trace: score rows, summary rows and error rows told apart by row_kind
+SCORE_ROW, SUMMARY_ROW, ERROR_ROW = "score", "summary", "error"
+_SUMMARY_ONLY = [f for f in scoring.SUMMARY_SCHEMA if f.name not in scoring.SCORE_SCHEMA.names]
+OUTPUT_SCHEMA = pa.schema([*scoring.SCORE_SCHEMA, *_SUMMARY_ONLY])
+OUTPUT_COLUMNS = (*OUTPUT_SCHEMA.names, *ERROR_COLUMNS, "row_kind")
+
 
 def read_file_rows(uri: str, content: bytes | None = None) -> Iterator[tuple[object, ...]]:
     """Rows of one trace file as (trace_id, source, line, row JSON, error).
@@ -63,7 +69,7 @@ def _rows_of(path: str, source: str) -> Iterator[tuple[object, ...]]:
             if not isinstance(trace_id, str) or not trace_id:
                 yield (None, source, line, None, f"{source}:{line}: row has no trace_id")
                 continue
-            yield (trace_id, source, line, json.dumps(row, sort_keys=True), None)
+            yield (trace_id, source, line, json.dumps(row), None)
     except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as error:
         yield (None, source, 0, None, f"{source}: unreadable file: {error}")
     for problem in bad_lines:
@@ -86,29 +92,34 @@ def _assemble(trace_id: str, rows: pd.DataFrame) -> trace.Trace | trace.TraceFai
 
 
 def _replay_trace(rows: pd.DataFrame, assignors: Sequence[str], timings: bool) -> pd.DataFrame:
-    """Replay one trace (the group's rows are its raw rows) through every assignor: the trace
-    is read once and each assignor's rows follow in the order given."""
+    """Replay one trace (the group's rows are its raw rows) through every assignor.
+
+    The trace is read once; the output holds its score rows, then its summary rows (one per
+    assignor), or a single error row, told apart by ``row_kind``.
+    """
     ordered = rows.sort_values(["source", "line"], kind="stable")
     trace_id = str(ordered["trace_id"].iloc[0])
     assembled = _assemble(trace_id, ordered)
     if isinstance(assembled, trace.TraceFailure):
-        return _error_frame(trace_id, assembled.file, assembled.reason)
+        error = (trace_id, assembled.file, assembled.reason)
+        return _output_frame(ERROR_ROW, [error], ("trace_id", *ERROR_COLUMNS))
     score_rows = replay_module.replay_assignors(assembled, assignors, timings=timings)
-    frame = pd.DataFrame.from_records(score_rows, columns=scoring.SCORE_SCHEMA.names)
-    for column in ERROR_COLUMNS:
-        frame[column] = None
+    summary_rows = scoring.summarize(score_rows)
+    return pd.concat(
+        [
+            _output_frame(SCORE_ROW, score_rows, scoring.ScoreRow._fields),
+            _output_frame(SUMMARY_ROW, summary_rows, scoring.SummaryRow._fields),
+        ],
+        ignore_index=True,
+    )
+
+
+def _output_frame(kind: str, records: Sequence[tuple], fields: Sequence[str]) -> pd.DataFrame:
+    """Rows of one kind with every output column (absent ones null)."""
+    frame = pd.DataFrame.from_records(records, columns=list(fields)).astype(object)
+    frame = frame.reindex(columns=OUTPUT_COLUMNS)
+    frame["row_kind"] = kind
     return frame
-
-
-def _empty_frame() -> pd.DataFrame:
-    return pd.DataFrame(columns=[*scoring.SCORE_SCHEMA.names, *ERROR_COLUMNS])
-
-
-def _error_frame(trace_id: str, source: str, reason: str) -> pd.DataFrame:
-    """One row naming the failed trace; every score column null."""
-    row: dict[str, list[object]] = {name: [None] for name in scoring.SCORE_SCHEMA.names}
-    row.update(trace_id=[trace_id], error_file=[source], error_reason=[reason])
-    return pd.DataFrame(row, dtype=object)
 
 
 def build_scores(
@@ -128,7 +139,7 @@ def build_scores(
         for row in raw_rows.filter(F.col("trace_id").isNull()).collect()
     ]
     named = raw_rows.filter(F.col("trace_id").isNotNull())
-    schema = spark_ddl(scoring.SCORE_SCHEMA, [f"{name} string" for name in ERROR_COLUMNS])
+    schema = spark_ddl(OUTPUT_SCHEMA, [f"{name} string" for name in (*ERROR_COLUMNS, "row_kind")])
     names = list(assignors)
 
     def replay_udf(rows: pd.DataFrame) -> pd.DataFrame:
@@ -146,15 +157,6 @@ def errors_jsonl(errors: Sequence[dict[str, str | None]]) -> str:
     return "".join(
         json.dumps({"trace_id": trace_id or None, "file": source, "reason": reason}) + "\n"
         for trace_id, source, reason in unique
-    )
-
-
-def _summarize_group(rows: pd.DataFrame) -> pd.DataFrame:
-    """The summary rows (one per assignor) of one trace from its score rows."""
-    cleaned = rows.astype(object).where(rows.notna(), None)
-    records = [scoring.ScoreRow(*values) for values in cleaned.itertuples(index=False)]
-    return pd.DataFrame.from_records(
-        scoring.summarize(records), columns=scoring.SUMMARY_SCHEMA.names
     )
 
 
@@ -190,15 +192,12 @@ def run(
         spark = get_session(master=master, conf=conf_map, app_name="ktk-replay")
     scored, errors, raw_rows = build_scores(spark, paths, assignors, timings=timings)
     scored = scored.persist()
-    scores = scored.filter(F.col("error_reason").isNull()).drop(*ERROR_COLUMNS)
-    summary = (
-        scores.groupBy("trace_id")
-        .applyInPandas(_summarize_group, schema=spark_ddl(scoring.SUMMARY_SCHEMA))
-        .persist()
-    )
+    kind = F.col("row_kind")
+    scores = scored.filter(kind == SCORE_ROW).select(*scoring.SCORE_SCHEMA.names)
+    summary = scored.filter(kind == SUMMARY_ROW).select(*scoring.SUMMARY_SCHEMA.names)
     staging = files.staging_path(out_dir)
     try:
-        failed = scored.filter(F.col("error_reason").isNotNull())
+        failed = scored.filter(kind == ERROR_ROW)
         errors += [
             {"trace_id": row["trace_id"], "file": row["error_file"], "reason": row["error_reason"]}
             for row in failed.select("trace_id", "error_file", "error_reason").collect()
@@ -222,7 +221,6 @@ def run(
         files.discard(spark, staging)
         raise
     finally:
-        summary.unpersist()
         scored.unpersist()
         raw_rows.unpersist()
     summary_frame = summary_frame.sort_values(["trace_id", "assignor"], ignore_index=True)

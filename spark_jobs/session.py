@@ -31,7 +31,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
     "spark.driver.memory": "2g",
-    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.shuffle.partitions": "16",
+    # the replay stage shuffles few bytes but heavy work: keep every partition a separate task
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "true",
