@@ -117,7 +117,8 @@ def _replay_trace(rows: pd.DataFrame, assignors: Sequence[str], timings: bool) -
 def _output_frame(kind: str, records: Sequence[tuple], fields: Sequence[str]) -> pd.DataFrame:
     """Rows of one kind with every output column (absent ones null)."""
     frame = pd.DataFrame.from_records(records, columns=list(fields)).astype(object)
-    frame = frame.reindex(columns=OUTPUT_COLUMNS)
+    frame = frame.reindex(columns=OUTPUT_COLUMNS, fill_value=None).astype(object)
+    frame = frame.where(frame.notna(), None)
     frame["row_kind"] = kind
     return frame
 
