@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 RAW_ROW_SCHEMA = "trace_id string, source string, line long, row string, error string"
 
 ERROR_COLUMNS = ("error_file", "error_reason")
+BUCKETS_PER_SHUFFLE_PARTITION = 4
 
 # one output table per trace: score rows, summary rows and error rows told apart by row_kind
 SCORE_ROW, SUMMARY_ROW, ERROR_ROW = "score", "summary", "error"
@@ -142,12 +143,19 @@ def build_scores(
     named = raw_rows.filter(F.col("trace_id").isNotNull())
     schema = spark_ddl(OUTPUT_SCHEMA, [f"{name} string" for name in (*ERROR_COLUMNS, "row_kind")])
     names = list(assignors)
+    buckets = BUCKETS_PER_SHUFFLE_PARTITION * int(spark.conf.get("spark.sql.shuffle.partitions"))
 
-    def replay_udf(rows: pd.DataFrame) -> pd.DataFrame:
-        return _replay_trace(rows, names, timings)
+    def replay_bucket(rows: pd.DataFrame) -> pd.DataFrame:
+        frames = [
+            _replay_trace(trace_rows, names, timings)
+            for _, trace_rows in rows.groupby("trace_id", sort=True)
+        ]
+        return pd.concat(frames, ignore_index=True) if frames else _output_frame("", [], ())
 
-    # one group per trace: parsed once, replayed through every assignor in the same task
-    scored = named.groupBy("trace_id").applyInPandas(replay_udf, schema=schema)
+    # a pandas group costs a round trip of its own: hand traces over in hash buckets, each trace
+    # still parsed once and replayed through every assignor in the same task
+    bucket = F.pmod(F.xxhash64("trace_id"), F.lit(buckets)).alias("bucket")
+    scored = named.groupBy(bucket).applyInPandas(replay_bucket, schema=schema)
     return scored, orphan_errors, raw_rows
 
 

@@ -165,3 +165,20 @@ def test_key_trace_job_scores_like_the_python_engine(spark) -> None:
     ]
     assert len(actual) == len(expected) > 0
     assert as_table[0].equals(as_table[1])
+
+
+def test_ktk_replay_on_spark_writes_the_python_engines_rows(spark, mixed_traces, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from ktk.cli import app
+
+    runner = CliRunner()
+    for engine in ("spark", "python"):
+        arguments = ["replay", str(mixed_traces), "--engine", engine, "--no-timings"]
+        arguments += ["--assignors", "range,sticky", "--out", str(tmp_path / engine)]
+        result = runner.invoke(app, arguments)
+        assert result.exit_code == 0, result.output
+        assert "results:" in result.output
+    pd.testing.assert_frame_equal(
+        _spark_scores(tmp_path / "spark"), _spark_scores(tmp_path / "python"), check_dtype=False
+    )

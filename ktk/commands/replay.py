@@ -88,36 +88,38 @@ def _run_spark(
     paths: list[str],
     assignors: str | None,
     out_dir: Path,
-    strict: bool,
     timings: bool,
     master: str | None,
     conf: list[str],
 ) -> tuple[list[Any], list[Any]]:
-    import pyarrow.parquet as pq
-
-    from assignors.results import SUMMARY_FILE, read_errors
     from assignors.scoring import SummaryRow
     from spark_jobs.replay_traces import run
+    from spark_jobs.session import JavaNotFoundError, parse_conf
 
     names = _assignor_names(assignors, with_recorded=True)
-    with err.status("replaying on Spark"):
-        run(
-            paths,
-            names,
-            str(out_dir),
-            timings=timings,
-            master=master,
-            conf=tuple(conf),
-        )
-    table = pq.read_table(out_dir / SUMMARY_FILE)
-    summary = sorted(
-        (
-            SummaryRow(**{name: row.get(name) for name in SummaryRow._fields})
-            for row in table.to_pylist()
-        ),
-        key=lambda row: (row.trace_id, row.assignor),
-    )
-    return summary, read_errors(out_dir)
+    try:
+        settings = parse_conf(conf)
+    except ValueError as error:
+        raise fail(str(error)) from None
+    try:
+        # Spark draws its own progress bar on stderr
+        result = run(paths, names, str(out_dir), timings=timings, master=master, conf=settings)
+    except JavaNotFoundError as error:
+        raise fail(str(error)) from None
+    summary = [
+        SummaryRow(**{name: _plain(row[name]) for name in SummaryRow._fields})
+        for _, row in result.summary.iterrows()
+    ]
+    return summary, result.errors
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and NaN from pandas as plain Python values (None for missing)."""
+    if value is None:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    return None if isinstance(value, float) and value != value else value
 
 
 def _print_summary(summary: list[Any]) -> None:
@@ -203,7 +205,7 @@ def replay_command(
             summary, failures = _run_python(list(traces), assignors, out_dir, timings)
         else:
             summary, failures = _run_spark(
-                list(traces), assignors, out_dir, strict, timings, master, conf or []
+                list(traces), assignors, out_dir, timings, master, conf or []
             )
     if not summary and not failures:
         warn("no traces found (looked for .jsonl, .jsonl.gz and .parquet files)")
