@@ -115,8 +115,22 @@ def run_trace(
 ) -> ProducerRun:
     """One trace through the producer model with a freshly seeded partitioner."""
     trace = normalize_frame(trace)
-    name = canonical(partitioner)
-    rng = random.Random(derived_seed(seed, _one_trace_id(trace), name))
+    return _run_normalized(
+        trace, _one_trace_id(trace), canonical(partitioner), batch_size, linger_ms, seed, cluster
+    )
+
+
+def _run_normalized(
+    trace: pd.DataFrame,
+    trace_id: str,
+    name: str,
+    batch_size: int,
+    linger_ms: int,
+    seed: int,
+    cluster: ClusterModel | None,
+) -> ProducerRun:
+    # callers have already normalized the trace and read its id: both are per-row work
+    rng = random.Random(derived_seed(seed, trace_id, name))
     instance = create(name, rng=rng, settings=Settings(batch_size=batch_size))
     config = ProducerConfig(batch_size=batch_size, linger_ms=linger_ms)
     return simulate(_records(trace), instance, config, cluster)
@@ -139,9 +153,7 @@ def score_trace(
     trace = normalize_frame(trace)
     trace_id = _one_trace_id(trace)
     name = canonical(partitioner)
-    run = run_trace(
-        trace, name, batch_size=batch_size, linger_ms=linger_ms, seed=seed, cluster=cluster
-    )
+    run = _run_normalized(trace, trace_id, name, batch_size, linger_ms, seed, cluster)
     partitions = run.partitions.astype(np.int64)
     width = int(trace["num_partitions"].max())
     key_bytes = np.array([len(k) if k is not None else 0 for k in trace["key"]], dtype=np.int64)
@@ -258,9 +270,12 @@ def disagreement(
     num_partitions, partition under a, partition under b) with a record count. Pure."""
     trace = normalize_frame(trace)
     trace_id = _one_trace_id(trace)
-    settings = {"batch_size": batch_size, "linger_ms": linger_ms, "seed": seed}
-    under_a = run_trace(trace, partitioner_a, **settings).partitions
-    under_b = run_trace(trace, partitioner_b, **settings).partitions
+    under_a, under_b = (
+        _run_normalized(
+            trace, trace_id, canonical(name), batch_size, linger_ms, seed, None
+        ).partitions
+        for name in (partitioner_a, partitioner_b)
+    )
     keyed = trace["key"].notna().to_numpy() & trace["partition"].isna().to_numpy()
     differs = keyed & (under_a != under_b)
     frame = pd.DataFrame(
