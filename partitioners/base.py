@@ -38,6 +38,13 @@ class TopicMetadata:
     def all_available(cls, num_partitions: int) -> TopicMetadata:
         return cls(num_partitions, tuple(range(num_partitions)))
 
+    def pick(self, draw: int) -> int:
+        """``draw`` (>= 0) modulo the available partitions, or all of them if none has a leader
+        (how the Java client spreads a counter or a random int)."""
+        if self.available_partitions:
+            return self.available_partitions[draw % len(self.available_partitions)]
+        return draw % self.num_partitions
+
 
 @dataclass(frozen=True, slots=True)
 class LoadStats:

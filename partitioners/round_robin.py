@@ -41,11 +41,7 @@ def _to_int32(value: int) -> int:
 
 
 def _pick(counter_value: int, metadata: TopicMetadata) -> int:
-    positive = counter_value & 0x7FFFFFFF
-    available = metadata.available_partitions
-    if available:
-        return available[positive % len(available)]
-    return positive % metadata.num_partitions
+    return metadata.pick(counter_value & 0x7FFFFFFF)
 
 
 class LegacyRoundRobin(UnkeyedStrategy):

@@ -62,14 +62,6 @@ def pick_weighted(table: Sequence[int], draw: int) -> int:
     return bisect.bisect_right(table, draw % table[-1])
 
 
-def _uniform_available(rng: random.Random, metadata: TopicMetadata) -> int:
-    draw = java_random_int(rng)
-    available = metadata.available_partitions
-    if available:
-        return available[draw % len(available)]
-    return draw % metadata.num_partitions
-
-
 class Kip480Sticky(UnkeyedStrategy):
     """``StickyPartitionCache``: switch on new batch only."""
 
@@ -159,7 +151,7 @@ class BuiltInSticky(UnkeyedStrategy):
     def _next(self, topic: str, metadata: TopicMetadata) -> int:
         stats = self._stats.get(topic)
         if stats is None:
-            new = _uniform_available(self._rng, metadata)
+            new = metadata.pick(java_random_int(self._rng))
         else:
             table, partition_ids = stats
             new = partition_ids[pick_weighted(table, java_random_int(self._rng))]
