@@ -1,7 +1,8 @@
 """Errors raised by the replication package.
 
-Every input error names where the bad value came from (the scenario file and the step index when
-known), the field and the value, so the command line can print one clear line.
+Every input error names where the bad value came from (the scenario file and the step index, or
+the file and line, when known), the field and the value, so the command line can print one clear
+line.
 """
 
 from __future__ import annotations
@@ -29,19 +30,24 @@ class InputError(ReplicationError, ValueError):
         step: int | None = None,
         field: str | None = None,
         value: object = _NO_VALUE,
+        line: int | None = None,
     ) -> None:
         self.message = message
         self.source = source
+        self.line = line
         self.step = step
         self.field = field
         self.value = value
         super().__init__(self._render())
 
     def _render(self) -> str:
+        where = self.source or ""
+        if where and self.line is not None:
+            where = f"{where}:{self.line}"
         parts = [
             part
             for part in (
-                self.source or "",
+                where,
                 f"step {self.step}" if self.step is not None else "",
                 self.field or "",
             )
@@ -60,6 +66,7 @@ class InputError(ReplicationError, ValueError):
             step=self.step,
             field=self.field,
             value=self.value,
+            line=self.line,
         )
 
 

@@ -99,24 +99,6 @@ class CorruptCheckpointError(StorageError, InputError):
     "leader-epoch-checkpoint:3: start_offset: not an integer (got 'x')"
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        source: str | None = None,
-        line: int | None = None,
-        field: str | None = None,
-        value: object = InputError._NO_VALUE,
-        step: int | None = None,
-    ) -> None:
-        self.line = line
-        where = (
-            source
-            if line is None or source is None or source.endswith(f":{line}")
-            else (f"{source}:{line}")
-        )
-        super().__init__(message, source=where, step=step, field=field, value=value)
-
 
 class AppendOutOfOrderError(StorageError, ValueError):
     """An append whose offset is not above the log end offset."""
