@@ -7,8 +7,9 @@ re-created, which starts a new trace ``<group>#2``) and partition counts never d
 count the records do not state is the smallest one consistent with every partition assigned so
 far in the trace.
 
+>>> from assignors.model import TopicPartition
 >>> assembler = TraceAssembler("payments", TopicCatalog.empty())
->>> member = MemberSnapshot("c-1", None, None, ("orders",), (TopicPartition("orders", 2),))
+>>> member = TraceMember("c-1", frozenset({"orders"}), assigned=(TopicPartition("orders", 2),))
 >>> assembler.add(Snapshot(4, (member,)), "dump.txt", 9)
 >>> assembler.rows[0]["topics"], assembler.rows[0]["reason"]
 ([{'name': 'orders', 'partitions': 3}], 'first generation seen: 1 member')
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assignors.errors import InputError
-from assignors.model import TopicPartition
+from assignors.trace import TraceMember
 
 log = logging.getLogger("assignors.importers")
 
@@ -207,27 +208,13 @@ def parse_topics_file(text: str, source: str) -> TopicCatalog:
 
 
 @dataclass(frozen=True, slots=True)
-class MemberSnapshot:
-    """One member in one generation; ``assigned`` None = the source does not say."""
-
-    member_id: str
-    instance_id: str | None
-    rack: str | None
-    topics: tuple[str, ...]
-    assigned: tuple[TopicPartition, ...] | None = None
-
-    @property
-    def identity(self) -> str:
-        return self.instance_id if self.instance_id is not None else self.member_id
-
-
-@dataclass(frozen=True, slots=True)
 class Snapshot:
-    """A group at one generation as a source recorded it. ``partition_counts`` and
+    """A group at one generation as a source recorded it (members as a trace records them;
+    ``assigned`` None = the source does not say). ``partition_counts`` and
     ``replica_racks`` are what the records state (KIP-848 topic metadata)."""
 
     generation: int
-    members: tuple[MemberSnapshot, ...]
+    members: tuple[TraceMember, ...]
     timestamp_ms: int | None = None
     protocol: str | None = None
     reason: str | None = None
@@ -240,11 +227,11 @@ def _plural(count: int, word: str) -> str:
 
 
 def membership_change(
-    previous: Sequence[MemberSnapshot] | None, current: Sequence[MemberSnapshot]
+    previous: Sequence[TraceMember] | None, current: Sequence[TraceMember]
 ) -> str:
     """A one-line account of who joined and left since the previous generation.
 
-    >>> a, b = (MemberSnapshot(name, None, None, ()) for name in "ab")
+    >>> a, b = (TraceMember(name, frozenset()) for name in "ab")
     >>> membership_change([a], [b])
     'joined: b; left: a'
     """

@@ -49,7 +49,6 @@ from assignors.errors import InputError
 from assignors.importers.common import (
     ImportOptions,
     ImportResult,
-    MemberSnapshot,
     Skipped,
     Snapshot,
     TopicCatalog,
@@ -59,6 +58,7 @@ from assignors.importers.common import (
     log,
 )
 from assignors.model import TopicPartition
+from assignors.trace import TraceMember
 
 _LAYOUT = re.compile(r"^\[(?P<time>[^\]]+)\] (?P<level>[A-Z]+) (?P<body>.*)$")
 _LOGGER_SUFFIX = re.compile(
@@ -498,11 +498,11 @@ class _LogImporter:
     ) -> None:
         default_topics = self.catalog.subscription_of(group)
         members = tuple(
-            MemberSnapshot(
+            TraceMember(
                 member_id,
+                frozenset(state.subscriptions.get(member_id, default_topics)),
                 instance_id,
                 None,
-                state.subscriptions.get(member_id, default_topics),
                 None if assigned is None else assigned.get(member_id, ()),
             )
             for member_id, instance_id in state.members.items()

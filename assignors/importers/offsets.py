@@ -42,7 +42,6 @@ from assignors.errors import InputError
 from assignors.importers.common import (
     ImportOptions,
     ImportResult,
-    MemberSnapshot,
     Skipped,
     Snapshot,
     TopicCatalog,
@@ -51,6 +50,7 @@ from assignors.importers.common import (
     log,
 )
 from assignors.model import TopicPartition
+from assignors.trace import TraceMember
 
 OFFSET_COMMIT_TYPES = (0, 1)
 GROUP_METADATA = 2
@@ -180,7 +180,7 @@ def classic_snapshot(record: CoordinatorRecord) -> Snapshot | None:
     generation = record.integer(value, "generation", "value.")
     protocol = record.text(value, "protocol", "value.", nullable=True)
     state_time = record.integer(value, "currentStateTimestamp", "value.", default=-1)
-    members: list[MemberSnapshot] = []
+    members: list[TraceMember] = []
     for index, member in enumerate(record.array(value, "members", "value.")):
         where = f"value.members[{index}]."
         if not isinstance(member, Mapping):
@@ -191,11 +191,11 @@ def classic_snapshot(record: CoordinatorRecord) -> Snapshot | None:
         assignment = _decoded(record, member.get("assignment"), f"{where}assignment", "assignment")
         assert assignment is None or isinstance(assignment, wire.MemberAssignment)
         members.append(
-            MemberSnapshot(
+            TraceMember(
                 member_id=member_id,
+                topics=frozenset(topics),
                 instance_id=instance_id,
                 rack=rack,
-                topics=topics,
                 assigned=None if assignment is None else assignment.assigned_partitions,
             )
         )
@@ -459,11 +459,11 @@ class _OffsetsImporter:
                 for partition in target.partitions
             ]
             members.append(
-                MemberSnapshot(
+                TraceMember(
                     member_id,
+                    frozenset(topics),
                     metadata.instance_id,
                     metadata.rack,
-                    tuple(sorted(topics)),
                     tuple(assigned),
                 )
             )
