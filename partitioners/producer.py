@@ -296,12 +296,18 @@ def simulate(
     count = len(records)
     keyed = partitioner.keyed_partitions(records.keys, records.num_partitions) if count else None
     record_bytes = key_lengths(records.keys) + records.value_bytes + config.record_overhead_bytes
+    # the loop reads Python lists: indexing numpy arrays per record costs a scalar box each time
     keys = records.keys.to_pylist()
+    timestamps = records.timestamps_ms.tolist()
+    counts = records.num_partitions.tolist()
+    explicit = records.explicit_partitions.tolist()
+    hashed = keyed.tolist() if keyed is not None else [-1] * count
+    sizes = record_bytes.tolist()
     partitions = np.empty(count, dtype=np.int32)
-    order = np.argsort(records.timestamps_ms, kind="stable")
+    order = np.argsort(records.timestamps_ms, kind="stable").tolist()
     last_pass_ms: int | None = None
     for index in order:
-        now_ms = int(records.timestamps_ms[index])
+        now_ms = timestamps[index]
         if last_pass_ms != now_ms:
             _run_passes_until(state, now_ms)
             _sender_pass(state, now_ms)
@@ -311,10 +317,10 @@ def simulate(
             now_ms,
             records.topics[index],
             keys[index],
-            int(records.num_partitions[index]),
-            int(records.explicit_partitions[index]),
-            int(keyed[index]) if keyed is not None else -1,
-            int(record_bytes[index]),
+            counts[index],
+            explicit[index],
+            hashed[index],
+            sizes[index],
         )
     state.flushing = True
     end_ms = int(records.timestamps_ms.max()) if count else 0
