@@ -222,6 +222,15 @@ class Snapshot:
     replica_racks: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
 
+def note(notes: list[Skipped] | None, source: str, line: int | None, reason: str) -> None:
+    """Log that ``source:line`` was passed over (or read with a caveat), and keep the note in
+    ``notes`` when given."""
+    skipped = Skipped(source, line, reason)
+    log.info("%s", skipped)
+    if notes is not None:
+        notes.append(skipped)
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
@@ -265,9 +274,7 @@ class TraceAssembler:
         return self.group if self._incarnation == 1 else f"{self.group}#{self._incarnation}"
 
     def skip(self, source: str, line: int | None, reason: str) -> None:
-        note = Skipped(source, line, reason)
-        log.info("%s", note)
-        self.skipped.append(note)
+        note(self.skipped, source, line, reason)
 
     def end_incarnation(self, source: str, line: int | None, why: str) -> None:
         """The group was deleted: later snapshots of the same group id start a new trace."""

@@ -55,7 +55,7 @@ from assignors.importers.common import (
     TraceAssembler,
     collect,
     lines_of,
-    log,
+    note,
 )
 from assignors.model import TopicPartition
 from assignors.trace import TraceMember
@@ -396,10 +396,7 @@ def parse_coordinator_log(
         except InputError as error:
             if strict:
                 raise
-            note = Skipped(source, line_number, f"line skipped: {error}")
-            log.info("%s", note)
-            if notes is not None:
-                notes.append(note)
+            note(notes, source, line_number, f"line skipped: {error}")
             continue
         if event is not None:
             events.append(event)

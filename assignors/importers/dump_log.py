@@ -41,7 +41,7 @@ from assignors.importers.common import (
     TopicCatalog,
     in_file_order,
     lines_of,
-    log,
+    note,
 )
 from assignors.importers.offsets import GROUP_METADATA, CoordinatorRecord, rows_from_records
 
@@ -168,13 +168,6 @@ def _json_at(text: str, start: int, what: str, source: str, line: int) -> tuple[
         ) from None
 
 
-def _note(notes: list[Skipped] | None, source: str, line: int, reason: str) -> None:
-    note = Skipped(source, line, reason)
-    log.info("%s", note)
-    if notes is not None:
-        notes.append(note)
-
-
 def _record(
     line: str, line_number: int, source: str, key_start: int, start: int
 ) -> CoordinatorRecord:
@@ -245,7 +238,7 @@ def parse_dump_log(
             legacy = _legacy_group_metadata(line[start:], source, line_number)
             if legacy is not None:
                 if not legacy_noted:
-                    _note(skipped, source, line_number, LEGACY_NOTE)
+                    note(skipped, source, line_number, LEGACY_NOTE)
                     legacy_noted = True
                 record = CoordinatorRecord(
                     GROUP_METADATA,
@@ -259,14 +252,14 @@ def parse_dump_log(
             elif not line.startswith("{", start):
                 reason = _not_json_reason(line[start:].strip())
                 if reason is not None:
-                    _note(skipped, source, line_number, reason)
+                    note(skipped, source, line_number, reason)
                 continue
             else:
                 record = _record(line, line_number, source, key_match.start(), start)
         except InputError as error:
             if strict:
                 raise
-            _note(skipped, source, line_number, f"line skipped: {error}")
+            note(skipped, source, line_number, f"line skipped: {error}")
             continue
         yield record
 

@@ -45,7 +45,7 @@ from assignors.importers.common import (
     Skipped,
     TopicCatalog,
     in_file_order,
-    log,
+    note,
 )
 from assignors.importers.offsets import CoordinatorRecord, rows_from_records
 
@@ -125,15 +125,13 @@ def _record(
     key = record["key"]
     key_type = _integer(key, ("type", "version"), "key", source, line)
     if not isinstance(key.get("data"), Mapping):
-        _note(
+        note(
             skipped,
-            Skipped(
-                source,
-                line,
-                f"record {record_number} (type {key_type}) skipped: "
-                f"the formatter could not decode it "
-                f"(data: {key.get('data')!r})",
-            ),
+            source,
+            line,
+            f"record {record_number} (type {key_type}) skipped: "
+            f"the formatter could not decode it "
+            f"(data: {key.get('data')!r})",
         )
         return None
     value = record.get("value")
@@ -161,12 +159,6 @@ def _record(
     )
 
 
-def _note(skipped: list[Skipped] | None, note: Skipped) -> None:
-    log.info("%s", note)
-    if skipped is not None:
-        skipped.append(note)
-
-
 def parse_formatter(
     text: str, source: str, skipped: list[Skipped] | None = None, strict: bool = True
 ) -> Iterator[CoordinatorRecord]:
@@ -174,7 +166,7 @@ def parse_formatter(
     InputError, or, when not ``strict``, is noted in ``skipped`` and passed over."""
 
     def lenient(error: InputError) -> None:
-        _note(skipped, Skipped(source, error.line, f"text skipped: {error}"))
+        note(skipped, source, error.line, f"text skipped: {error}")
 
     objects = iter_json_objects(text, source, None if strict else lenient)
     for record_number, (line, raw) in enumerate(objects, start=1):

@@ -48,6 +48,7 @@ from assignors.importers.common import (
     TraceAssembler,
     collect,
     log,
+    note,
 )
 from assignors.model import TopicPartition
 from assignors.trace import TraceMember
@@ -272,9 +273,7 @@ class _OffsetsImporter:
         return self.assemblers[group]
 
     def skip(self, record: CoordinatorRecord, reason: str) -> None:
-        note = Skipped(record.source, record.line, reason)
-        log.info("%s", note)
-        self.skipped.append(note)
+        note(self.skipped, record.source, record.line, reason)
 
     def feed(self, record: CoordinatorRecord) -> None:
         if record.key_type in OFFSET_COMMIT_TYPES:
