@@ -101,10 +101,6 @@ class ClusterModel:
             for outage in self.outages
         )
 
-    def metadata(self, num_partitions: int, now_ms: int) -> TopicMetadata:
-        available = tuple(p for p in range(num_partitions) if self.is_up(self.leader(p), now_ms))
-        return TopicMetadata(num_partitions, available)
-
 
 @dataclass(frozen=True, slots=True)
 class Records:
