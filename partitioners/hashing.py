@@ -390,13 +390,3 @@ def fnv1a_positive_array(keys: KeyInput) -> np.ndarray:
     """librdkafka's ``rd_fnv1a`` of every key as ``uint32`` (|h| with C wrap-around)."""
     signed = fnv1a_array(keys).astype(np.int64)
     return (np.abs(signed) & _U32).astype(np.uint32)
-
-
-def murmur3_array(keys: KeyInput, seed: int = 0) -> np.ndarray:
-    """MurmurHash3 x86_32 of every key (mmh3, one call per key), ``int32``."""
-    array = as_binary_array(keys)
-    return np.fromiter(
-        (mmh3.hash(key or b"", seed, signed=True) for key in array.to_pylist()),
-        dtype=np.int32,
-        count=len(array),
-    )
