@@ -623,6 +623,21 @@ def _spread_range(points: pd.DataFrame) -> float:
     return float(points["spread"].max() - points["spread"].min())
 
 
+def _labelled_bars(
+    labels: Sequence[str], values: pd.Series, bar_colours: Sequence[str], digits: int
+) -> go.Bar:
+    """One bar per assignor, each labelled with its value to ``digits`` decimals."""
+    return go.Bar(
+        x=labels,
+        y=values.to_numpy(),
+        marker_color=bar_colours,
+        text=[format_number(value, digits) for value in values],
+        textposition="auto",
+        hovertemplate="%{x}: %{text}<extra></extra>",
+        showlegend=False,
+    )
+
+
 def optimal_gap_figure(summary: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     names = list(summary.index)
     labels = [_label(name) for name in names]
@@ -642,19 +657,8 @@ def optimal_gap_figure(summary: pd.DataFrame, colours: dict[str, str]) -> go.Fig
         (2, "extra_max_load_mean", 3),
         (3, "optimal_balance_share", 1),
     ):
-        values = summary[key]
         figure.add_trace(
-            go.Bar(
-                x=labels,
-                y=values.to_numpy(),
-                marker_color=bar_colours,
-                text=[format_number(value, digits) for value in values],
-                textposition="auto",
-                hovertemplate="%{x}: %{text}<extra></extra>",
-                showlegend=False,
-            ),
-            row=1,
-            col=column,
+            _labelled_bars(labels, summary[key], bar_colours, digits), row=1, col=column
         )
     figure.update_yaxes(title_text="moved − min_moved (partitions, total)", row=1, col=1)
     figure.update_yaxes(title_text="max_load − optimal_max_load (partitions, mean)", row=1, col=2)
@@ -746,19 +750,8 @@ def recorded_figure(comparison: pd.DataFrame, colours: dict[str, str]) -> go.Fig
     bar_colours = [colours[str(name)] for name in comparison.index]
     for column, (key, _, axis_title, digits) in enumerate(panels, start=1):
         figure.update_yaxes(title_text=axis_title, row=1, col=column)
-        values = comparison[key]
         figure.add_trace(
-            go.Bar(
-                x=labels,
-                y=values.to_numpy(),
-                marker_color=bar_colours,
-                text=[format_number(value, digits) for value in values],
-                textposition="auto",
-                hovertemplate="%{x}: %{text}<extra></extra>",
-                showlegend=False,
-            ),
-            row=1,
-            col=column,
+            _labelled_bars(labels, comparison[key], bar_colours, digits), row=1, col=column
         )
     figure.update_layout(
         title={"text": "The recorded group next to the alternatives (same traces)"},
