@@ -39,11 +39,10 @@ from assignors.importers.common import (
     ImportResult,
     Skipped,
     TopicCatalog,
-    in_file_order,
     lines_of,
     note,
 )
-from assignors.importers.offsets import GROUP_METADATA, CoordinatorRecord, rows_from_records
+from assignors.importers.offsets import GROUP_METADATA, CoordinatorRecord, import_records
 
 _KEY = re.compile(r"(?:^|\s)key: ")
 _PAYLOAD = re.compile(r"\s*payload: ")
@@ -270,12 +269,4 @@ def import_dump_log(
     options: ImportOptions | None = None,
 ) -> ImportResult:
     """Trace rows from dumps given as ``(name, text or lines)`` pairs, oldest segment first."""
-    options = options or ImportOptions()
-    skipped: list[Skipped] = []
-
-    def records() -> Iterator[CoordinatorRecord]:
-        for source, text in sources:
-            yield from parse_dump_log(text, source, skipped, options.strict)
-
-    result = rows_from_records(records(), catalog, options)
-    return ImportResult(result.rows, in_file_order((*skipped, *result.skipped)))
+    return import_records(sources, parse_dump_log, catalog, options)

@@ -44,10 +44,9 @@ from assignors.importers.common import (
     ImportResult,
     Skipped,
     TopicCatalog,
-    in_file_order,
     note,
 )
-from assignors.importers.offsets import CoordinatorRecord, rows_from_records
+from assignors.importers.offsets import CoordinatorRecord, import_records
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"
@@ -160,15 +159,20 @@ def _record(
 
 
 def parse_formatter(
-    text: str, source: str, skipped: list[Skipped] | None = None, strict: bool = True
+    text: str | Iterable[str],
+    source: str,
+    skipped: list[Skipped] | None = None,
+    strict: bool = True,
 ) -> Iterator[CoordinatorRecord]:
-    """The records of one formatter output, in order. A record that breaks the format raises
-    InputError, or, when not ``strict``, is noted in ``skipped`` and passed over."""
+    """The records of one formatter output (a whole text, or its lines: records may span them),
+    in order. A record that breaks the format raises InputError, or, when not ``strict``, is
+    noted in ``skipped`` and passed over."""
+    whole = text if isinstance(text, str) else "".join(text)
 
     def lenient(error: InputError) -> None:
         note(skipped, source, error.line, f"text skipped: {error}")
 
-    objects = iter_json_objects(text, source, None if strict else lenient)
+    objects = iter_json_objects(whole, source, None if strict else lenient)
     for record_number, (line, raw) in enumerate(objects, start=1):
         try:
             record = _record(raw, record_number, line, source, skipped)
@@ -188,13 +192,4 @@ def import_formatter(
 ) -> ImportResult:
     """Trace rows from formatter outputs given as ``(name, text or lines)`` pairs, oldest
     first."""
-    options = options or ImportOptions()
-    skipped: list[Skipped] = []
-
-    def records() -> Iterator[CoordinatorRecord]:
-        for source, text in sources:
-            whole = text if isinstance(text, str) else "".join(text)
-            yield from parse_formatter(whole, source, skipped, options.strict)
-
-    result = rows_from_records(records(), catalog, options)
-    return ImportResult(result.rows, in_file_order((*skipped, *result.skipped)))
+    return import_records(sources, parse_formatter, catalog, options)

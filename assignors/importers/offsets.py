@@ -33,7 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -47,6 +47,7 @@ from assignors.importers.common import (
     TopicCatalog,
     TraceAssembler,
     collect,
+    in_file_order,
     log,
     note,
 )
@@ -519,3 +520,28 @@ def rows_from_records(
     for record in records:
         importer.feed(record)
     return importer.result()
+
+
+RecordParser = Callable[
+    [str | Iterable[str], str, list[Skipped], bool], Iterator[CoordinatorRecord]
+]
+
+
+def import_records(
+    sources: Iterable[tuple[str, str | Iterable[str]]],
+    parse: RecordParser,
+    catalog: TopicCatalog | None = None,
+    options: ImportOptions | None = None,
+) -> ImportResult:
+    """Trace rows from the records ``parse(text, source, skipped, strict)`` reads out of each
+    ``(name, text or lines)`` source in turn (oldest first); the parser's notes and the
+    importer's come back together in file order."""
+    options = options or ImportOptions()
+    skipped: list[Skipped] = []
+    records = (
+        record
+        for source, text in sources
+        for record in parse(text, source, skipped, options.strict)
+    )
+    result = rows_from_records(records, catalog, options)
+    return ImportResult(result.rows, in_file_order((*skipped, *result.skipped)))
