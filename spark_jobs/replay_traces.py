@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from assignors import replay as replay_module
-from assignors import scoring, trace
+from assignors import results, scoring, trace
 from assignors.errors import InputError
 from spark_jobs import files
 from spark_jobs.schemas import spark_ddl
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 # rows travel between stages as JSON text: the trace format is nested and open-ended
 RAW_ROW_SCHEMA = "trace_id string, source string, line long, row string, error string"
 
-ERROR_COLUMNS = ("error_file", "error_reason")
+ERROR_COLUMNS = ("error_file", "error_line", "error_reason")
 BUCKETS_PER_SHUFFLE_PARTITION = 4
 
 # one output table per trace: score rows, summary rows and error rows told apart by row_kind
@@ -102,7 +102,7 @@ def _replay_trace(rows: pd.DataFrame, assignors: Sequence[str], timings: bool) -
     trace_id = str(ordered["trace_id"].iloc[0])
     assembled = _assemble(trace_id, ordered)
     if isinstance(assembled, trace.TraceFailure):
-        error = (trace_id, assembled.file, assembled.reason)
+        error = (trace_id, assembled.file, assembled.line, assembled.reason)
         return _output_frame(ERROR_ROW, [error], ("trace_id", *ERROR_COLUMNS))
     score_rows = replay_module.replay_assignors(assembled, assignors, timings=timings)
     summary_rows = scoring.summarize(score_rows)
@@ -126,7 +126,7 @@ def _output_frame(kind: str, records: Sequence[tuple], fields: Sequence[str]) ->
 
 def build_scores(
     spark: SparkSession, paths: Sequence[str], assignors: Sequence[str], timings: bool = True
-) -> tuple[DataFrame, list[dict[str, str]], DataFrame]:
+) -> tuple[DataFrame, list[trace.TraceFailure], DataFrame]:
     """Scores DataFrame (with error columns), the errors of rows that name no trace, and the
     persisted raw rows (to unpersist once the scores are computed)."""
     from pyspark.sql import functions as F
@@ -137,11 +137,12 @@ def build_scores(
     raw_rows = raw_rows.persist()
 
     orphan_errors = [
-        {"trace_id": None, "file": row["source"], "reason": row["error"]}
+        trace.TraceFailure(None, row["source"], row["line"] or None, row["error"])
         for row in raw_rows.filter(F.col("trace_id").isNull()).collect()
     ]
     named = raw_rows.filter(F.col("trace_id").isNotNull())
-    schema = spark_ddl(OUTPUT_SCHEMA, [f"{name} string" for name in (*ERROR_COLUMNS, "row_kind")])
+    extra = ["error_file string", "error_line bigint", "error_reason string", "row_kind string"]
+    schema = spark_ddl(OUTPUT_SCHEMA, extra)
     names = list(assignors)
     buckets = BUCKETS_PER_SHUFFLE_PARTITION * int(spark.conf.get("spark.sql.shuffle.partitions"))
 
@@ -159,21 +160,12 @@ def build_scores(
     return scored, orphan_errors, raw_rows
 
 
-def errors_jsonl(errors: Sequence[dict[str, str | None]]) -> str:
-    unique = sorted(
-        {(e.get("trace_id") or "", e.get("file") or "", e.get("reason") or "") for e in errors}
-    )
-    return "".join(
-        json.dumps({"trace_id": trace_id or None, "file": source, "reason": reason}) + "\n"
-        for trace_id, source, reason in unique
-    )
-
-
 class RunResult(NamedTuple):
-    """What a run wrote: the summary (pandas, sorted) and the quarantined traces."""
+    """What a run wrote: the summary rows (sorted by trace, assignor) and the skipped traces,
+    the same values the Python engine returns."""
 
-    summary: pd.DataFrame
-    errors: list[dict[str, str | None]]
+    summary: list[scoring.SummaryRow]
+    errors: list[trace.TraceFailure]
 
 
 def run(
@@ -190,7 +182,7 @@ def run(
 
     Writes ``scores.parquet/`` and ``summary.parquet/`` (partitioned by assignor) and
     ``errors.jsonl`` into a staging directory beside ``out_dir`` and renames it into place, so
-    readers never see a half-written result. Returns the summary as pandas and the errors.
+    readers never see a half-written result. Returns the summary rows and the skipped traces.
     """
     from pyspark.sql import functions as F
 
@@ -208,8 +200,10 @@ def run(
     try:
         failed = scored.filter(kind == ERROR_ROW)
         errors += [
-            {"trace_id": row["trace_id"], "file": row["error_file"], "reason": row["error_reason"]}
-            for row in failed.select("trace_id", "error_file", "error_reason").collect()
+            trace.TraceFailure(
+                row["trace_id"], row["error_file"], row["error_line"], row["error_reason"]
+            )
+            for row in failed.select("trace_id", *ERROR_COLUMNS).collect()
         ]
         (
             scores.repartition("assignor")
@@ -217,14 +211,14 @@ def run(
             .write.partitionBy("assignor")
             .parquet(f"{staging}/scores.parquet")
         )
-        summary_frame = summary.toPandas()
+        summary_rows = [scoring.SummaryRow(**row.asDict()) for row in summary.collect()]
         (
             summary.coalesce(1)
             .sortWithinPartitions("assignor", "trace_id")
             .write.partitionBy("assignor")
             .parquet(f"{staging}/summary.parquet")
         )
-        files.write_text(spark, f"{staging}/errors.jsonl", errors_jsonl(errors))
+        files.write_text(spark, f"{staging}/{results.ERRORS_FILE}", results.errors_jsonl(errors))
         files.commit(spark, staging, out_dir)
     except BaseException:
         files.discard(spark, staging)
@@ -232,8 +226,8 @@ def run(
     finally:
         scored.unpersist()
         raw_rows.unpersist()
-    summary_frame = summary_frame.sort_values(["trace_id", "assignor"], ignore_index=True)
-    return RunResult(summary_frame, errors)
+    summary_rows.sort(key=lambda row: (row.trace_id, row.assignor))
+    return RunResult(summary_rows, errors)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -262,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         conf=args.conf,
     )
     for error in result.errors:
-        print(f"skipped trace {error['trace_id']}: {error['reason']}", file=sys.stderr)
+        print(f"skipped trace {error.trace_id}: {error.reason}", file=sys.stderr)
     print(f"{len(result.summary)} trace x assignor summaries written to {args.out}")
     return 1 if args.strict and result.errors else 0
 

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from assignors.scoring import SummaryRow
 from ktk.console import err, fail, out, reported_errors
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -28,10 +29,11 @@ def _generate_traces(directory: Path, groups: int, seed: int) -> Path:
     return path
 
 
-def _print_assignor_totals(summary: object) -> None:
+def _print_assignor_totals(summary: list[SummaryRow]) -> None:
+    import pandas as pd
     from rich.table import Table
 
-    frame = summary.astype({"assignor": str})  # type: ignore[attr-defined]
+    frame = pd.DataFrame(summary)
     totals = frame.groupby("assignor", sort=False).agg(
         traces=("trace_id", "nunique"),
         moved=("total_moved", "sum"),
@@ -101,7 +103,7 @@ def demo_command(
     else:
         err.print("no bundled key trace found (examples/key-traces); key-trace scoring skipped")
     for failure in result.errors:
-        err.print(f"skipped trace {failure['trace_id']}: {failure['reason']}")
+        err.print(f"skipped trace {failure.trace_id}: {failure.reason}")
     elapsed = time.perf_counter() - started
     out.print(f"\ntraces:     {traces_dir}")
     out.print(f"results:    {results_dir} (scores.parquet, summary.parquet, errors.jsonl)")

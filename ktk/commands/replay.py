@@ -92,7 +92,6 @@ def _run_spark(
     master: str | None,
     conf: list[str],
 ) -> tuple[list[Any], list[Any]]:
-    from assignors.scoring import SummaryRow
     from spark_jobs.replay_traces import run
     from spark_jobs.session import JavaNotFoundError, parse_conf
 
@@ -106,20 +105,7 @@ def _run_spark(
         result = run(paths, names, str(out_dir), timings=timings, master=master, conf=settings)
     except JavaNotFoundError as error:
         raise fail(str(error)) from None
-    summary = [
-        SummaryRow(**{name: _plain(row[name]) for name in SummaryRow._fields})
-        for _, row in result.summary.iterrows()
-    ]
-    return summary, result.errors
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars and NaN from pandas as plain Python values (None for missing)."""
-    if value is None:
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    return None if isinstance(value, float) and value != value else value
+    return result.summary, result.errors
 
 
 def _print_summary(summary: list[Any]) -> None:
