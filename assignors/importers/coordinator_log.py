@@ -577,13 +577,10 @@ class _LogImporter:
 
     # KIP-848 consumer groups
 
-    def on_consumer_join(self, event: LogEvent, state: _GroupState, fields: dict[str, str]) -> None:
-        self.on_join(event, state, fields)
-
-    def on_consumer_join_static(
-        self, event: LogEvent, state: _GroupState, fields: dict[str, str]
-    ) -> None:
-        self.on_join_static(event, state, fields)
+    # joins and leaves read the same as a classic group's
+    on_consumer_join = on_join
+    on_consumer_join_static = on_join_static
+    on_consumer_leave = on_leave
 
     def on_consumer_rejoin_static(
         self, event: LogEvent, state: _GroupState, fields: dict[str, str]
@@ -651,11 +648,6 @@ class _LogImporter:
         self, event: LogEvent, state: _GroupState, fields: dict[str, str]
     ) -> None:
         """A static member that left temporarily keeps its place until its session expires."""
-
-    def on_consumer_leave(
-        self, event: LogEvent, state: _GroupState, fields: dict[str, str]
-    ) -> None:
-        self.on_leave(event, state, fields)
 
     def on_consumer_subscribe(
         self, event: LogEvent, state: _GroupState, fields: dict[str, str]
