@@ -90,16 +90,22 @@ class TopicCatalog:
     topics: Mapping[str, TopicInfo]
     subscriptions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     source: str | None = None
+    # built once: name_of_id is asked for every partition of every target assignment
+    _names_by_id: Mapping[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names_by_id: dict[str, str] = {}
+        for info in self.topics.values():
+            if info.topic_id is not None:
+                names_by_id.setdefault(info.topic_id, info.name)
+        object.__setattr__(self, "_names_by_id", names_by_id)
 
     @classmethod
     def empty(cls) -> TopicCatalog:
         return cls({})
 
     def name_of_id(self, topic_id: str) -> str | None:
-        for info in self.topics.values():
-            if info.topic_id == topic_id:
-                return info.name
-        return None
+        return self._names_by_id.get(topic_id)
 
     def subscription_of(self, group: str) -> tuple[str, ...]:
         """The topics a member of ``group`` subscribes to when its source does not say: the
