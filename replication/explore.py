@@ -96,6 +96,11 @@ class Finding:
     scenario: Scenario
     file_name: str
 
+    @property
+    def shrunk_steps(self) -> int:
+        """Operations left in the shrunk scenario (its ``expect`` steps not counted)."""
+        return sum(1 for step in self.scenario.steps if step.op != "expect")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "class": self.violation_class,
@@ -104,7 +109,7 @@ class Finding:
             "acked_lost": list(self.acked_lost),
             "diverged": self.diverged,
             "original_steps": self.original_steps,
-            "shrunk_steps": sum(1 for step in self.scenario.steps if step.op != "expect"),
+            "shrunk_steps": self.shrunk_steps,
             "file": self.file_name,
             "scenario": scenario_to_dict(self.scenario),
         }
@@ -184,14 +189,14 @@ class ExploreReport:
                 f" - {CLASS_DESCRIPTIONS[name]}"
             )
         for finding in self.findings:
-            shrunk = sum(1 for step in finding.scenario.steps if step.op != "expect")
             what = ", ".join(
                 [*finding.violations]
                 + ([f"acked lost {list(finding.acked_lost)}"] if finding.acked_lost else [])
                 + (["logs diverged"] if finding.diverged else [])
             )
             lines.append(
-                f"  {finding.file_name}: {finding.original_steps} -> {shrunk} steps; {what}"
+                f"  {finding.file_name}: {finding.original_steps} -> {finding.shrunk_steps}"
+                f" steps; {what}"
             )
         return "\n".join(lines)
 
