@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ktk.commands import traces_import
 from ktk.console import escape, fail, out, reported_errors
 
 FORMATS = ("jsonl", "jsonl.gz", "parquet")
@@ -64,11 +65,5 @@ def generate_command(
 
 
 def register(app: typer.Typer) -> None:
-    try:
-        import ktk.commands.traces_import as traces_import
-    except ModuleNotFoundError as error:
-        if error.name != "ktk.commands.traces_import":
-            raise
-    else:
-        traces_import.register(traces_app)
+    traces_import.register(traces_app)
     app.add_typer(traces_app, name="traces")
