@@ -34,7 +34,14 @@ import pyarrow as pa
 
 from partitioners.errors import InputError
 from partitioners.keytrace import normalize_frame
-from partitioners.producer import ClusterModel, ProducerConfig, ProducerRun, Records, simulate
+from partitioners.producer import (
+    RECORD_OVERHEAD_BYTES,
+    ClusterModel,
+    ProducerConfig,
+    ProducerRun,
+    Records,
+    simulate,
+)
 from partitioners.registry import DEFAULT_BATCH_SIZE, Settings, canonical, create
 
 DEFAULT_LINGER_MS = 5
@@ -156,8 +163,8 @@ def score_trace(
     run = _run_normalized(trace, trace_id, name, batch_size, linger_ms, seed, cluster)
     partitions = run.partitions.astype(np.int64)
     width = int(trace["num_partitions"].max())
-    key_bytes = np.array([len(k) if k is not None else 0 for k in trace["key"]], dtype=np.int64)
-    payload = key_bytes + trace["value_bytes"].to_numpy(dtype=np.int64)
+    # the model sized every record as key + value + a fixed overhead: no second pass over keys
+    payload = run.record_bytes.astype(np.int64) - RECORD_OVERHEAD_BYTES
     records_per_partition = np.bincount(partitions, minlength=width)
     bytes_per_partition = np.bincount(partitions, weights=payload, minlength=width).astype(np.int64)
     spanning, remapped = remapped_keys(trace, run.partitions)
