@@ -18,15 +18,7 @@ def _assignor_names(option: str | None, with_recorded: bool) -> list[str]:
     from assignors.replay import RECORDED
 
     if option is None:
-        available = []
-        for name in registry.builtin_names():
-            try:
-                registry.get(name)
-            except ImportError as error:
-                warn(f"assignor {name} is not available, skipped: {error}")
-                continue
-            available.append(name)
-        return [*available, *([RECORDED] if with_recorded else [])]
+        return [*registry.builtin_names(), *([RECORDED] if with_recorded else [])]
     names = [name.strip() for name in option.split(",") if name.strip()]
     if not names:
         raise fail("--assignors names no assignor")
