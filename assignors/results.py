@@ -33,7 +33,7 @@ from assignors.scoring import (
     summarize,
     summary_table,
 )
-from assignors.trace import TraceFailure
+from assignors.trace import TraceFailure, failure_key
 
 SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.parquet"
@@ -51,10 +51,6 @@ _PARQUET_OPTIONS = {
 def write_parquet(table: pa.Table, path: str | os.PathLike[str]) -> None:
     """Write one table with the settings every result file uses (no pandas metadata)."""
     pq.write_table(table.replace_schema_metadata(None), path, **_PARQUET_OPTIONS)
-
-
-def failure_key(failure: TraceFailure) -> tuple[str, str, int]:
-    return (failure.trace_id or "", failure.file, failure.line or 0)
 
 
 def errors_jsonl(failures: Iterable[TraceFailure]) -> str:

@@ -106,6 +106,11 @@ class TraceFailure(NamedTuple):
     reason: str
 
 
+def failure_key(failure: TraceFailure) -> tuple[str, str, int]:
+    """Sort key for failures: trace id, then file, then line."""
+    return (failure.trace_id or "", failure.file, failure.line or 0)
+
+
 # ---------------------------------------------------------------------------------------------
 # one row -> Generation
 
@@ -540,14 +545,10 @@ def read_traces(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Trace], l
             traces.append(build_trace(trace_id, rows_by_trace[trace_id]))
         except InputError as error:
             record(trace_id, error.source or "", error.line, str(error))
-    ordered_failures = sorted(failures.values(), key=_failure_key) + sorted(
-        unattributed, key=_failure_key
+    ordered_failures = sorted(failures.values(), key=failure_key) + sorted(
+        unattributed, key=failure_key
     )
     return traces, ordered_failures
-
-
-def _failure_key(failure: TraceFailure) -> tuple[str, str, int]:
-    return (failure.trace_id or "", failure.file, failure.line or 0)
 
 
 # ---------------------------------------------------------------------------------------------
