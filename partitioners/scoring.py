@@ -161,6 +161,18 @@ def score_trace(
     trace_id = _one_trace_id(trace)
     name = canonical(partitioner)
     run = _run_normalized(trace, trace_id, name, batch_size, linger_ms, seed, cluster)
+    return _score_row(trace, trace_id, name, run, batch_size, linger_ms, seed)
+
+
+def _score_row(
+    trace: pd.DataFrame,
+    trace_id: str,
+    name: str,
+    run: ProducerRun,
+    batch_size: int,
+    linger_ms: int,
+    seed: int,
+) -> pd.DataFrame:
     partitions = run.partitions.astype(np.int64)
     width = int(trace["num_partitions"].max())
     # the model sized every record as key + value + a fixed overhead: no second pass over keys
@@ -283,6 +295,39 @@ def disagreement(
         ).partitions
         for name in (partitioner_a, partitioner_b)
     )
+    return _disagreement_of(trace, trace_id, under_a, under_b)
+
+
+def score_pair(
+    trace: pd.DataFrame,
+    partitioner_a: str,
+    partitioner_b: str,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    linger_ms: int = DEFAULT_LINGER_MS,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``score_trace`` of one trace under both partitioners and their ``disagreement``, from one
+    model run per partitioner (the two calls apart would run each twice). Pure."""
+    if batch_size <= 0:
+        raise InputError("must be > 0", field="batch_size", value=batch_size)
+    if linger_ms < 0:
+        raise InputError("must be >= 0", field="linger_ms", value=linger_ms)
+    trace = normalize_frame(trace)
+    trace_id = _one_trace_id(trace)
+    rows = []
+    partitions = []
+    for name in (canonical(partitioner_a), canonical(partitioner_b)):
+        run = _run_normalized(trace, trace_id, name, batch_size, linger_ms, seed, None)
+        rows.append(_score_row(trace, trace_id, name, run, batch_size, linger_ms, seed))
+        partitions.append(run.partitions)
+    differing = _disagreement_of(trace, trace_id, partitions[0], partitions[1])
+    return pd.concat(rows, ignore_index=True), differing
+
+
+def _disagreement_of(
+    trace: pd.DataFrame, trace_id: str, under_a: np.ndarray, under_b: np.ndarray
+) -> pd.DataFrame:
     keyed = trace["key"].notna().to_numpy() & trace["partition"].isna().to_numpy()
     differs = keyed & (under_a != under_b)
     frame = pd.DataFrame(

@@ -180,30 +180,41 @@ def score_command(
         names = [canonical(name) for name in names]
         if engine == "spark":
             scores = _spark_scores(traces, names, batch_size, linger_ms, seed, master)
-            frames = None
+            comparisons = None
         else:
-            scores, frames = _python_scores(traces, names, batch_size, linger_ms, seed)
+            scores, comparisons = _python_scores(traces, names, batch_size, linger_ms, seed)
     _print_scores(scores)
-    if frames is not None and len(names) == 2:
-        _print_disagreement(frames, names, batch_size, linger_ms, seed)
+    if comparisons is not None:
+        _print_disagreement(comparisons, names)
 
 
 def _python_scores(
     paths: list[Path], names: list[str], batch_size: int, linger_ms: int, seed: int
-) -> tuple[Any, list[Any]]:
+) -> tuple[Any, list[tuple[str, Any, int]] | None]:
+    """Scores, and for two partitioners (trace id, disagreement, keyed key count) per trace."""
     import pandas as pd
 
     from partitioners.errors import InputError
     from partitioners.keytrace import key_trace_files, read_key_trace
-    from partitioners.scoring import score_traces
+    from partitioners.scoring import empty_scores, keyed_key_count, score_pair, score_traces
 
     # a trace's records may be spread over files: score the concatenation, as Spark does
     frames = [read_key_trace(path) for path in key_trace_files(paths)]
     if not frames:
         raise InputError("no key-trace files found", field="TRACE", value=[str(p) for p in paths])
     records = pd.concat(frames, ignore_index=True)
-    scores = score_traces(records, names, batch_size=batch_size, linger_ms=linger_ms, seed=seed)
-    return scores, [records]
+    settings = {"batch_size": batch_size, "linger_ms": linger_ms, "seed": seed}
+    if len(names) != 2:
+        return score_traces(records, names, **settings), None
+    # scores and disagreement from the same model runs
+    rows = []
+    comparisons = []
+    for trace_id, trace in records.groupby("trace_id", sort=False):
+        scores, differing = score_pair(trace, names[0], names[1], **settings)
+        rows.append(scores)
+        comparisons.append((str(trace_id), differing, keyed_key_count(trace)))
+    scores = pd.concat(rows, ignore_index=True) if rows else empty_scores()
+    return scores, comparisons
 
 
 def _spark_scores(
@@ -269,23 +280,15 @@ def _print_scores(scores: Any) -> None:
     )
 
 
-def _print_disagreement(
-    frames: list[Any], names: list[str], batch_size: int, linger_ms: int, seed: int
-) -> None:
-    from partitioners.scoring import disagreement, keyed_key_count
-
+def _print_disagreement(comparisons: list[tuple[str, Any, int]], names: list[str]) -> None:
     first, second = names
-    for frame in frames:
-        for trace_id, trace in frame.groupby("trace_id", sort=False):
-            differing = disagreement(
-                trace, first, second, batch_size=batch_size, linger_ms=linger_ms, seed=seed
-            )
-            keys = differing["key"].nunique() if len(differing) else 0
-            records = int(differing["records"].sum()) if len(differing) else 0
-            out.print(
-                f"{escape(str(trace_id))}: {keys} of {keyed_key_count(trace)} keys "
-                f"({records} records) land on different partitions under {first} and {second}"
-            )
+    for trace_id, differing, keyed_keys in comparisons:
+        keys = differing["key"].nunique() if len(differing) else 0
+        records = int(differing["records"].sum()) if len(differing) else 0
+        out.print(
+            f"{escape(trace_id)}: {keys} of {keyed_keys} keys "
+            f"({records} records) land on different partitions under {first} and {second}"
+        )
 
 
 @partition_app.command("names")
