@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def hadoop_fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
@@ -75,20 +75,24 @@ def readable(uri: str, content: bytes | None) -> Iterator[tuple[str, str]]:
         yield staged, uri
 
 
-def per_file(
-    spark: SparkSession, files: Sequence[str], read: Callable[[str, bytes | None], Iterator[Any]]
-) -> Any:
-    """An RDD of ``read(uri, content)`` over files: local ones read by tasks in place (content
-    None), remote ones shipped as bytes by Hadoop's file system."""
-    context = spark.sparkContext
-    local = [uri for uri in files if local_name(uri) is not None]
-    remote = [uri for uri in files if local_name(uri) is None]
-    slices = max(1, min(len(local), 4 * context.defaultParallelism))
-    rdd = context.parallelize(local, slices).flatMap(lambda uri: read(uri, None))
+def listing(spark: SparkSession, uris: Sequence[str]) -> DataFrame:
+    """A DataFrame of (path, content) with one row per file, spread over tasks: local files
+    carry no content (tasks read them in place), remote ones carry their bytes, read by
+    Spark's binaryFile source."""
+    schema = "path string, content binary"
+    local = [uri for uri in uris if local_name(uri) is not None]
+    remote = [uri for uri in uris if local_name(uri) is None]
+    parts = []
+    if local:
+        slices = max(1, min(len(local), 4 * spark.sparkContext.defaultParallelism))
+        parts.append(
+            spark.createDataFrame([(uri, None) for uri in local], schema).repartition(slices)
+        )
     if remote:
-        shipped = context.binaryFiles(",".join(remote))
-        rdd = rdd.union(shipped.flatMap(lambda item: read(item[0], item[1])))
-    return rdd
+        parts.append(spark.read.format("binaryFile").load(remote).select("path", "content"))
+    if not parts:
+        return spark.createDataFrame([], schema)
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:

@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 # rows travel between stages as JSON text: the trace format is nested and open-ended
 RAW_ROW_SCHEMA = "trace_id string, source string, line long, row string, error string"
+RAW_ROW_COLUMNS = ("trace_id", "source", "line", "row", "error")
 
 ERROR_COLUMNS = ("error_file", "error_line", "error_reason")
 BUCKETS_PER_SHUFFLE_PARTITION = 4
@@ -132,9 +133,14 @@ def build_scores(
     from pyspark.sql import functions as F
 
     trace_files = files.list_files(spark, paths, trace.TRACE_SUFFIXES)
-    raw = files.per_file(spark, trace_files, read_file_rows)
-    raw_rows = spark.createDataFrame(raw, RAW_ROW_SCHEMA)
-    raw_rows = raw_rows.persist()
+
+    def read(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for batch in batches:
+            for uri, content in zip(batch["path"], batch["content"], strict=True):
+                rows = list(read_file_rows(uri, content))
+                yield pd.DataFrame(rows, columns=RAW_ROW_COLUMNS, dtype=object)
+
+    raw_rows = files.listing(spark, trace_files).mapInPandas(read, RAW_ROW_SCHEMA).persist()
 
     orphan_errors = [
         trace.TraceFailure(None, row["source"], row["line"] or None, row["error"])

@@ -56,19 +56,6 @@ def read_key_traces(spark: SparkSession, paths: Sequence[str]) -> object:
     source."""
     trace_files = files.list_files(spark, paths, keytrace.KEY_TRACE_SUFFIXES)
     indexed = {uri: index for index, uri in enumerate(trace_files)}
-    local = [uri for uri in trace_files if files.local_name(uri) is not None]
-    remote = [uri for uri in trace_files if files.local_name(uri) is None]
-    listing_schema = "path string, content binary"
-    parts = []
-    if local:
-        slices = max(1, min(len(local), 4 * spark.sparkContext.defaultParallelism))
-        listing = spark.createDataFrame([(uri, None) for uri in local], listing_schema)
-        parts.append(listing.repartition(slices))
-    if remote:
-        parts.append(spark.read.format("binaryFile").load(remote).select("path", "content"))
-    if not parts:
-        parts.append(spark.createDataFrame([], listing_schema))
-    listing = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     schema = spark_ddl(keytrace.TRACE_SCHEMA, ("file_index bigint", "row_index bigint"))
 
     def read(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -76,7 +63,7 @@ def read_key_traces(spark: SparkSession, paths: Sequence[str]) -> object:
             for uri, content in zip(batch["path"], batch["content"], strict=True):
                 yield _read_file(indexed[uri], uri, content)
 
-    return listing.mapInPandas(read, schema)
+    return files.listing(spark, trace_files).mapInPandas(read, schema)
 
 
 def score_frame(
