@@ -21,6 +21,7 @@ from partitioners.scoring import (
     SCORE_COLUMNS,
     SCORE_SCHEMA,
     disagreement,
+    score_pair,
     score_trace,
     score_traces,
 )
@@ -183,3 +184,14 @@ def test_scoring_a_frame_with_two_traces_is_refused():
 def test_unknown_partitioner_is_an_input_error():
     with pytest.raises(InputError, match="unknown partitioner"):
         score_trace(_trace([b"a"], [3]), "java-magic")
+
+
+def test_score_pair_equals_two_scores_and_their_disagreement():
+    trace = read_key_trace(EXAMPLE_TRACE)
+    trace = trace[trace["trace_id"] == trace["trace_id"].iloc[0]]
+    names = ("java-builtin", "librdkafka-default")
+    scores, differing = score_pair(trace, *names, linger_ms=0, seed=3)
+    separate = [score_trace(trace, name, linger_ms=0, seed=3) for name in names]
+    pd.testing.assert_frame_equal(scores, pd.concat(separate, ignore_index=True))
+    pd.testing.assert_frame_equal(differing, disagreement(trace, *names, linger_ms=0, seed=3))
+    assert len(differing) > 0
