@@ -173,7 +173,6 @@ class ReplicaLog:
     """
 
     __slots__ = (
-        "_checkpointed_high_watermark",
         "_flushed",
         "_high_watermark",
         "_records",
@@ -203,7 +202,6 @@ class ReplicaLog:
             self.epoch_cache = LeaderEpochCache(epoch_entries)
         self._flushed = 0
         self._high_watermark = min(max(high_watermark, 0), self.log_end_offset)
-        self._checkpointed_high_watermark = self._high_watermark
         self._write_checkpoints()
 
     @classmethod
@@ -231,10 +229,6 @@ class ReplicaLog:
     @property
     def high_watermark(self) -> int:
         return self._high_watermark
-
-    @property
-    def checkpointed_high_watermark(self) -> int:
-        return self._checkpointed_high_watermark
 
     @property
     def flushed(self) -> int:
@@ -293,7 +287,6 @@ class ReplicaLog:
             self.storage.truncate_to(end_offset)
         self.epoch_cache.truncate_from_end(end_offset)
         self._high_watermark = min(self._high_watermark, end_offset)
-        self._checkpointed_high_watermark = min(self._checkpointed_high_watermark, end_offset)
         self._write_checkpoints()
 
     def update_high_watermark(self, high_watermark: int) -> None:
@@ -301,7 +294,6 @@ class ReplicaLog:
         clamped = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
         if clamped != self._high_watermark:
             self._high_watermark = clamped
-            self._checkpointed_high_watermark = clamped
             self._write_checkpoints()
 
     def flush(self) -> None:
@@ -318,14 +310,13 @@ class ReplicaLog:
             records, high_watermark, entries = self.storage.recover(lose_unflushed)
         else:
             records = self._records[: self._flushed] if lose_unflushed else list(self._records)
-            high_watermark = self._checkpointed_high_watermark
+            high_watermark = self._high_watermark
             entries = list(self.epoch_cache.entries)
         self._records = list(records)
         end = self.log_end_offset
         self.epoch_cache = LeaderEpochCache(entry for entry in entries if entry.start_offset < end)
         self._flushed = end
         self._high_watermark = min(max(high_watermark, self.log_start_offset), end)
-        self._checkpointed_high_watermark = self._high_watermark
 
     def _store(self, record: LogRecord) -> None:
         self._records.append(record)
