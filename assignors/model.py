@@ -68,6 +68,15 @@ class Topic:
                     f"for {self.num_partitions} partitions"
                 )
 
+    def to_json(self) -> dict[str, object]:
+        """The topic object shared by requests and trace rows (optional fields only when set)."""
+        described: dict[str, object] = {"name": self.name, "partitions": self.num_partitions}
+        if self.replica_racks is not None:
+            described["racks"] = [sorted(racks) for racks in self.replica_racks]
+        if self.weights is not None:
+            described["weights"] = list(self.weights)
+        return described
+
 
 @dataclass(frozen=True, slots=True)
 class Member:

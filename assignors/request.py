@@ -459,14 +459,7 @@ def group_to_request(group: Group, assignor: str, name: str | None = None) -> di
     if name is not None:
         request["name"] = name
     request["assignor"] = assignor
-    topics: list[dict[str, object]] = []
-    for topic in group.topics:
-        entry: dict[str, object] = {"name": topic.name, "partitions": topic.num_partitions}
-        if topic.replica_racks is not None:
-            entry["racks"] = [sorted(racks) for racks in topic.replica_racks]
-        if topic.weights is not None:
-            entry["weights"] = list(topic.weights)
-        topics.append(entry)
+    topics = [topic.to_json() for topic in group.topics]
     members: list[dict[str, object]] = []
     for member in group.members:
         described: dict[str, object] = {"id": member.member_id, "topics": sorted(member.topics)}

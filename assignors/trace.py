@@ -564,15 +564,7 @@ def generation_to_row(generation: Generation) -> dict[str, Any]:
         row["protocol"] = generation.protocol
     if generation.reason is not None:
         row["reason"] = generation.reason
-    topics = []
-    for topic in generation.topics:
-        topic_row: dict[str, Any] = {"name": topic.name, "partitions": topic.num_partitions}
-        if topic.replica_racks is not None:
-            topic_row["racks"] = [sorted(racks) for racks in topic.replica_racks]
-        if topic.weights is not None:
-            topic_row["weights"] = list(topic.weights)
-        topics.append(topic_row)
-    row["topics"] = topics
+    row["topics"] = [topic.to_json() for topic in generation.topics]
     members = []
     for member in generation.members:
         member_row: dict[str, Any] = {
