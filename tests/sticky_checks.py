@@ -34,6 +34,23 @@ def group_from_request(request: Mapping[str, Any]) -> Group:
     return Group(topics=topics, members=members)
 
 
+def make_member(
+    member_id: str,
+    topics: str,
+    owned: tuple[tuple[str, int], ...] = (),
+    generation: int = -1,
+    **extra: object,
+) -> Member:
+    """A member of comma-separated ``topics`` owning ``owned`` as (topic, partition) pairs."""
+    return Member(
+        member_id,
+        frozenset(topics.split(",")),
+        tuple(TopicPartition(*tp) for tp in owned),
+        generation,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
 def eligible(group: Group) -> dict[str, set[TopicPartition]]:
     """Member -> the existing partitions it subscribes to."""
     return {

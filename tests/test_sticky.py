@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from sticky_checks import balance_problems, moved, validity_problems
+from sticky_checks import balance_problems, make_member, moved, validity_problems
 
-from assignors.model import Group, Member, Topic, TopicPartition
+from assignors.model import Group, Topic, TopicPartition
 from assignors.registry import get
 from assignors.sticky import StickyAssignor, plan_sticky
 
 TP = TopicPartition
-
-
-def _member(
-    member_id: str,
-    topics: str,
-    owned: tuple[tuple[str, int], ...] = (),
-    generation: int = -1,
-    **extra: object,
-) -> Member:
-    return Member(
-        member_id, frozenset(topics.split(",")), tuple(TP(*tp) for tp in owned), generation, **extra
-    )  # type: ignore[arg-type]
 
 
 def _counts(assignment_partitions: dict[str, tuple[TP, ...]]) -> dict[str, int]:
@@ -45,7 +33,10 @@ def test_empty_group_gets_an_empty_assignment():
 
 
 def test_member_without_known_topics_gets_nothing_and_others_share_everything():
-    group = Group((Topic("a", 4),), (_member("c0", "a"), _member("c1", "gone"), _member("c2", "a")))
+    group = Group(
+        (Topic("a", 4),),
+        (make_member("c0", "a"), make_member("c1", "gone"), make_member("c2", "a")),
+    )
     assert _counts(_assign(group)) == {"c0": 2, "c1": 0, "c2": 2}
 
 
@@ -54,9 +45,9 @@ def test_uniform_quota_gives_ceil_to_the_members_that_claim_most():
     group = Group(
         (Topic("a", 7),),
         (
-            _member("c0", "a", (("a", 5),), 1),
-            _member("c1", "a", owned_c1, 1),
-            _member("c2", "a", (("a", 6),), 1),
+            make_member("c0", "a", (("a", 5),), 1),
+            make_member("c1", "a", owned_c1, 1),
+            make_member("c2", "a", (("a", 6),), 1),
         ),
     )
     partitions = _assign(group)
@@ -66,9 +57,9 @@ def test_uniform_quota_gives_ceil_to_the_members_that_claim_most():
 
 def test_member_leaving_moves_only_its_partitions():
     topics = (Topic("a", 6), Topic("b", 6))
-    everyone = [_member(f"c{i}", "a,b") for i in range(4)]
+    everyone = [make_member(f"c{i}", "a,b") for i in range(4)]
     first = _assign(Group(topics, tuple(everyone)))
-    survivors = tuple(_member(f"c{i}", "a,b", tuple(first[f"c{i}"]), 1) for i in (0, 1, 3))
+    survivors = tuple(make_member(f"c{i}", "a,b", tuple(first[f"c{i}"]), 1) for i in (0, 1, 3))
     second = _assign(Group(topics, survivors))
     for member_id in ("c0", "c1", "c3"):
         assert set(first[member_id]) <= set(second[member_id])
@@ -79,8 +70,8 @@ def test_stale_claim_on_unsubscribed_topic_is_never_honoured():
     group = Group(
         (Topic("a", 2), Topic("b", 1)),
         (
-            _member("c0", "a", (("b", 0), ("a", 0)), 1),
-            _member("c1", "a,b", (("a", 1),), 2),
+            make_member("c0", "a", (("b", 0), ("a", 0)), 1),
+            make_member("c1", "a,b", (("a", 1),), 2),
         ),
     )
     partitions = _assign(group)
@@ -92,8 +83,8 @@ def test_highest_generation_claim_wins():
     group = Group(
         (Topic("a", 2),),
         (
-            _member("c0", "a", (("a", 0), ("a", 1)), 4),
-            _member("c1", "a", (("a", 0),), 5),
+            make_member("c0", "a", (("a", 0), ("a", 1)), 4),
+            make_member("c1", "a", (("a", 0),), 5),
         ),
     )
     plan = plan_sticky(group)
@@ -105,8 +96,8 @@ def test_same_generation_double_claim_voids_stickiness():
     group = Group(
         (Topic("a", 3),),
         (
-            _member("c0", "a", (("a", 0), ("a", 1)), 5),
-            _member("c1", "a", (("a", 1), ("a", 2)), 5),
+            make_member("c0", "a", (("a", 0), ("a", 1)), 5),
+            make_member("c1", "a", (("a", 1), ("a", 2)), 5),
         ),
     )
     plan = plan_sticky(group)
@@ -117,16 +108,18 @@ def test_same_generation_double_claim_voids_stickiness():
 
 
 def test_claim_on_a_partition_beyond_the_topic_end_is_ignored():
-    group = Group((Topic("a", 2),), (_member("c0", "a", (("a", 7),), 1), _member("c1", "a")))
+    group = Group(
+        (Topic("a", 2),), (make_member("c0", "a", (("a", 7),), 1), make_member("c1", "a"))
+    )
     assert plan_sticky(group).claimant.tolist() == [-1, -1]
 
 
 def test_result_is_independent_of_member_and_topic_order_in_the_request():
     topics = (Topic("a", 5), Topic("b", 3), Topic("c", 4))
     members = (
-        _member("x1", "a,b", (("a", 0), ("b", 1)), 2),
-        _member("x0", "b,c", (("c", 0), ("c", 1), ("c", 2)), 2),
-        _member("x2", "a,c"),
+        make_member("x1", "a,b", (("a", 0), ("b", 1)), 2),
+        make_member("x0", "b,c", (("c", 0), ("c", 1), ("c", 2)), 2),
+        make_member("x2", "a,c"),
     )
     forward = StickyAssignor().assign(Group(topics, members))
     backward = StickyAssignor().assign(Group(topics[::-1], members[::-1]))
@@ -136,7 +129,9 @@ def test_result_is_independent_of_member_and_topic_order_in_the_request():
 def test_heterogeneous_subscriptions_respect_kafkas_balance_rule():
     # the KIP-54 example: C0 [t0], C1 [t0, t1], C2 [t0, t1, t2]
     topics = (Topic("t0", 1), Topic("t1", 2), Topic("t2", 3))
-    group = Group(topics, (_member("C0", "t0"), _member("C1", "t0,t1"), _member("C2", "t0,t1,t2")))
+    group = Group(
+        topics, (make_member("C0", "t0"), make_member("C1", "t0,t1"), make_member("C2", "t0,t1,t2"))
+    )
     partitions = _assign(group)
     assert _counts(partitions) == {"C0": 1, "C1": 2, "C2": 3}
 
@@ -150,7 +145,10 @@ def test_kip54_example_keeps_five_of_six_when_c0_leaves():
     }
     group = Group(
         topics,
-        (_member("C1", "t0,t1", before["C1"], 1), _member("C2", "t0,t1,t2", before["C2"], 1)),
+        (
+            make_member("C1", "t0,t1", before["C1"], 1),
+            make_member("C2", "t0,t1,t2", before["C2"], 1),
+        ),
     )
     partitions = _assign(group)
     assert len(moved(group, partitions)) == 0
@@ -161,7 +159,7 @@ def test_new_partitions_prefer_a_member_on_a_replica_rack():
     racks = tuple(frozenset({rack}) for rack in ("r0", "r1", "r0", "r1"))
     group = Group(
         (Topic("a", 4, replica_racks=racks),),
-        (_member("c0", "a", rack="r1"), _member("c1", "a", rack="r0")),
+        (make_member("c0", "a", rack="r1"), make_member("c1", "a", rack="r0")),
     )
     partitions = _assign(group)
     assert partitions == {"c0": (TP("a", 1), TP("a", 3)), "c1": (TP("a", 0), TP("a", 2))}
@@ -173,8 +171,8 @@ def test_rack_locality_never_moves_a_balanced_claimed_partition():
     group = Group(
         (Topic("a", 2, replica_racks=racks),),
         (
-            _member("c0", "a", (("a", 1),), 3, rack="r0"),
-            _member("c1", "a", (("a", 0),), 3, rack="r1"),
+            make_member("c0", "a", (("a", 1),), 3, rack="r0"),
+            make_member("c1", "a", (("a", 0),), 3, rack="r1"),
         ),
     )
     assert _assign(group) == {"c0": (TP("a", 1),), "c1": (TP("a", 0),)}
@@ -185,8 +183,8 @@ def test_member_over_quota_keeps_its_same_rack_partitions():
     group = Group(
         (Topic("a", 4, replica_racks=racks),),
         (
-            _member("c0", "a", tuple(("a", p) for p in range(4)), 2, rack="r0"),
-            _member("c1", "a", rack="r1"),
+            make_member("c0", "a", tuple(("a", p) for p in range(4)), 2, rack="r0"),
+            make_member("c1", "a", rack="r1"),
         ),
     )
     partitions = _assign(group)
@@ -198,8 +196,8 @@ def test_static_members_break_ties_by_instance_id():
     group = Group(
         (Topic("a", 3),),
         (
-            _member("m-a", "a", instance_id="pod-9"),
-            _member("m-b", "a", instance_id="pod-1"),
+            make_member("m-a", "a", instance_id="pod-9"),
+            make_member("m-b", "a", instance_id="pod-1"),
         ),
     )
     assert _counts(_assign(group)) == {"m-a": 1, "m-b": 2}
@@ -210,15 +208,18 @@ def test_restarted_static_member_keeps_its_partitions_under_a_new_member_id():
     first = _assign(
         Group(
             topics,
-            (_member("m1", "a", instance_id="pod-1"), _member("m2", "a", instance_id="pod-2")),
+            (
+                make_member("m1", "a", instance_id="pod-1"),
+                make_member("m2", "a", instance_id="pod-2"),
+            ),
         )
     )
     # pod-1 restarts with a new member id; its owned partitions come with it
     group = Group(
         topics,
         (
-            _member("m9", "a", tuple(first["m1"]), 1, instance_id="pod-1"),
-            _member("m2", "a", tuple(first["m2"]), 1, instance_id="pod-2"),
+            make_member("m9", "a", tuple(first["m1"]), 1, instance_id="pod-1"),
+            make_member("m2", "a", tuple(first["m2"]), 1, instance_id="pod-2"),
         ),
     )
     second = _assign(group)
@@ -227,7 +228,7 @@ def test_restarted_static_member_keeps_its_partitions_under_a_new_member_id():
 
 def test_uniform_new_partitions_are_spread_over_topics():
     topics = tuple(Topic(f"t{i}", 4) for i in range(3))
-    group = Group(topics, tuple(_member(f"c{i}", "t0,t1,t2") for i in range(4)))
+    group = Group(topics, tuple(make_member(f"c{i}", "t0,t1,t2") for i in range(4)))
     for tps in _assign(group).values():
         assert sorted(tp.topic for tp in tps) == ["t0", "t1", "t2"]
 
@@ -235,12 +236,12 @@ def test_uniform_new_partitions_are_spread_over_topics():
 @pytest.mark.parametrize("num_members", [1, 3, 7])
 def test_feeding_the_answer_back_changes_nothing(num_members):
     topics = (Topic("a", 10), Topic("b", 5))
-    members = tuple(_member(f"c{i}", "a,b" if i % 2 else "a") for i in range(num_members))
+    members = tuple(make_member(f"c{i}", "a,b" if i % 2 else "a") for i in range(num_members))
     first = _assign(Group(topics, members))
     again = Group(
         topics,
         tuple(
-            _member(m.member_id, ",".join(sorted(m.topics)), tuple(first[m.member_id]), 1)
+            make_member(m.member_id, ",".join(sorted(m.topics)), tuple(first[m.member_id]), 1)
             for m in members
         ),
     )
@@ -254,9 +255,9 @@ def test_heterogeneous_counts_per_topic_follow_replica_racks():
     group = Group(
         (Topic("a", 2, replica_racks=a_racks), Topic("b", 4, replica_racks=b_racks)),
         (
-            _member("c0", "a,b", rack="r0"),
-            _member("c1", "a,b", rack="r1"),
-            _member("c2", "b"),
+            make_member("c0", "a,b", rack="r0"),
+            make_member("c1", "a,b", rack="r1"),
+            make_member("c2", "b"),
         ),
     )
     partitions = _assign(group)
