@@ -289,25 +289,3 @@ def _normalize_key(value: Any) -> Any:
     if isinstance(value, bytearray | memoryview | np.ndarray):
         return bytes(value)
     return _BAD
-
-
-def write_jsonl(frame: pd.DataFrame) -> str:
-    """A normalised trace back as JSON Lines text (keys base64)."""
-    rows = []
-    for record in frame.itertuples(index=False):
-        key = None if record.key is None else base64.b64encode(record.key).decode("ascii")
-        partition = None if pd.isna(record.partition) else int(record.partition)
-        rows.append(
-            json.dumps(
-                {
-                    "trace_id": record.trace_id,
-                    "timestamp_ms": int(record.timestamp_ms),
-                    "topic": record.topic,
-                    "num_partitions": int(record.num_partitions),
-                    "key": key,
-                    "value_bytes": int(record.value_bytes),
-                    "partition": partition,
-                }
-            )
-        )
-    return "\n".join(rows) + "\n"
