@@ -111,22 +111,6 @@ def _one_trace_id(trace: pd.DataFrame) -> str:
     return str(trace_ids[0])
 
 
-def run_trace(
-    trace: pd.DataFrame,
-    partitioner: str,
-    *,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    linger_ms: int = DEFAULT_LINGER_MS,
-    seed: int = 0,
-    cluster: ClusterModel | None = None,
-) -> ProducerRun:
-    """One trace through the producer model with a freshly seeded partitioner."""
-    trace = normalize_frame(trace)
-    return _run_normalized(
-        trace, _one_trace_id(trace), canonical(partitioner), batch_size, linger_ms, seed, cluster
-    )
-
-
 def _run_normalized(
     trace: pd.DataFrame,
     trace_id: str,
@@ -136,7 +120,8 @@ def _run_normalized(
     seed: int,
     cluster: ClusterModel | None,
 ) -> ProducerRun:
-    # callers have already normalized the trace and read its id: both are per-row work
+    """One normalized trace through the producer model with a freshly seeded partitioner
+    (callers normalize and read the trace id once: both are per-row work)."""
     rng = random.Random(derived_seed(seed, trace_id, name))
     instance = create(name, rng=rng, settings=Settings(batch_size=batch_size))
     config = ProducerConfig(batch_size=batch_size, linger_ms=linger_ms)
