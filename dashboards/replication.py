@@ -182,6 +182,31 @@ def _colour(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
+def _replica_steps(
+    steps: Sequence[int],
+    values: Sequence[int | None],
+    ops: Sequence[str],
+    replica: str,
+    *,
+    name: str,
+    label: str,
+    **style: Any,
+) -> go.Scatter:
+    """One replica's value per step as a step line; the hover names the step's op and replica."""
+    return go.Scatter(
+        x=steps,
+        y=values,
+        customdata=ops,
+        mode="lines+markers",
+        name=f"replica {escape(replica)} {name}",
+        legendgroup=f"replica {escape(replica)}",
+        hovertemplate=(
+            f"step %{{x}} (%{{customdata}}): {label} %{{y}}<extra>replica {escape(replica)}</extra>"
+        ),
+        **style,
+    )
+
+
 def timeline_figure(
     rows: Sequence[StepRow],
     replicas: Sequence[str],
@@ -209,19 +234,15 @@ def timeline_figure(
         for attribute, dash, label in (("leo", "solid", "LEO"), ("hw", "dash", "HW")):
             values = [getattr(state, attribute) if state else None for state in states]
             figure.add_trace(
-                go.Scatter(
-                    x=steps,
-                    y=values,
-                    customdata=ops,
-                    mode="lines+markers",
-                    name=f"replica {escape(replica)} {label}",
-                    legendgroup=f"replica {escape(replica)}",
+                _replica_steps(
+                    steps,
+                    values,
+                    ops,
+                    replica,
+                    name=label,
+                    label=label,
                     line={"color": colour, "dash": dash, "shape": "hv"},
                     marker={"size": 5},
-                    hovertemplate=(
-                        f"step %{{x}} (%{{customdata}}): {label} %{{y}}"
-                        f"<extra>replica {escape(replica)}</extra>"
-                    ),
                 ),
                 row=1,
                 col=1,
@@ -234,19 +255,15 @@ def timeline_figure(
             for state in states
         ]
         figure.add_trace(
-            go.Scatter(
-                x=steps,
-                y=epochs,
-                customdata=ops,
-                mode="lines+markers",
-                name=f"replica {escape(replica)} epoch",
-                legendgroup=f"replica {escape(replica)}",
-                showlegend=False,
+            _replica_steps(
+                steps,
+                epochs,
+                ops,
+                replica,
+                name="epoch",
+                label="leader epoch",
                 line={"color": colour, "shape": "hv"},
-                hovertemplate=(
-                    f"step %{{x}} (%{{customdata}}): leader epoch %{{y}}"
-                    f"<extra>replica {escape(replica)}</extra>"
-                ),
+                showlegend=False,
             ),
             row=2,
             col=1,
