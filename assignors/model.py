@@ -188,20 +188,8 @@ class PartitionSpace:
     def size(self) -> int:
         return sum(self.partition_counts)
 
-    def topic_offset(self, topic: str) -> int | None:
-        return self._offset_by_topic.get(topic)
-
     def index(self, tp: TopicPartition) -> int:
         return self._offset_by_topic[tp.topic] + tp.partition
-
-    def contains(self, tp: TopicPartition) -> bool:
-        offset = self._offset_by_topic.get(tp.topic)
-        if offset is None:
-            return False
-        position = bisect.bisect_right(self.offsets, offset) - 1
-        while self.offsets[position] != offset or self.topic_names[position] != tp.topic:
-            position -= 1  # topics with zero partitions share an offset with their neighbour
-        return 0 <= tp.partition < self.partition_counts[position]
 
     def partition(self, index: int) -> TopicPartition:
         topic_position = bisect.bisect_right(self.offsets, index) - 1
@@ -237,10 +225,6 @@ class Assignment:
             for member_id in sorted(member_ids)
         }
         return cls(result, tuple(sorted(withheld)))
-
-    def owner_of(self) -> dict[TopicPartition, str]:
-        """Partition -> member (a partition listed twice keeps the last member)."""
-        return {tp: member_id for member_id, tps in self.partitions.items() for tp in tps}
 
     def to_json(self) -> dict[str, list[list[object]]]:
         return {
