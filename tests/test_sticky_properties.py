@@ -104,27 +104,12 @@ def test_heterogeneous_moves_are_the_fewest_on_tiny_groups(group):
 
 def _cooperative_rounds(group: Group, limit: int = 5):
     """Run cooperative-sticky until nothing is withheld; returns (rounds, final group, last)."""
-    generation = max((m.generation for m in group.members), default=-1)
     current = group
     for round_number in range(1, limit + 1):
         assignment = CooperativeStickyAssignor().assign(current)
         if not assignment.withheld:
             return round_number, current, assignment
-        generation = max(generation, 0) + 1
-        current = Group(
-            current.topics,
-            tuple(
-                Member(
-                    m.member_id,
-                    m.topics,
-                    assignment.partitions[m.member_id],
-                    generation,
-                    m.rack,
-                    m.instance_id,
-                )
-                for m in current.members
-            ),
-        )
+        current = next_round(current, assignment)
     raise AssertionError(f"still withholding after {limit} rounds")
 
 
