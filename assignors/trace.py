@@ -480,7 +480,7 @@ class RawRow(NamedTuple):
     putting traces together); ``error`` is set when the row could not be read at all."""
 
     source: str
-    line: int
+    line: int | None
     row: Any
     error: str | None = None
 
@@ -501,6 +501,26 @@ def assemble_trace(trace_id: str, raw_rows: Iterable[RawRow]) -> Trace:
 _TRACE_ID_PATTERN = re.compile(r'"trace_id"\s*:\s*"([^"\\]+)"')
 
 
+def file_raw_rows(path: str | os.PathLike[str]) -> Iterator[tuple[str | None, RawRow]]:
+    """``(trace_id, row)`` for every row of one trace file, both engines' way in: readable rows
+    in line order, then the lines that could not be read (``error`` set, ``trace_id`` when the
+    broken text still names one), or one error for a file that cannot be read at all. A row
+    naming no trace comes with ``trace_id`` None and an error."""
+    source = str(path)
+    bad_lines: list[InputError] = []
+    try:
+        for _, line, row in iter_trace_rows(path, bad_lines):
+            trace_id = row.get("trace_id") if isinstance(row, Mapping) else None
+            if not isinstance(trace_id, str) or not trace_id:
+                yield None, RawRow(source, line, None, f"{source}:{line}: row has no trace_id")
+                continue
+            yield trace_id, RawRow(source, line, row)
+    except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as error:
+        yield None, RawRow(source, None, None, f"{path}: unreadable file: {error}")
+    for problem in bad_lines:
+        yield problem.trace_id, RawRow(source, problem.line, None, str(problem))
+
+
 def read_traces(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Trace], list[TraceFailure]]:
     """Read every trace under ``paths`` (files or directories); a trace's rows may be spread
     over several files. A trace with any bad row is reported once (its first error) and
@@ -518,25 +538,18 @@ def read_traces(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Trace], l
             failures[trace_id] = TraceFailure(trace_id, source, line, reason)
 
     for path in trace_files(paths):
-        bad_lines: list[InputError] = []
-        try:
-            for source, line, row in iter_trace_rows(path, bad_lines):
-                trace_id = row.get("trace_id") if isinstance(row, Mapping) else None
-                if not isinstance(trace_id, str) or not trace_id:
-                    record(None, source, line, f"{source}:{line}: row has no trace_id")
-                    continue
-                if trace_id in failures:
-                    continue
-                try:
-                    rows_by_trace.setdefault(trace_id, []).append(
-                        parse_generation(row, source, line)
-                    )
-                except InputError as error:
-                    record(trace_id, source, line, str(error))
-        except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as error:
-            record(None, str(path), None, f"{path}: unreadable file: {error}")
-        for problem in bad_lines:
-            record(problem.trace_id, str(path), problem.line, str(problem))
+        for trace_id, raw in file_raw_rows(path):
+            if raw.error is not None:
+                record(trace_id, raw.source, raw.line, raw.error)
+                continue
+            if trace_id is None or trace_id in failures:
+                continue
+            try:
+                rows_by_trace.setdefault(trace_id, []).append(
+                    parse_generation(raw.row, raw.source, raw.line)
+                )
+            except InputError as error:
+                record(trace_id, raw.source, raw.line, str(error))
     traces: list[Trace] = []
     for trace_id in sorted(rows_by_trace):
         if trace_id in failures:

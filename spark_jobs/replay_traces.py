@@ -64,19 +64,10 @@ def read_file_rows(uri: str, content: bytes | None = None) -> Iterator[tuple[obj
 
 
 def _rows_of(path: str, source: str) -> Iterator[tuple[object, ...]]:
-    bad_lines: list[InputError] = []
-    try:
-        for _, line, row in trace.iter_trace_rows(path, bad_lines):
-            trace_id = row.get("trace_id") if isinstance(row, dict) else None
-            if not isinstance(trace_id, str) or not trace_id:
-                yield (None, source, line, None, f"{source}:{line}: row has no trace_id")
-                continue
-            yield (trace_id, source, line, json.dumps(row), None)
-    except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as error:
-        yield (None, source, 0, None, f"{source}: unreadable file: {error}")
-    for problem in bad_lines:
-        located = str(problem).replace(path, source)
-        yield (problem.trace_id, source, problem.line or 0, None, located)
+    for trace_id, raw in trace.file_raw_rows(path):
+        text = None if raw.row is None else json.dumps(raw.row)
+        error = None if raw.error is None else raw.error.replace(path, source)
+        yield (trace_id, source, raw.line or 0, text, error)
 
 
 def _assemble(trace_id: str, rows: pd.DataFrame) -> trace.Trace | trace.TraceFailure:
