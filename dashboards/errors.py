@@ -1,38 +1,20 @@
-"""Errors raised while reading the files a dashboard is built from."""
+"""Errors raised while reading the files a dashboard is built from.
+
+>>> str(InputError("missing column", source="results/scores.parquet", field="assignor"))
+'results/scores.parquet: assignor: missing column'
+>>> str(InputError("must be a number", source="run.json", field="steps[0].time", value=None))
+'run.json: steps[0].time: must be a number (got None)'
+"""
 
 from __future__ import annotations
 
+from ktkbase.errors import InputError as _BaseInputError
+from ktkbase.errors import KtkError
 
-class InputError(ValueError):
-    """A results file that cannot be turned into a dashboard; names the file, field and value.
 
-    >>> str(InputError("missing column", source="results/scores.parquet", field="assignor"))
-    'results/scores.parquet: assignor: missing column'
-    """
+class DashboardError(KtkError):
+    """Base class of every error the dashboards package raises on purpose."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        source: str | None = None,
-        line: int | None = None,
-        field: str | None = None,
-        value: object = None,
-    ) -> None:
-        self.message = message
-        self.source = source
-        self.line = line
-        self.field = field
-        self.value = value
-        super().__init__(self._render())
 
-    def _render(self) -> str:
-        parts: list[str] = []
-        if self.source is not None:
-            parts.append(self.source if self.line is None else f"{self.source}:{self.line}")
-        if self.field is not None:
-            parts.append(self.field)
-        text = ": ".join([*parts, self.message])
-        if self.value is not None:
-            text += f" (got {self.value!r})"
-        return text
+class InputError(DashboardError, _BaseInputError):
+    """A results file that cannot be turned into a dashboard; names the file, field and value."""

@@ -16,14 +16,10 @@ EXIT_BAD_INPUT = 2
 
 
 def input_error_types() -> tuple[type[BaseException], ...]:
-    """Each package reports bad input with its own InputError (the packages import nothing
-    from each other); the command line treats them alike."""
-    from assignors.errors import InputError as AssignorInputError
-    from dashboards.errors import InputError as DashboardInputError
-    from partitioners.errors import InputError as PartitionerInputError
-    from replication.errors import InputError as ReplicationInputError
+    """Every package's input errors and refused outputs share the bases in ktkbase.errors."""
+    from ktkbase.errors import InputError, OutputError
 
-    return (AssignorInputError, PartitionerInputError, ReplicationInputError, DashboardInputError)
+    return (InputError, OutputError)
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
