@@ -39,7 +39,7 @@ def data_files(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            in_directory = []
+            in_directory: list[Path] = []
             for directory, subdirectories, files in os.walk(path):
                 subdirectories[:] = sorted(d for d in subdirectories if not is_hidden_name(d))
                 relative = Path(directory).relative_to(path).parts
