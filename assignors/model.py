@@ -231,3 +231,11 @@ class Assignment:
             member_id: [[tp.topic, tp.partition] for tp in tps]
             for member_id, tps in self.partitions.items()
         }
+
+
+def show(assignment: Assignment) -> dict[str, list[str]]:
+    """Compact ``topic-partition`` rendering used by the worked examples."""
+    return {
+        member_id: [f"{tp.topic}-{tp.partition}" for tp in partitions]
+        for member_id, partitions in assignment.partitions.items()
+    }

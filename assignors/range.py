@@ -4,7 +4,7 @@ For each topic, the members subscribing to it are put in order and the partition
 contiguous ranges: each member gets ``P // C``, the first ``P % C`` members one more. Two
 consumers, two topics of three partitions each:
 
->>> from assignors.model import Group, Member, Topic
+>>> from assignors.model import Group, Member, Topic, show
 >>> group = Group(
 ...     topics=(Topic("t0", 3), Topic("t1", 3)),
 ...     members=(Member("c0", frozenset({"t0", "t1"})), Member("c1", frozenset({"t0", "t1"}))),
@@ -49,66 +49,13 @@ partition is looked at a bounded number of times, never once per member.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
 from assignors.base import RebalanceProtocol
+from assignors.java_order import java_member_order
 from assignors.model import Assignment, Group, Member, Topic, TopicPartition
-
-
-def java_string_key(text: str) -> bytes:
-    """Sort key that orders strings as Java's ``String.compareTo`` does (UTF-16 code units).
-
-    >>> sorted(["\\uffff", "\\U0001F600"], key=java_string_key) == ["\\U0001F600", "\\uffff"]
-    True
-    """
-    return text.encode("utf-16-be", "surrogatepass")
-
-
-def java_hashmap_slot(key: str, size: int) -> int:
-    """The bucket a ``java.util.HashMap`` of ``size`` entries (default capacity, grown as
-    entries are added) keeps ``key`` in: its iteration order.
-
-    >>> java_hashmap_slot("consumer-22-0013", 10), java_hashmap_slot("consumer-22-0014", 10)
-    (15, 14)
-    """
-    capacity = 16
-    while size > capacity * 3 // 4:
-        capacity *= 2
-    units = key.encode("utf-16-be", "surrogatepass")
-    hash_code = 0
-    for position in range(0, len(units), 2):
-        hash_code = (31 * hash_code + int.from_bytes(units[position : position + 2])) & 0xFFFFFFFF
-    return (hash_code ^ (hash_code >> 16)) & (capacity - 1)
-
-
-def java_member_order(members: Iterable[Member]) -> list[Member]:
-    """Members in the order Java's ``MemberInfo`` sorts them: static members first, by instance
-    id, then dynamic members by member id. Java's sort is stable and compares only instance ids,
-    so members sharing one (a broken group the coordinator would fence) keep the subscription
-    map's HashMap order."""
-    members = list(members)
-    return sorted(
-        members,
-        key=lambda member: (
-            (
-                0,
-                java_string_key(member.instance_id),
-                java_hashmap_slot(member.member_id, len(members)),
-            )
-            if member.instance_id is not None
-            else (1, java_string_key(member.member_id), 0)
-        ),
-    )
-
-
-def show(assignment: Assignment) -> dict[str, list[str]]:
-    """Compact ``topic-partition`` rendering used by the worked examples."""
-    return {
-        member_id: [f"{tp.topic}-{tp.partition}" for tp in partitions]
-        for member_id, partitions in assignment.partitions.items()
-    }
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@ circular walk over the ordered members; a member not subscribed to the partition
 skipped. Two consumers, two topics of three partitions each:
 
 >>> from assignors.model import Group, Member, Topic
->>> from assignors.range import show
+>>> from assignors.model import show
 >>> group = Group(
 ...     topics=(Topic("t0", 3), Topic("t1", 3)),
 ...     members=(Member("c0", frozenset({"t0", "t1"})), Member("c1", frozenset({"t0", "t1"}))),
@@ -43,8 +43,8 @@ import bisect
 from itertools import repeat
 
 from assignors.base import RebalanceProtocol
+from assignors.java_order import java_member_order, java_string_key
 from assignors.model import Assignment, Group, TopicPartition
-from assignors.range import java_member_order, java_string_key
 
 
 class RoundRobinAssignor:

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from assignors.kafka_python import kafka_python_assignor
 from assignors.model import Group, Member, Topic, TopicPartition
+from assignors.protocol.kafka_python import kafka_python_assignor
 from assignors.registry import get
 
 PARTITIONS_PER_TOPIC = 1_000

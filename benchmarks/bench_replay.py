@@ -23,10 +23,10 @@ from typing import Any
 
 from assignors import registry
 from assignors.base import RebalanceProtocol
-from assignors.generate import generate_rows
 from assignors.model import Assignment, Group
-from assignors.replay import replay_with
-from assignors.trace import Trace, build_trace, parse_generation
+from assignors.traces.format import Trace, build_trace, parse_generation
+from assignors.traces.generate import generate_rows
+from assignors.traces.replay import replay_with
 
 SIZES: dict[str, dict[str, Any]] = {
     "small": {"groups": 40, "members": (3, 12), "partitions": (8, 200), "max_generations": 24},

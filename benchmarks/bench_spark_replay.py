@@ -16,8 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from assignors import generate, registry, replay, trace
-from assignors.results import write_results
+from assignors import registry
+from assignors.traces import files as trace_files
+from assignors.traces import generate, replay
+from assignors.traces.results import write_results
 
 SEED = 20261122
 
@@ -29,13 +31,13 @@ def write_traces(directory: Path, groups: int, files: int) -> int:
     for index in range(files):
         chunk = rows[index * per_file : (index + 1) * per_file]
         if chunk:
-            trace.write_traces_jsonl(chunk, directory / f"part-{index:03d}.jsonl")
+            trace_files.write_traces_jsonl(chunk, directory / f"part-{index:03d}.jsonl")
     return len(rows)
 
 
 def python_engine(directory: Path, out_dir: Path, names: list[str]) -> float:
     started = time.perf_counter()
-    traces, failures = trace.read_traces([directory])
+    traces, failures = trace_files.read_traces([directory])
     rows = [row for each in traces for row in replay.replay_assignors(each, names)]
     write_results(out_dir, rows, failures)
     return time.perf_counter() - started

@@ -118,9 +118,6 @@ class InputError(KtkError, ValueError):
         located.args = (located._render(),)
         return located
 
-    def __str__(self) -> str:
-        return self._render()
-
 
 class OutputError(KtkError):
     """An output ktk refuses to write, or cannot write, because it would destroy something

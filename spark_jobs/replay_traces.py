@@ -3,9 +3,9 @@
 Data flow (docs/spark.md)::
 
     trace files (JSONL / JSONL.gz / Parquet; local or any Hadoop-compatible path)
-      -> one task per file reads its rows with assignors.trace          (file, line kept)
+      -> one task per file reads its rows with assignors.traces          (file, line kept)
       -> rows grouped by trace id, crossed with the assignor names
-      -> applyInPandas: assignors.replay per (trace, assignor)           (pure Python)
+      -> applyInPandas: assignors.traces.replay per (trace, assignor)           (pure Python)
       -> scores + summary Parquet partitioned by assignor, errors.jsonl
       -> committed by renaming a temporary directory
 
@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING, NamedTuple
 import pandas as pd
 import pyarrow as pa
 
-from assignors import replay as replay_module
-from assignors import results, scoring, trace
 from assignors.errors import InputError
+from assignors.traces import files as trace_files
+from assignors.traces import format as trace_format
+from assignors.traces import replay as replay_module
+from assignors.traces import results, scoring
 from spark_jobs import files
 from spark_jobs.schemas import spark_ddl
 
@@ -64,24 +66,24 @@ def read_file_rows(uri: str, content: bytes | None = None) -> Iterator[tuple[obj
 
 
 def _rows_of(path: str, source: str) -> Iterator[tuple[object, ...]]:
-    for trace_id, raw in trace.file_raw_rows(path):
+    for trace_id, raw in trace_files.file_raw_rows(path):
         text = None if raw.row is None else json.dumps(raw.row)
         error = None if raw.error is None else raw.error.replace(path, source)
         yield (trace_id, source, raw.line or 0, text, error)
 
 
-def _assemble(trace_id: str, rows: pd.DataFrame) -> trace.Trace | trace.TraceFailure:
+def _assemble(trace_id: str, rows: pd.DataFrame) -> trace_format.Trace | trace_format.TraceFailure:
     """One trace from its raw rows (in file, line order); the first bad row fails it."""
     raw_rows = [
-        trace.RawRow(source, int(line), None if text is None else json.loads(text), error)
+        trace_files.RawRow(source, int(line), None if text is None else json.loads(text), error)
         for source, line, text, error in zip(
             rows["source"], rows["line"], rows["row"], rows["error"], strict=True
         )
     ]
     try:
-        return trace.assemble_trace(trace_id, raw_rows)
+        return trace_files.assemble_trace(trace_id, raw_rows)
     except InputError as problem:
-        return trace.TraceFailure(trace_id, problem.source or "", problem.line, str(problem))
+        return trace_format.TraceFailure(trace_id, problem.source or "", problem.line, str(problem))
 
 
 def _replay_trace(rows: pd.DataFrame, assignors: Sequence[str], timings: bool) -> pd.DataFrame:
@@ -93,7 +95,7 @@ def _replay_trace(rows: pd.DataFrame, assignors: Sequence[str], timings: bool) -
     ordered = rows.sort_values(["source", "line"], kind="stable")
     trace_id = str(ordered["trace_id"].iloc[0])
     assembled = _assemble(trace_id, ordered)
-    if isinstance(assembled, trace.TraceFailure):
+    if isinstance(assembled, trace_format.TraceFailure):
         error = (trace_id, assembled.file, assembled.line, assembled.reason)
         return _output_frame(ERROR_ROW, [error], ("trace_id", *ERROR_COLUMNS))
     score_rows = replay_module.replay_assignors(assembled, assignors, timings=timings)
@@ -118,12 +120,12 @@ def _output_frame(kind: str, records: Sequence[tuple], fields: Sequence[str]) ->
 
 def build_scores(
     spark: SparkSession, paths: Sequence[str], assignors: Sequence[str], timings: bool = True
-) -> tuple[DataFrame, list[trace.TraceFailure], DataFrame]:
+) -> tuple[DataFrame, list[trace_format.TraceFailure], DataFrame]:
     """Scores DataFrame (with error columns), the errors of rows that name no trace, and the
     persisted raw rows (to unpersist once the scores are computed)."""
     from pyspark.sql import functions as F
 
-    trace_files = files.list_files(spark, paths, trace.TRACE_SUFFIXES)
+    found = files.list_files(spark, paths, trace_files.TRACE_SUFFIXES)
 
     def read(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
@@ -131,10 +133,10 @@ def build_scores(
                 rows = list(read_file_rows(uri, content))
                 yield pd.DataFrame(rows, columns=RAW_ROW_COLUMNS, dtype=object)
 
-    raw_rows = files.listing(spark, trace_files).mapInPandas(read, RAW_ROW_SCHEMA).persist()
+    raw_rows = files.listing(spark, found).mapInPandas(read, RAW_ROW_SCHEMA).persist()
 
     orphan_errors = [
-        trace.TraceFailure(None, row["source"], row["line"] or None, row["error"])
+        trace_format.TraceFailure(None, row["source"], row["line"] or None, row["error"])
         for row in raw_rows.filter(F.col("trace_id").isNull()).collect()
     ]
     named = raw_rows.filter(F.col("trace_id").isNotNull())
@@ -162,7 +164,7 @@ class RunResult(NamedTuple):
     the same values the Python engine returns."""
 
     summary: list[scoring.SummaryRow]
-    errors: list[trace.TraceFailure]
+    errors: list[trace_format.TraceFailure]
 
 
 def run(
@@ -197,7 +199,7 @@ def run(
     try:
         failed = scored.filter(kind == ERROR_ROW)
         errors += [
-            trace.TraceFailure(
+            trace_format.TraceFailure(
                 row["trace_id"], row["error_file"], row["error_line"], row["error_reason"]
             )
             for row in failed.select("trace_id", *ERROR_COLUMNS).collect()

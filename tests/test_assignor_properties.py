@@ -14,7 +14,7 @@ from strategies import groups, next_round
 from assignors import registry
 from assignors.base import Assignor
 from assignors.model import Assignment, Group, TopicPartition
-from assignors.request import group_to_request, parse_request
+from assignors.protocol.request import group_to_request, parse_request
 
 BUILTINS = registry.builtin_names()
 PROPERTY_SETTINGS = settings(

@@ -11,9 +11,9 @@ import pytest
 from conftest import EXAMPLES
 from typer.testing import CliRunner
 
-from assignors.generate import generate_rows
-from assignors.results import read_errors, read_scores, read_summary
-from assignors.trace import write_traces_jsonl
+from assignors.traces.files import write_traces_jsonl
+from assignors.traces.generate import generate_rows
+from assignors.traces.results import read_errors, read_scores, read_summary
 from ktk.cli import app
 
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from conftest import EXAMPLES
 from typer.testing import CliRunner
 
-from assignors.trace import read_traces
+from assignors.traces.files import read_traces
 from ktk.cli import app
 
 FIXTURES = EXAMPLES / "importers"

@@ -230,10 +230,10 @@ def _trace_inputs(vectors_dir: Path) -> list[Path]:
 def test_real_replay_of_example_traces_renders(
     browser: Any, tmp_path: Path, vectors_dir: Path
 ) -> None:
-    replay = pytest.importorskip("assignors.replay")
+    replay = pytest.importorskip("assignors.traces.replay")
     from assignors import registry
-    from assignors.results import write_results as write_replay_results
-    from assignors.trace import read_traces
+    from assignors.traces.files import read_traces
+    from assignors.traces.results import write_results as write_replay_results
 
     traces, failures = read_traces(_trace_inputs(vectors_dir))
     assert traces

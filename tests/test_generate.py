@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from assignors.errors import InputError
-from assignors.generate import SCENARIOS, generate_group, generate_rows
-from assignors.trace import Trace, build_trace, parse_generation
+from assignors.traces.format import Trace, build_trace, parse_generation
+from assignors.traces.generate import SCENARIOS, generate_group, generate_rows
 
 
 def _traces(rows: list[dict[str, Any]]) -> list[Trace]:

@@ -14,7 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assignors.errors import InputError
-from assignors.importers import (
+from assignors.model import TopicPartition
+from assignors.protocol.wire import (
+    MemberAssignment,
+    Subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from assignors.traces.files import read_traces, write_traces_jsonl
+from assignors.traces.importers import (
     ImportOptions,
     TopicCatalog,
     TopicInfo,
@@ -24,10 +32,7 @@ from assignors.importers import (
     import_history,
     parse_topics_file,
 )
-from assignors.importers.formatter import iter_json_objects
-from assignors.model import TopicPartition
-from assignors.trace import read_traces, write_traces_jsonl
-from assignors.wire import MemberAssignment, Subscription, encode_assignment, encode_subscription
+from assignors.traces.importers.formatter import iter_json_objects
 
 FIXTURES = EXAMPLES / "importers"
 M1 = "consumer-payments-1-6c1b2f0e-3f7a-4d51-9a53-2a1f0c9e7d11"
@@ -772,7 +777,7 @@ def classic_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 def render(history: list[dict[str, Any]]) -> tuple[str, str]:
-    from assignors.wire import assignment_to_json, subscription_to_json
+    from assignors.protocol.wire import assignment_to_json, subscription_to_json
 
     dump, formatter = [], []
     for offset, generation in enumerate(history):
@@ -818,7 +823,7 @@ def render(history: list[dict[str, Any]]) -> tuple[str, str]:
 def test_any_classic_history_imports_the_same_from_both_renderings(
     history: list[dict[str, Any]],
 ) -> None:
-    from assignors.trace import build_trace, parse_generation
+    from assignors.traces.format import build_trace, parse_generation
 
     dump, formatter = render(history)
     rows = import_dump_log([("d.txt", dump)]).rows
@@ -859,7 +864,7 @@ def test_any_classic_history_imports_the_same_from_both_renderings(
 
 
 def test_imported_cooperative_history_scores_as_the_real_group_behaved(tmp_path: Path) -> None:
-    from assignors.replay import replay
+    from assignors.traces.replay import replay
 
     write_traces_jsonl(import_dump_log([fixture("dump-log.txt")]).rows, tmp_path / "t.jsonl")
     traces, _ = read_traces([tmp_path])
@@ -926,7 +931,7 @@ def _classic_value_members(value: bytes) -> tuple[int, list[tuple[str, bytes, by
 def test_example_segment_is_a_valid_log_holding_what_the_dump_says() -> None:
     from kafka.record.memory_records import MemoryRecords
 
-    from assignors.wire import decode_assignment, decode_subscription
+    from assignors.protocol.wire import decode_assignment, decode_subscription
 
     records = MemoryRecords((FIXTURES / "00000000000000000000.log").read_bytes())
     decoded = []

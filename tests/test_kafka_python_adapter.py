@@ -20,8 +20,8 @@ from kafka.protocol.consumer.metadata import (
     ConsumerProtocolSubscription,
 )
 
-from assignors.kafka_python import group_from_members, kafka_python_assignor
 from assignors.model import TopicPartition
+from assignors.protocol.kafka_python import group_from_members, kafka_python_assignor
 from assignors.sticky import StickyAssignor
 
 JoinMember = JoinGroupResponse.JoinGroupResponseMember

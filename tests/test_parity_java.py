@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from assignors.model import Group, Member, Topic
+from assignors.protocol.request import Entry, parse_request, run
 from assignors.range import RangeAssignor
-from assignors.request import Entry, parse_request, run
 from assignors.round_robin import RoundRobinAssignor
 
 ASSIGNORS = {"range": RangeAssignor(), "roundrobin": RoundRobinAssignor()}

@@ -7,8 +7,9 @@ import time
 from hypothesis import given, settings
 from strategies import groups
 
-from assignors.model import Group, Member, Topic
-from assignors.range import RangeAssignor, java_member_order, show
+from assignors.java_order import java_member_order
+from assignors.model import Group, Member, Topic, show
+from assignors.range import RangeAssignor
 
 
 def _members(*specs: tuple[str, tuple[str, ...]]) -> tuple[Member, ...]:

@@ -10,8 +10,8 @@ import pytest
 
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group, TopicPartition
-from assignors.replay import MAX_ROUNDS, RECORDED, replay, replay_assignors, replay_with
-from assignors.trace import Trace, build_trace, parse_generation
+from assignors.traces.format import Trace, build_trace, parse_generation
+from assignors.traces.replay import MAX_ROUNDS, RECORDED, replay, replay_assignors, replay_with
 
 
 def _member(member_id: str, topics=("t",), instance_id=None, assigned=None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -231,7 +231,7 @@ def test_no_assignor_beats_the_exact_references_on_generated_traces():
     from collections import defaultdict
 
     from assignors import registry
-    from assignors.generate import generate_rows
+    from assignors.traces.generate import generate_rows
 
     by_trace = defaultdict(list)
     for line, row in enumerate(

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from assignors.replay import replay_assignors
-from assignors.scoring import ScoreRow
-from assignors.trace import Trace, read_traces
+from assignors.traces.files import read_traces
+from assignors.traces.format import Trace
+from assignors.traces.replay import replay_assignors
+from assignors.traces.scoring import ScoreRow
 
 JAVA_COLUMNS = (
     "members",

@@ -11,7 +11,7 @@ from strategies import groups
 
 from assignors.errors import InputError
 from assignors.model import Assignment, Group, TopicPartition
-from assignors.request import (
+from assignors.protocol.request import (
     assignment_result,
     dumps,
     group_to_request,

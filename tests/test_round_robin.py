@@ -7,8 +7,8 @@ import time
 from hypothesis import given, settings
 from strategies import groups
 
-from assignors.model import Group, Member, Topic, TopicPartition
-from assignors.range import java_member_order, java_string_key, show
+from assignors.java_order import java_member_order, java_string_key
+from assignors.model import Group, Member, Topic, TopicPartition, show
 from assignors.round_robin import RoundRobinAssignor
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assignors.model import Group, Member, Topic, TopicPartition
-from assignors.scoring import (
+from assignors.traces.scoring import (
     ScoreRow,
     min_moved,
     optimal_max_load,

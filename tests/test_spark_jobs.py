@@ -12,8 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import EXAMPLES
 
-from assignors import generate, registry, replay, scoring, trace
-from assignors.results import read_errors, write_results
+from assignors import registry
+from assignors.traces import files as trace_files
+from assignors.traces import generate, replay, scoring
+from assignors.traces.results import read_errors, write_results
 from partitioners import keytrace
 from partitioners import scoring as key_scoring
 from spark_jobs import replay_traces, score_key_traces
@@ -25,7 +27,7 @@ KEY_COLUMNS = ["trace_id", "assignor", "generation"]
 
 
 def _python_scores(paths: list[Path], names: list[str]) -> tuple[pd.DataFrame, list]:
-    traces, failures = trace.read_traces(paths)
+    traces, failures = trace_files.read_traces(paths)
     rows = [row for each in traces for row in replay.replay_assignors(each, names, timings=False)]
     table = scoring.scores_table(rows)
     return _normalised(table.to_pandas()), failures
@@ -50,8 +52,8 @@ def mixed_traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert any(t.get("racks") for row in rows for t in row["topics"]), "no racks"
     assert any(t.get("weights") for row in rows for t in row["topics"]), "no weights"
     half = len(rows) // 2
-    trace.write_traces_jsonl(rows[:half], directory / "part-a.jsonl")
-    trace.write_traces_jsonl(rows[half:], directory / "nested" / "part-b.jsonl")
+    trace_files.write_traces_jsonl(rows[:half], directory / "part-a.jsonl")
+    trace_files.write_traces_jsonl(rows[half:], directory / "nested" / "part-b.jsonl")
     return directory
 
 
@@ -70,7 +72,7 @@ def test_spark_summary_matches_the_python_summary(spark, mixed_traces, tmp_path)
     result = replay_traces.run(
         [str(mixed_traces)], ASSIGNORS, str(out_dir), timings=False, spark=spark
     )
-    traces, _ = trace.read_traces([mixed_traces])
+    traces, _ = trace_files.read_traces([mixed_traces])
     rows = [row for each in traces for row in replay.replay_assignors(each, ASSIGNORS, False)]
     expected = scoring.summary_table(scoring.summarize(rows)).to_pandas()
     expected = expected.sort_values(["trace_id", "assignor"], ignore_index=True)
@@ -117,7 +119,7 @@ def test_spark_replay_reproduces_the_java_rows_for_range_and_roundrobin(
 def test_bad_traces_are_quarantined_and_the_rest_complete(spark, tmp_path) -> None:
     source = tmp_path / "traces"
     rows = list(generate.generate_rows("scale-out", 6, seed=3, members=(2, 4), partitions=(4, 12)))
-    trace.write_traces_jsonl(rows, source / "good.jsonl")
+    trace_files.write_traces_jsonl(rows, source / "good.jsonl")
     first = dict(rows[0], trace_id="broken-partitions")
     first["topics"] = [dict(first["topics"][0], partitions=-3), *first["topics"][1:]]
     text = "\n".join([json.dumps(first), '{"trace_id": "broken-json", "generation": 1,'])

@@ -14,17 +14,15 @@ import pytest
 
 from assignors.errors import InputError
 from assignors.model import TopicPartition
-from assignors.trace import (
+from assignors.traces.files import (
     RawRow,
     assemble_trace,
-    build_trace,
     iter_trace_rows,
-    parse_generation,
     read_traces,
-    trace_to_rows,
     write_traces_jsonl,
     write_traces_parquet,
 )
+from assignors.traces.format import build_trace, parse_generation, trace_to_rows
 
 
 def _row(trace_id: str = "orders-app", generation: int = 1, **changes: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from assignors.errors import InputError
 from assignors.model import TopicPartition
-from assignors.wire import (
+from assignors.protocol.wire import (
     MemberAssignment,
     StickyUserData,
     Subscription,

@@ -16,7 +16,7 @@ One scenario, two renderings, so the two outputs agree record for record:
 
 The record bytes are encoded for real (keys, values, record batches with their CRC32C), so the
 sizes and checksums in ``dump-log.txt`` are what kafka-dump-log prints for ``00000000000000000000.log``.
-ConsumerProtocol bytes come from ``assignors.wire``.
+ConsumerProtocol bytes come from ``assignors.protocol.wire``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from assignors.model import TopicPartition as TP  # noqa: E402
-from assignors.wire import (  # noqa: E402
+from assignors.protocol.wire import (  # noqa: E402
     MemberAssignment,
     Subscription,
     assignment_to_json,

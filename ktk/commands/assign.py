@@ -37,7 +37,7 @@ def assign_command(
     "error"), 2 when the input cannot be read or is not JSON at all.
     """
     from assignors import registry
-    from assignors.request import dumps, read_requests, run
+    from assignors.protocol.request import dumps, read_requests, run
 
     with reported_errors():
         try:

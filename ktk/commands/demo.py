@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from assignors.scoring import SummaryRow
+from assignors.traces.scoring import SummaryRow
 from ktk.console import err, fail, out, reported_errors
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -21,11 +21,12 @@ KEY_TRACE_PARTITIONERS = ("java-builtin", "librdkafka-default")
 
 
 def _generate_traces(directory: Path, groups: int, seed: int) -> Path:
-    from assignors import generate, trace
+    from assignors.traces import files as trace_files
+    from assignors.traces import generate
 
     path = directory / f"mixed-s{seed}.jsonl"
     rows = generate.generate_rows("mixed", groups, seed, members=(3, 40), partitions=(12, 600))
-    trace.write_traces_jsonl(rows, path)
+    trace_files.write_traces_jsonl(rows, path)
     return path
 
 
@@ -62,7 +63,8 @@ def demo_command(
     ] = None,
 ) -> None:
     """Run the main job on local Spark: traces through every assignor, then the dashboard."""
-    from assignors import registry, replay
+    from assignors import registry
+    from assignors.traces import replay
     from dashboards.rebalance import write_rebalance_page
     from spark_jobs import replay_traces, score_key_traces
     from spark_jobs.session import JavaNotFoundError, get_session

@@ -15,7 +15,7 @@ ENGINES = ("python", "spark")
 
 def _assignor_names(option: str | None, with_recorded: bool) -> list[str]:
     from assignors import registry
-    from assignors.replay import RECORDED
+    from assignors.traces.replay import RECORDED
 
     if option is None:
         return [*registry.builtin_names(), *([RECORDED] if with_recorded else [])]
@@ -37,10 +37,11 @@ def _run_python(
 ) -> tuple[list[Any], list[Any]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from assignors.replay import replay
-    from assignors.results import write_results
-    from assignors.scoring import summarize
-    from assignors.trace import TraceFailure, read_traces
+    from assignors.traces.files import read_traces
+    from assignors.traces.format import TraceFailure
+    from assignors.traces.replay import replay
+    from assignors.traces.results import write_results
+    from assignors.traces.scoring import summarize
 
     traces, failures = read_traces(paths)
     names = _assignor_names(assignors, any(t.has_recorded_assignment() for t in traces))

@@ -41,8 +41,8 @@ def generate_command(
     file_format: str = typer.Option("jsonl", "--format", help="jsonl, jsonl.gz or parquet."),
 ) -> None:
     """Write seeded synthetic traces (format v1) to OUT/<scenario>-s<seed>.<format>."""
-    from assignors.generate import generate_rows, parse_size_range
-    from assignors.trace import write_traces
+    from assignors.traces.files import write_traces
+    from assignors.traces.generate import generate_rows, parse_size_range
 
     if file_format not in FORMATS:
         raise fail(f"--format must be one of {', '.join(FORMATS)} (got {file_format!r})")

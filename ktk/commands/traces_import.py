@@ -51,7 +51,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def _validated(rows: tuple[dict[str, Any], ...], target: str) -> None:
     """Rows must pass the trace reader's own checks before they are written."""
-    from assignors.trace import build_trace, parse_generation
+    from assignors.traces.format import build_trace, parse_generation
 
     generations = [parse_generation(row, target, line) for line, row in enumerate(rows, 1)]
     for trace_id, group in itertools.groupby(generations, key=lambda item: item.trace_id):
@@ -108,13 +108,13 @@ def register(traces_app: typer.Typer) -> None:
     ) -> None:
         """Turn kafka-dump-log, GroupMetadataMessageFormatter or coordinator-log output into
         traces, one per group, written to OUT/<from>-<first file>.<format>."""
-        from assignors.importers import (
+        from assignors.traces.files import write_traces
+        from assignors.traces.importers import (
             SOURCE_KINDS,
             ImportOptions,
             import_history,
             parse_topics_file,
         )
-        from assignors.trace import write_traces
 
         if source_kind not in SOURCE_KINDS:
             raise fail(f"--from must be one of {', '.join(SOURCE_KINDS)} (got {source_kind!r})")

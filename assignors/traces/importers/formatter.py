@@ -7,14 +7,14 @@ possibly all on one line::
 
     {"key":{"type":2,"data":{"group":"g"}},"value":{"version":3,"data":{...}}}{"key":...
 
-Member subscriptions and assignments are base64 of the ConsumerProtocol bytes; they are decoded
-with :mod:`assignors.wire`. A tombstone has ``"value":null``; a record the formatter could not
-read has ``"data":"unknown"`` and is skipped with that reason. Some Kafka versions name the key's
-record type ``version`` instead of ``type``; both are read. Should a formatter print KIP-848
-record types, they go through the same path as kafka-dump-log's.
+Member subscriptions and assignments are base64 of the ConsumerProtocol bytes; they are
+decoded with :mod:`assignors.protocol.wire`. A tombstone has ``"value":null``; a record the
+formatter could not read has ``"data":"unknown"`` and is skipped with that reason. Some Kafka
+versions name the key's record type ``version`` instead of ``type``; both are read. Should a
+formatter print KIP-848 record types, they go through the same path as kafka-dump-log's.
 
->>> from assignors.wire import Subscription, MemberAssignment, encode_subscription
->>> from assignors.wire import encode_assignment
+>>> from assignors.protocol.wire import Subscription, MemberAssignment, encode_subscription
+>>> from assignors.protocol.wire import encode_assignment
 >>> from assignors.model import TopicPartition
 >>> import base64, json
 >>> b64 = lambda data: base64.b64encode(data).decode()
@@ -39,14 +39,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from assignors.errors import InputError
-from assignors.importers.common import (
+from assignors.traces.importers.common import (
     ImportOptions,
     ImportResult,
     Skipped,
     TopicCatalog,
     note,
 )
-from assignors.importers.offsets import CoordinatorRecord, import_records
+from assignors.traces.importers.offsets import CoordinatorRecord, import_records
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"

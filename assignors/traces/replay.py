@@ -6,7 +6,7 @@ else member id), the assignor runs (cooperative ones until nothing is withheld, 
 :data:`MAX_ROUNDS` rounds), and the final assignment is scored against the previous one.
 
 >>> from assignors.model import Assignment
->>> from assignors.trace import build_trace, parse_generation
+>>> from assignors.traces.format import build_trace, parse_generation
 >>> def row(generation, members):
 ...     return {"trace_id": "g", "generation": generation,
 ...             "topics": [{"name": "t", "partitions": 4}],
@@ -33,8 +33,8 @@ from dataclasses import replace
 from assignors import registry
 from assignors.base import Assignor, RebalanceProtocol
 from assignors.model import Group, Member, TopicPartition
-from assignors.scoring import ScoreRow, score_generation
-from assignors.trace import Generation, Trace
+from assignors.traces.format import Generation, Trace
+from assignors.traces.scoring import ScoreRow, score_generation
 
 RECORDED = "recorded"
 """The pseudo-assignor that scores what the real group assigned (the trace's `assigned`)."""

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assignors.errors import InputError
-from assignors.trace import TraceMember
+from assignors.traces.format import TraceMember
 
-log = logging.getLogger("assignors.importers")
+log = logging.getLogger("assignors.traces.importers")
 
 
 @dataclass(frozen=True, slots=True)

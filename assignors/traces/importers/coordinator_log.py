@@ -27,7 +27,7 @@ member c-1 with group instance id None; client reason: not provided) \
 (kafka.coordinator.group.GroupCoordinator)
 ... [2026-01-05 10:00:03,000] INFO [GroupCoordinator 1]: Stabilized group g generation 1 \
 (__consumer_offsets-7) with 1 members (kafka.coordinator.group.GroupCoordinator)'''
->>> from assignors.importers.common import TopicInfo
+>>> from assignors.traces.importers.common import TopicInfo
 >>> catalog = TopicCatalog({"t": TopicInfo("t", 4)})
 >>> row = import_coordinator_log([("server.log", log_text)], catalog).rows[0]
 >>> row["generation"], row["timestamp_ms"], row["members"], row["topics"]
@@ -46,7 +46,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from assignors.errors import InputError
-from assignors.importers.common import (
+from assignors.model import TopicPartition
+from assignors.traces.format import TraceMember
+from assignors.traces.importers.common import (
     ImportOptions,
     ImportResult,
     Skipped,
@@ -57,8 +59,6 @@ from assignors.importers.common import (
     lines_of,
     note,
 )
-from assignors.model import TopicPartition
-from assignors.trace import TraceMember
 
 _LAYOUT = re.compile(r"^\[(?P<time>[^\]]+)\] (?P<level>[A-Z]+) (?P<body>.*)$")
 _LOGGER_SUFFIX = re.compile(

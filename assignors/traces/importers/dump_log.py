@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from assignors.errors import InputError
-from assignors.importers.common import (
+from assignors.traces.importers.common import (
     ImportOptions,
     ImportResult,
     Skipped,
@@ -42,7 +42,7 @@ from assignors.importers.common import (
     lines_of,
     note,
 )
-from assignors.importers.offsets import GROUP_METADATA, CoordinatorRecord, import_records
+from assignors.traces.importers.offsets import GROUP_METADATA, CoordinatorRecord, import_records
 
 _KEY = re.compile(r"(?:^|\s)key: ")
 _PAYLOAD = re.compile(r"\s*payload: ")

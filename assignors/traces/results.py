@@ -5,7 +5,7 @@ same rows give the same bytes. The directory appears atomically: everything is w
 temporary directory beside it, which is then renamed into place (replacing an older result).
 
 >>> import tempfile, pathlib
->>> from assignors.scoring import ScoreRow
+>>> from assignors.traces.scoring import ScoreRow
 >>> row = ScoreRow("g", "range", 1, 2, 4, 0, 0, 2, 2, 0, True, 2, None, 0, 0, 0, 0, 1, None, None)
 >>> with tempfile.TemporaryDirectory() as parent:
 ...     out = write_results(pathlib.Path(parent) / "out", [row], [])
@@ -25,7 +25,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assignors.scoring import (
+from assignors.traces.format import TraceFailure, failure_key
+from assignors.traces.scoring import (
     ScoreRow,
     SummaryRow,
     score_key,
@@ -33,7 +34,6 @@ from assignors.scoring import (
     summarize,
     summary_table,
 )
-from assignors.trace import TraceFailure, failure_key
 
 SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.parquet"
@@ -73,7 +73,7 @@ def write_results(
 ) -> Path:
     """Write the three result files into ``out_dir`` atomically and return its path.
 
-    ``summary`` defaults to :func:`~assignors.scoring.summarize` of ``scores``.
+    ``summary`` defaults to :func:`~assignors.traces.scoring.summarize` of ``scores``.
     """
     target = Path(out_dir)
     ordered = sorted(scores, key=score_key)

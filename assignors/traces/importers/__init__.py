@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from assignors.errors import InputError
-from assignors.importers.common import (
+from assignors.traces.importers.common import (
     ImportOptions,
     ImportResult,
     Skipped,
@@ -32,9 +32,9 @@ from assignors.importers.common import (
     TopicInfo,
     parse_topics_file,
 )
-from assignors.importers.coordinator_log import import_coordinator_log
-from assignors.importers.dump_log import import_dump_log
-from assignors.importers.formatter import import_formatter
+from assignors.traces.importers.coordinator_log import import_coordinator_log
+from assignors.traces.importers.dump_log import import_dump_log
+from assignors.traces.importers.formatter import import_formatter
 
 SourceKind = Literal["dump-log", "formatter", "coordinator-log"]
 SOURCE_KINDS: tuple[SourceKind, ...] = ("dump-log", "formatter", "coordinator-log")

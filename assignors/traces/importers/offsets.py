@@ -6,7 +6,7 @@ The record type is the key's int16 version:
 - 0, 1: committed offsets (counted, not needed for a trace);
 - 2: a classic group's ``GroupMetadataValue``, one snapshot per completed generation: members
   with their instance ids, the subscription and assignment each sent (ConsumerProtocol bytes,
-  decoded here with :mod:`assignors.wire` unless the tool already printed them as JSON);
+  decoded here with :mod:`assignors.protocol.wire` unless the tool already printed them as JSON);
 - 3-8: a KIP-848 consumer group: group epoch (3), topic id -> name and partition count (4),
   member subscription (5), target assignment epoch (6) and per-member target (7), current
   member assignment (8). A generation is emitted for each target assignment epoch (type 6):
@@ -37,9 +37,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from assignors import wire
 from assignors.errors import InputError
-from assignors.importers.common import (
+from assignors.model import TopicPartition
+from assignors.protocol import wire
+from assignors.traces.format import TraceMember
+from assignors.traces.importers.common import (
     ImportOptions,
     ImportResult,
     Skipped,
@@ -51,8 +53,6 @@ from assignors.importers.common import (
     log,
     note,
 )
-from assignors.model import TopicPartition
-from assignors.trace import TraceMember
 
 OFFSET_COMMIT_TYPES = (0, 1)
 GROUP_METADATA = 2

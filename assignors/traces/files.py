@@ -1,0 +1,268 @@
+"""Trace files: finding them, reading their rows into traces, writing traces out.
+
+Files are JSON Lines (optionally gzipped) or Parquet with the columns of
+:data:`~assignors.traces.format.TRACE_SCHEMA`; the rows of one trace may be spread over many
+files. Directories are searched with the one data-file rule of :mod:`ktkbase.files` (entries
+starting with ``.`` or ``_`` are skipped), the same rule the Spark jobs use.
+
+>>> import tempfile, pathlib
+>>> from assignors.traces.format import parse_generation, build_trace
+>>> row = {"trace_id": "g", "generation": 1, "topics": [{"name": "t", "partitions": 2}],
+...        "members": [{"member_id": "a", "topics": ["t"]}]}
+>>> with tempfile.TemporaryDirectory() as directory:
+...     _ = write_traces([row], pathlib.Path(directory) / "g.jsonl")
+...     traces, failures = read_traces([directory])
+>>> [trace.trace_id for trace in traces], failures
+(['g'], [])
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assignors.errors import InputError
+from assignors.traces.format import (
+    Generation,
+    Trace,
+    TraceFailure,
+    _rows,
+    build_trace,
+    failure_key,
+    parse_generation,
+    traces_table,
+)
+from ktkbase.files import data_files
+
+TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
+
+_JSON_SEPARATORS = (",", ":")
+
+
+def is_trace_file(path: Path) -> bool:
+    return path.name.endswith(TRACE_SUFFIXES)
+
+
+def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The trace files named by ``paths``: files as given, directories searched recursively for
+    .jsonl, .jsonl.gz and .parquet files by the one data-file rule of :mod:`ktkbase.files`
+    (entries starting with ``.`` or ``_`` skipped, as Spark does)."""
+    return data_files(paths, TRACE_SUFFIXES)
+
+
+def _json_lines(
+    lines: Iterable[str], source: str, bad_lines: list[InputError] | None
+) -> Iterator[tuple[str, int, Any]]:
+    for line, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as error:
+            guessed = _TRACE_ID_PATTERN.search(text)
+            problem = InputError(
+                f"not valid JSON: {error.msg} at column {error.colno}",
+                source=source,
+                line=line,
+                field="row",
+                trace_id=guessed.group(1) if guessed else None,
+            )
+            if bad_lines is None:
+                raise problem from None
+            bad_lines.append(problem)
+            continue
+        yield source, line, row
+
+
+def _parquet_rows(parquet: pq.ParquetFile, source: str) -> Iterator[tuple[str, int, Any]]:
+    line = 0
+    for batch in parquet.iter_batches(batch_size=4096):
+        for row in batch.to_pylist():
+            line += 1
+            yield source, line, row
+
+
+def iter_trace_rows(
+    path: str | os.PathLike[str], bad_lines: list[InputError] | None = None
+) -> Iterator[tuple[str, int, Any]]:
+    """Yield ``(source, line, row)`` for every row of a .jsonl, .jsonl.gz or .parquet file.
+
+    Blank lines are skipped. A line that is not JSON raises InputError naming it, or, when
+    ``bad_lines`` is given, is appended there (with the trace id it seems to name, if any) and
+    skipped. Parquet rows are numbered from 1 and come back as plain dicts.
+    """
+    source = str(path)
+    name = Path(path).name
+    if name.endswith(".parquet"):
+        yield from _parquet_rows(pq.ParquetFile(path), source)
+        return
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
+        yield from _json_lines(handle, source, bad_lines)
+
+
+class RawRow(NamedTuple):
+    """A row read from a file but not yet checked (for engines that move rows around before
+    putting traces together); ``error`` is set when the row could not be read at all."""
+
+    source: str
+    line: int | None
+    row: Any
+    error: str | None = None
+
+
+def assemble_trace(trace_id: str, raw_rows: Iterable[RawRow]) -> Trace:
+    """:func:`parse_generation` on every row, then :func:`build_trace`; a row carrying a read
+    error fails the trace with that error."""
+    generations = []
+    for raw in raw_rows:
+        if raw.error is not None:
+            error = InputError(raw.error)
+            error.source, error.line, error.trace_id = raw.source, raw.line, trace_id
+            raise error
+        generations.append(parse_generation(raw.row, raw.source, raw.line))
+    return build_trace(trace_id, generations)
+
+
+_TRACE_ID_PATTERN = re.compile(r'"trace_id"\s*:\s*"([^"\\]+)"')
+
+
+def file_raw_rows(path: str | os.PathLike[str]) -> Iterator[tuple[str | None, RawRow]]:
+    """``(trace_id, row)`` for every row of one trace file, both engines' way in: readable rows
+    in line order, then the lines that could not be read (``error`` set, ``trace_id`` when the
+    broken text still names one), or one error for a file that cannot be read at all. A row
+    naming no trace comes with ``trace_id`` None and an error."""
+    source = str(path)
+    bad_lines: list[InputError] = []
+    try:
+        for _, line, row in iter_trace_rows(path, bad_lines):
+            trace_id = row.get("trace_id") if isinstance(row, Mapping) else None
+            if not isinstance(trace_id, str) or not trace_id:
+                yield None, RawRow(source, line, None, f"{source}:{line}: row has no trace_id")
+                continue
+            yield trace_id, RawRow(source, line, row)
+    except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as error:
+        yield None, RawRow(source, None, None, f"{path}: unreadable file: {error}")
+    for problem in bad_lines:
+        yield problem.trace_id, RawRow(source, problem.line, None, str(problem))
+
+
+def read_traces(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Trace], list[TraceFailure]]:
+    """Read every trace under ``paths`` (files or directories); a trace's rows may be spread
+    over several files. A trace with any bad row is reported once (its first error) and
+    skipped; the others are returned sorted by trace id. Missing paths raise
+    FileNotFoundError; unreadable files and rows naming no trace become failures without a
+    trace id."""
+    rows_by_trace: dict[str, list[Generation]] = {}
+    failures: dict[str, TraceFailure] = {}
+    unattributed: list[TraceFailure] = []
+
+    def record(trace_id: str | None, source: str, line: int | None, reason: str) -> None:
+        if trace_id is None:
+            unattributed.append(TraceFailure(None, source, line, reason))
+        elif trace_id not in failures:
+            failures[trace_id] = TraceFailure(trace_id, source, line, reason)
+
+    for path in trace_files(paths):
+        for trace_id, raw in file_raw_rows(path):
+            if raw.error is not None:
+                record(trace_id, raw.source, raw.line, raw.error)
+                continue
+            if trace_id is None or trace_id in failures:
+                continue
+            try:
+                rows_by_trace.setdefault(trace_id, []).append(
+                    parse_generation(raw.row, raw.source, raw.line)
+                )
+            except InputError as error:
+                record(trace_id, raw.source, raw.line, str(error))
+    traces: list[Trace] = []
+    for trace_id in sorted(rows_by_trace):
+        if trace_id in failures:
+            continue
+        try:
+            traces.append(build_trace(trace_id, rows_by_trace[trace_id]))
+        except InputError as error:
+            record(trace_id, error.source or "", error.line, str(error))
+    ordered_failures = sorted(failures.values(), key=failure_key) + sorted(
+        unattributed, key=failure_key
+    )
+    return traces, ordered_failures
+
+
+# ---------------------------------------------------------------------------------------------
+# Trace -> files
+
+
+def _atomic_target(path: Path) -> tuple[int, str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(name, 0o644)  # mkstemp makes it private; trace files are meant to be shared
+    return handle, name
+
+
+def write_traces_jsonl(
+    rows_or_traces: Iterable[Mapping[str, Any] | Trace], path: str | os.PathLike[str]
+) -> int:
+    """Write format-v1 rows (or whole traces) as JSON Lines, gzipped when the name ends in .gz.
+
+    The file appears atomically (written beside it, then renamed); gzip output carries no
+    timestamp, so the same rows give the same bytes. Returns the number of rows written.
+    """
+    target = Path(path)
+    handle_fd, temp_name = _atomic_target(target)
+    count = 0
+    try:
+        with os.fdopen(handle_fd, "wb") as raw_handle:
+            if target.name.endswith(".gz"):
+                stream: Any = gzip.GzipFile(filename="", mode="wb", fileobj=raw_handle, mtime=0)
+            else:
+                stream = raw_handle
+            for row in _rows(rows_or_traces):
+                stream.write(
+                    json.dumps(row, separators=_JSON_SEPARATORS, ensure_ascii=False).encode()
+                )
+                stream.write(b"\n")
+                count += 1
+            if stream is not raw_handle:
+                stream.close()
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def write_traces_parquet(
+    rows_or_traces: Iterable[Mapping[str, Any] | Trace], path: str | os.PathLike[str]
+) -> int:
+    """Write format-v1 rows (or traces) as one Parquet file, atomically. Returns the row count."""
+    target = Path(path)
+    table = traces_table(rows_or_traces)
+    handle_fd, temp_name = _atomic_target(target)
+    os.close(handle_fd)
+    try:
+        pq.write_table(table, temp_name, compression="zstd")
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return table.num_rows
+
+
+def write_traces(
+    rows_or_traces: Iterable[Mapping[str, Any] | Trace], path: str | os.PathLike[str]
+) -> int:
+    """Write by file name: .parquet -> Parquet, .jsonl / .jsonl.gz -> JSON Lines."""
+    if str(path).endswith(".parquet"):
+        return write_traces_parquet(rows_or_traces, path)
+    return write_traces_jsonl(rows_or_traces, path)
