@@ -35,6 +35,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from kafka_format.checksums import crc32c
 from kafka_format.compression import Compression, compress, decompress
@@ -64,6 +65,7 @@ __all__ = [
 ]
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
+HeaderFields = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
 BATCH_HEADER_SIZE = HEADER.size  # 61
 LOG_OVERHEAD = 12  # base offset + batch length
 CRC_OFFSET = 17
@@ -152,7 +154,7 @@ class RecordBatch:
                 position=position,
                 field="batch",
             )
-        fields = HEADER.unpack_from(view, 0)
+        fields = cast(HeaderFields, HEADER.unpack_from(view, 0))
         size = LOG_OVERHEAD + fields[1]
         if fields[1] < 0 or size > len(view):
             raise KafkaFormatError(
@@ -197,7 +199,9 @@ class RecordBatch:
         try:
             return Compression.from_id(self.compression_id)
         except KafkaFormatError as error:
-            raise error.located(source=self.source, position=self.position + ATTRIBUTES_OFFSET)
+            raise error.located(
+                source=self.source, position=self.position + ATTRIBUTES_OFFSET
+            ) from None
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -261,7 +265,9 @@ class RecordBatch:
         try:
             return decompress(codec, payload, magic=2)
         except KafkaFormatError as error:
-            raise error.located(source=self.source, position=self.position + BATCH_HEADER_SIZE)
+            raise error.located(
+                source=self.source, position=self.position + BATCH_HEADER_SIZE
+            ) from None
 
     def records(self) -> list[Record]:
         """Every record, as Kafka's batch iterator returns them (decompressing if needed).
@@ -292,7 +298,9 @@ class RecordBatch:
                 log_append_time,
             )
         except KafkaFormatError as error:
-            raise error.located(source=self.source, position=self.position + BATCH_HEADER_SIZE)
+            raise error.located(
+                source=self.source, position=self.position + BATCH_HEADER_SIZE
+            ) from None
         if end != len(data):
             raise self._error(
                 "Incorrect declared batch size, records still remaining in file",
@@ -397,7 +405,9 @@ def _decode_records(
                 headers = tuple(items)
         except KafkaFormatError as error:
             if error.field in ("varint", "varlong"):
-                raise KafkaFormatError(f"Found invalid record structure: {error.message}", field=where) from None
+                raise KafkaFormatError(
+                    f"Found invalid record structure: {error.message}", field=where
+                ) from None
             raise
         if cursor != record_end:
             raise KafkaFormatError(
@@ -436,7 +446,10 @@ def _decode_records(
 
 # --- writing ----------------------------------------------------------------------------------
 def encode_record(
-    offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
     headers: Iterable[Header],
 ) -> bytes:
     """One record as ``DefaultRecord.writeTo`` writes it (attributes 0)."""
@@ -522,19 +535,25 @@ def _header_bytes(
         ("batch_length", size - LOG_OVERHEAD, 32),
     ):
         _check_range(name, value, bits)
-    tail = struct.pack(
-        ">hiqqqhii",
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        record_count,
-    ) + records
+    tail = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count,
+        )
+        + records
+    )
     crc = crc32c(tail)
-    return struct.pack(">qiibI", base_offset, size - LOG_OVERHEAD, partition_leader_epoch, 2, crc) + tail
+    return (
+        struct.pack(">qiibI", base_offset, size - LOG_OVERHEAD, partition_leader_epoch, 2, crc)
+        + tail
+    )
 
 
 def build_batch(
@@ -578,8 +597,10 @@ def build_batch(
     previous: int | None = None
     encoded = []
     for index, record in enumerate(records):
-        offset = record.offset if record.offset is not None else (
-            base_offset if previous is None else previous + 1
+        offset = (
+            record.offset
+            if record.offset is not None
+            else (base_offset if previous is None else previous + 1)
         )
         if previous is not None and offset <= previous:
             raise KafkaFormatError(
@@ -589,7 +610,8 @@ def build_batch(
             )
         if record.timestamp < 0 and record.timestamp != NO_TIMESTAMP:
             raise KafkaFormatError(
-                "Invalid negative timestamp", field=f"records[{index}].timestamp",
+                "Invalid negative timestamp",
+                field=f"records[{index}].timestamp",
                 value=record.timestamp,
             )
         if offset - base_offset > _INT32_MAX or offset < base_offset:
@@ -612,7 +634,9 @@ def build_batch(
         max_timestamp = max(max_timestamp, record.timestamp)
     assert base_timestamp is not None and previous is not None
     if base_timestamp < 0 and base_timestamp != NO_TIMESTAMP:
-        raise KafkaFormatError("Invalid message timestamp", field="base_timestamp", value=base_timestamp)
+        raise KafkaFormatError(
+            "Invalid message timestamp", field="base_timestamp", value=base_timestamp
+        )
     if last_offset is not None:
         previous = last_offset
     if timestamp_type is TimestampType.LOG_APPEND_TIME:
@@ -655,9 +679,7 @@ def build_empty_batch(
     """A batch header without records (``DefaultRecordBatch.writeEmptyHeader``): what log
     compaction keeps so that a producer's last sequence survives. Base timestamp -1, max
     timestamp = ``timestamp``."""
-    attributes = _attributes(
-        Compression.NONE, timestamp_type, is_transactional, is_control, False
-    )
+    attributes = _attributes(Compression.NONE, timestamp_type, is_transactional, is_control, False)
     return _header_bytes(
         base_offset=base_offset,
         size=BATCH_HEADER_SIZE,

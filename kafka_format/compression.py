@@ -162,9 +162,7 @@ def _check_level(codec: Compression, level: int | None) -> int:
     return level
 
 
-def compress(
-    codec: Compression, data: bytes, *, level: int | None = None, magic: int = 2
-) -> bytes:
+def compress(codec: Compression, data: bytes, *, level: int | None = None, magic: int = 2) -> bytes:
     """``data`` compressed with ``codec`` in Kafka's framing (``level`` None = Kafka's default).
 
     gzip output is byte-identical to Kafka's (same zlib); snappy, lz4 and zstd framing is

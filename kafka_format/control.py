@@ -170,7 +170,9 @@ class _Reader:
     def compact_length(self) -> int:
         length = self.uvarint() - 1
         if length < 0:
-            raise KafkaFormatError(f"null array or string in {self.what}", field=f"control.{self.what}")
+            raise KafkaFormatError(
+                f"null array or string in {self.what}", field=f"control.{self.what}"
+            )
         return length
 
     def string(self) -> str:
@@ -209,7 +211,9 @@ def _parse_value(type_id: int, value: bytes) -> ControlValue | None:
                 field="control.value.version",
             )
         return EndTransactionMarker(version, epoch)
-    reader = _Reader(value, ControlRecordType(type_id).name.lower() if 2 <= type_id <= 6 else "value")
+    reader = _Reader(
+        value, ControlRecordType(type_id).name.lower() if 2 <= type_id <= 6 else "value"
+    )
     parsed: ControlValue
     if type_id == 2:
         version = reader.fixed(">h")
@@ -225,7 +229,7 @@ def _parse_value(type_id: int, value: bytes) -> ControlValue | None:
         parsed = KRaftVersionRecord(reader.fixed(">h"), reader.fixed(">h"))
     elif type_id == 6:
         version = reader.fixed(">h")
-        voters = []
+        members = []
         for _ in range(reader.compact_length()):
             voter_id = reader.fixed(">i")
             directory = reader.uuid()
@@ -240,8 +244,8 @@ def _parse_value(type_id: int, value: bytes) -> ControlValue | None:
             high = reader.fixed(">h")
             reader.tagged_fields()
             reader.tagged_fields()
-            voters.append(Voter(voter_id, directory, tuple(endpoints), low, high))
-        parsed = VotersRecord(version, tuple(voters))
+            members.append(Voter(voter_id, directory, tuple(endpoints), low, high))
+        parsed = VotersRecord(version, tuple(members))
     else:
         return None
     reader.tagged_fields()
@@ -338,11 +342,14 @@ def build_end_txn_marker_batch(
     COMMIT or ABORT marker."""
     if control_type not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
         raise KafkaFormatError(
-            "Invalid control record type for end transaction marker", field="control_type",
+            "Invalid control record type for end transaction marker",
+            field="control_type",
             value=control_type.name,
         )
     if producer_id == NO_PRODUCER_ID:
-        raise KafkaFormatError("End transaction marker requires a valid producerId", field="producer_id")
+        raise KafkaFormatError(
+            "End transaction marker requires a valid producerId", field="producer_id"
+        )
     record = NewRecord(
         control_key(control_type),
         encode_control_value(EndTransactionMarker(0, coordinator_epoch)),
@@ -377,7 +384,9 @@ def build_control_batch(
             raise KafkaFormatError(
                 "transaction markers go in build_end_txn_marker_batch", field="values"
             )
-        records.append(NewRecord(control_key(control_type), encode_control_value(value), timestamp=timestamp))
+        records.append(
+            NewRecord(control_key(control_type), encode_control_value(value), timestamp=timestamp)
+        )
     return build_batch(
         records,
         base_offset=initial_offset,

@@ -106,7 +106,9 @@ def _message(message: bytes, *, field_name: str) -> _Message:
     parts: list[bytes | None] = []
     for part in ("key", "value"):
         if cursor + 4 > len(message):
-            raise KafkaFormatError(f"message ends before its {part} length", field=f"{field_name}.{part}")
+            raise KafkaFormatError(
+                f"message ends before its {part} length", field=f"{field_name}.{part}"
+            )
         (length,) = struct.unpack_from(">i", message, cursor)
         cursor += 4
         if length < 0:
@@ -118,7 +120,9 @@ def _message(message: bytes, *, field_name: str) -> _Message:
             )
         parts.append(message[cursor : cursor + length])
         cursor += length
-    return _Message(magic, attributes, timestamp, parts[0], parts[1], crc_stored, crc32(message[4:]))
+    return _Message(
+        magic, attributes, timestamp, parts[0], parts[1], crc_stored, crc32(message[4:])
+    )
 
 
 def _timestamp_type(magic: int, attributes: int) -> TimestampType:
@@ -148,18 +152,30 @@ class LegacyBatch:
         view = bytes(data) if isinstance(data, bytearray) else data
         if len(view) < LOG_OVERHEAD + 6:
             raise KafkaFormatError(
-                "a log entry needs at least 18 bytes", source=source, position=position, field="entry"
+                "a log entry needs at least 18 bytes",
+                source=source,
+                position=position,
+                field="entry",
             )
         offset, size = _ENTRY.unpack_from(view, 0)
         if size < RECORD_OVERHEAD_V0 or LOG_OVERHEAD + size > len(view):
             raise KafkaFormatError(
-                "message size does not fit", source=source, position=position + 8,
-                field="entry.size", value=size,
+                "message size does not fit",
+                source=source,
+                position=position + 8,
+                field="entry.size",
+                value=size,
             )
         crc_stored, magic, attributes = struct.unpack_from(">Ibb", view, LOG_OVERHEAD)
         return cls(
-            position, offset, size, crc_stored, magic, attributes,
-            data=view[: LOG_OVERHEAD + size], source=source,
+            position,
+            offset,
+            size,
+            crc_stored,
+            magic,
+            attributes,
+            data=view[: LOG_OVERHEAD + size],
+            source=source,
         )
 
     @property
@@ -190,7 +206,7 @@ class LegacyBatch:
         try:
             return Compression.from_id(self.compression_id)
         except KafkaFormatError as error:
-            raise error.located(source=self.source, position=self.position + 17)
+            raise error.located(source=self.source, position=self.position + 17) from None
 
     @property
     def is_compressed(self) -> bool:
@@ -248,7 +264,7 @@ class LegacyBatch:
         try:
             return self._records()
         except KafkaFormatError as error:
-            raise error.located(source=self.source, position=self.position)
+            raise error.located(source=self.source, position=self.position) from None
 
     def _records(self) -> list[LegacyRecord]:
         body = bytes(self.data[LOG_OVERHEAD:])
@@ -256,9 +272,16 @@ class LegacyBatch:
         if not self.is_compressed:
             return [
                 LegacyRecord(
-                    self.offset, outer.timestamp, _timestamp_type(outer.magic, outer.attributes),
-                    outer.magic, outer.attributes, outer.crc_stored, outer.crc_computed,
-                    outer.key, outer.value, self.size_in_bytes,
+                    self.offset,
+                    outer.timestamp,
+                    _timestamp_type(outer.magic, outer.attributes),
+                    outer.magic,
+                    outer.attributes,
+                    outer.crc_stored,
+                    outer.crc_computed,
+                    outer.key,
+                    outer.value,
+                    self.size_in_bytes,
                 )
             ]
         codec = self.compression
@@ -285,7 +308,9 @@ class LegacyBatch:
                 )
             if cursor + LOG_OVERHEAD + size > len(inner_bytes):
                 break  # a cut inner message ends the set, as DataLogInputStream returns null
-            entries.append((offset, inner_bytes[cursor + LOG_OVERHEAD : cursor + LOG_OVERHEAD + size]))
+            entries.append(
+                (offset, inner_bytes[cursor + LOG_OVERHEAD : cursor + LOG_OVERHEAD + size])
+            )
             cursor += LOG_OVERHEAD + size
         if not entries:
             raise KafkaFormatError(
@@ -318,8 +343,14 @@ class LegacyBatch:
             records.append(
                 LegacyRecord(
                     base + offset if self.magic == 1 else offset,
-                    timestamp, timestamp_type, inner.magic, inner.attributes,
-                    inner.crc_stored, inner.crc_computed, inner.key, inner.value,
+                    timestamp,
+                    timestamp_type,
+                    inner.magic,
+                    inner.attributes,
+                    inner.crc_stored,
+                    inner.crc_computed,
+                    inner.key,
+                    inner.value,
                     LOG_OVERHEAD + len(message),
                 )
             )
@@ -351,7 +382,9 @@ def build_legacy_entry(
 ) -> bytes:
     """One uncompressed log entry as ``MemoryRecordsBuilder`` (magic 0/1) writes it."""
     attributes = 0x08 if magic == 1 and timestamp_type is TimestampType.LOG_APPEND_TIME else 0
-    message = _message_bytes(magic, attributes, timestamp if magic == 1 else NO_TIMESTAMP, key, value)
+    message = _message_bytes(
+        magic, attributes, timestamp if magic == 1 else NO_TIMESTAMP, key, value
+    )
     return _ENTRY.pack(offset, len(message)) + message
 
 
@@ -368,7 +401,8 @@ def build_legacy_wrapper(
     relative inner offsets for magic 1, as ``MemoryRecordsBuilder`` writes it."""
     if compression in (Compression.NONE, Compression.ZSTD) or not messages:
         raise KafkaFormatError(
-            "a wrapper needs messages and gzip, snappy or lz4", field="compression",
+            "a wrapper needs messages and gzip, snappy or lz4",
+            field="compression",
             value=compression.label,
         )
     base = messages[0][0]
@@ -377,8 +411,12 @@ def build_legacy_wrapper(
     for offset, timestamp, key, value in messages:
         if timestamp_type is TimestampType.LOG_APPEND_TIME:
             timestamp = log_append_time
-        inner_attributes = 0x08 if magic == 1 and timestamp_type is TimestampType.LOG_APPEND_TIME else 0
-        message = _message_bytes(magic, inner_attributes, timestamp if magic == 1 else NO_TIMESTAMP, key, value)
+        inner_attributes = (
+            0x08 if magic == 1 and timestamp_type is TimestampType.LOG_APPEND_TIME else 0
+        )
+        message = _message_bytes(
+            magic, inner_attributes, timestamp if magic == 1 else NO_TIMESTAMP, key, value
+        )
         inner += _ENTRY.pack(offset - base if magic == 1 else offset, len(message)) + message
         max_timestamp = max(max_timestamp, timestamp)
     payload = compress(compression, bytes(inner), level=compression_level, magic=magic)
@@ -386,5 +424,7 @@ def build_legacy_wrapper(
     if magic == 1 and timestamp_type is TimestampType.LOG_APPEND_TIME:
         attributes |= 0x08
         max_timestamp = log_append_time
-    wrapper = _message_bytes(magic, attributes, max_timestamp if magic == 1 else NO_TIMESTAMP, None, payload)
+    wrapper = _message_bytes(
+        magic, attributes, max_timestamp if magic == 1 else NO_TIMESTAMP, None, payload
+    )
     return _ENTRY.pack(messages[-1][0], len(wrapper)) + wrapper

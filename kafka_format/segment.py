@@ -31,10 +31,17 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
-from kafka_format.batch import BATCH_HEADER_SIZE, HEADER, LOG_OVERHEAD, RecordBatch
+from kafka_format.batch import (
+    BATCH_HEADER_SIZE,
+    HEADER,
+    LOG_OVERHEAD,
+    HeaderFields,
+    RecordBatch,
+)
 from kafka_format.errors import KafkaFormatError
 from kafka_format.legacy import RECORD_OVERHEAD_V0, LegacyBatch
 
@@ -66,8 +73,7 @@ def _entry_header(data: Buffer, position: int, source: str | None) -> tuple[int,
     (size,) = _SIZE.unpack_from(data, position + 8)
     if size < RECORD_OVERHEAD_V0:
         raise KafkaFormatError(
-            f"Found record size {size} smaller than minimum record overhead "
-            f"({RECORD_OVERHEAD_V0})",
+            f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
             source=source,
             position=position + 8,
             field="batch.length",
@@ -77,9 +83,7 @@ def _entry_header(data: Buffer, position: int, source: str | None) -> tuple[int,
     return size, data[position + 16]
 
 
-def iter_batches(
-    data: Buffer, *, source: str | None = None, start: int = 0
-) -> Iterator[Batch]:
+def iter_batches(data: Buffer, *, source: str | None = None, start: int = 0) -> Iterator[Batch]:
     """Each batch of a segment's bytes from ``start``, with its position (``FileRecords.batches``).
 
     A v2 batch shorter than its 61-byte header raises :class:`KafkaFormatError` (Kafka fails
@@ -103,7 +107,9 @@ def iter_batches(
                     field="batch.length",
                 )
             yield RecordBatch(
-                position, *header.unpack_from(view, position), data=view[position:end],
+                position,
+                *cast(HeaderFields, header.unpack_from(view, position)),
+                data=view[position:end],
                 source=source,
             )
         else:
@@ -263,7 +269,9 @@ def batch_headers(data: Buffer, *, source: str | None = None) -> tuple[np.ndarra
     raw = np.frombuffer(view, dtype=np.uint8)
     if len(positions) and int(positions[-1]) + BATCH_HEADER_SIZE > len(raw):
         raise KafkaFormatError(
-            "last batch shorter than a v2 header", source=source, position=int(positions[-1]),
+            "last batch shorter than a v2 header",
+            source=source,
+            position=int(positions[-1]),
             field="batch.length",
         )
     index = positions[:, None] + np.arange(BATCH_HEADER_SIZE, dtype=np.int64)[None, :]
@@ -280,7 +288,9 @@ def batch_headers(data: Buffer, *, source: str | None = None) -> tuple[np.ndarra
     short = np.flatnonzero(headers["batch_length"] + LOG_OVERHEAD < BATCH_HEADER_SIZE)
     if len(short):
         raise KafkaFormatError(
-            "batch shorter than its 61-byte header", source=source,
-            position=int(positions[short[0]]) + 8, field="batch.length",
+            "batch shorter than its 61-byte header",
+            source=source,
+            position=int(positions[short[0]]) + 8,
+            field="batch.length",
         )
     return positions, headers
