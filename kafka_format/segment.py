@@ -267,30 +267,26 @@ def batch_headers(data: Buffer, *, source: str | None = None) -> tuple[np.ndarra
     view = bytes(data) if isinstance(data, bytearray) else data
     positions, _ = batch_positions(view, source=source)
     raw = np.frombuffer(view, dtype=np.uint8)
-    if len(positions) and int(positions[-1]) + BATCH_HEADER_SIZE > len(raw):
-        raise KafkaFormatError(
-            "last batch shorter than a v2 header",
-            source=source,
-            position=int(positions[-1]),
-            field="batch.length",
-        )
-    index = positions[:, None] + np.arange(BATCH_HEADER_SIZE, dtype=np.int64)[None, :]
-    headers = raw[index].view(HEADER_DTYPE).reshape(len(positions))
-    legacy = np.flatnonzero(headers["magic"] < 2)
+    magics = raw[positions + 16].view(np.int8)
+    legacy = np.flatnonzero(magics < 2)
     if len(legacy):
         raise KafkaFormatError(
             "magic 0/1 entry in a header-only scan (use iter_batches)",
             source=source,
             position=int(positions[legacy[0]]) + 16,
             field="batch.magic",
-            value=int(headers["magic"][legacy[0]]),
+            value=int(magics[legacy[0]]),
         )
-    short = np.flatnonzero(headers["batch_length"] + LOG_OVERHEAD < BATCH_HEADER_SIZE)
+    lengths = raw[positions[:, None] + np.arange(8, 12)[None, :]].copy().view(">i4").reshape(-1)
+    short = np.flatnonzero(lengths.astype(np.int64) + LOG_OVERHEAD < BATCH_HEADER_SIZE)
     if len(short):
         raise KafkaFormatError(
-            "batch shorter than its 61-byte header",
+            f"Record batch is corrupt (smaller than the minimum allowed overhead "
+            f"{BATCH_HEADER_SIZE})",
             source=source,
             position=int(positions[short[0]]) + 8,
             field="batch.length",
         )
+    index = positions[:, None] + np.arange(BATCH_HEADER_SIZE, dtype=np.int64)[None, :]
+    headers = raw[index].view(HEADER_DTYPE).reshape(len(positions))
     return positions, headers
