@@ -31,7 +31,6 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 
@@ -39,7 +38,6 @@ from kafka_format.batch import (
     BATCH_HEADER_SIZE,
     HEADER,
     LOG_OVERHEAD,
-    HeaderFields,
     RecordBatch,
 )
 from kafka_format.errors import KafkaFormatError
@@ -91,6 +89,7 @@ def iter_batches(data: Buffer, *, source: str | None = None, start: int = 0) -> 
     view = bytes(data) if isinstance(data, bytearray) else data
     position = start
     header = HEADER
+    make = RecordBatch._make
     while True:
         found = _entry_header(view, position, source)
         if found is None:
@@ -106,12 +105,7 @@ def iter_batches(data: Buffer, *, source: str | None = None, start: int = 0) -> 
                     position=position + 8,
                     field="batch.length",
                 )
-            yield RecordBatch(
-                position,
-                *cast(HeaderFields, header.unpack_from(view, position)),
-                data=view[position:end],
-                source=source,
-            )
+            yield make((position, *header.unpack_from(view, position), view[position:end], source))
         else:
             yield LegacyBatch.parse(view[position:end], position=position, source=source)
         position = end

@@ -3,6 +3,7 @@ change it covers, and no byte string makes the reader raise anything but KafkaFo
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -138,26 +139,18 @@ def _read_everything(data: bytes) -> None:
             continue
         if isinstance(batch, RecordBatch) and batch.is_control:
             for record in records:
-                try:
+                with contextlib.suppress(KafkaFormatError):
                     parse_control_record(record.key, record.value)
-                except KafkaFormatError:
-                    pass
     recover_segment(data, source="fuzz.log")
-    try:
+    with contextlib.suppress(KafkaFormatError):
         list(iter_batches(data))
-    except KafkaFormatError:
-        pass
-    try:
+    with contextlib.suppress(KafkaFormatError):
         batch_headers(data)
-    except KafkaFormatError:
-        pass
 
 
 def _only_format_errors(action: Any, *args: Any) -> None:
-    try:
+    with contextlib.suppress(KafkaFormatError):
         action(*args)
-    except KafkaFormatError:
-        pass
 
 
 @FUZZ
