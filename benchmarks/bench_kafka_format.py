@@ -27,6 +27,7 @@ import random
 import struct
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from kafka.record import MemoryRecords
@@ -130,6 +131,10 @@ def peer_headers(segment: bytes, validate: bool = False) -> int:
     return total
 
 
+def peer_headers_crc(segment: bytes) -> int:
+    return peer_headers(segment, validate=True)
+
+
 def ktk_records(segment: bytes) -> int:
     count = 0
     for batch in iter_batches(segment):
@@ -180,40 +185,42 @@ def main() -> None:
         batches = sum(1 for _ in iter_batches(segment))
         print(f"\n{shape}: {len(segment) / 2**20:.0f} MiB, {batches:,} batches")
         print(f"{'measure':42} {'MB/s wall':>10} {'MB/s CPU':>10} {'vs peer':>8}")
-        rows = [
+        rows: list[tuple[str, list[tuple[str, Callable[[bytes], int]]]]] = [
             (
                 "header-only",
                 [
-                    ("ktk iter_batches", lambda: ktk_headers(segment)),
-                    ("ktk batch_headers (numpy)", lambda: ktk_table(segment)),
-                    ("kafka-python next_batch", lambda: peer_headers(segment)),
+                    ("ktk iter_batches", ktk_headers),
+                    ("ktk batch_headers (numpy)", ktk_table),
+                    ("kafka-python next_batch", peer_headers),
                 ],
             ),
             (
                 "header-only + CRC-32C",
                 [
-                    ("ktk iter_batches + is_valid", lambda: ktk_headers_crc(segment)),
-                    ("ktk batch_headers + crc32c", lambda: ktk_table_crc(segment)),
-                    ("kafka-python validate_crc", lambda: peer_headers(segment, True)),
+                    ("ktk iter_batches + is_valid", ktk_headers_crc),
+                    ("ktk batch_headers + crc32c", ktk_table_crc),
+                    ("kafka-python validate_crc", peer_headers_crc),
                 ],
             ),
             (
                 "full record decoding",
                 [
-                    ("ktk records()", lambda: ktk_records(segment)),
-                    ("kafka-python record iterator", lambda: peer_records(segment)),
+                    ("ktk records()", ktk_records),
+                    ("kafka-python record iterator", peer_records),
                 ],
             ),
         ]
+        megabytes = len(segment) / 1e6
         for title, measures in rows:
             print(f"-- {title}")
-            results = [(name, *best_seconds(action, args.repeat)) for name, action in measures]
+            results = [
+                (name, *best_seconds(partial(reader, segment), args.repeat))
+                for name, reader in measures
+            ]
             peer_cpu = results[-1][2]
             for name, wall, cpu in results:
-                megabytes = len(segment) / 1e6
-                print(
-                    f"{name:42} {megabytes / wall:10.0f} {megabytes / cpu:10.0f} {peer_cpu / cpu:7.1f}x"
-                )
+                ratio = peer_cpu / cpu
+                print(f"{name:42} {megabytes / wall:10.0f} {megabytes / cpu:10.0f} {ratio:7.1f}x")
 
 
 if __name__ == "__main__":
