@@ -304,8 +304,14 @@ class RecordBatch(NamedTuple):
                 log_append_time,
             )
         except KafkaFormatError as error:
-            raise error.located(
-                source=self.source, position=self.position + BATCH_HEADER_SIZE
+            inside = error.position or 0
+            if self.is_compressed:  # a byte of the decompressed records: say so
+                message = f"{error.message} (at byte {inside} of the decompressed records)"
+                position = self.position + BATCH_HEADER_SIZE
+            else:
+                message, position = error.message, self.position + BATCH_HEADER_SIZE + inside
+            raise KafkaFormatError(
+                message, source=self.source, position=position, field=error.field
             ) from None
         if end != len(data):
             raise self._error(
@@ -345,92 +351,101 @@ def _decode_records(
     position = 0
     end = len(data)
     in_range = range(-(2**63), 2**63)
-    for index in range(count):
-        if position >= end:
-            raise KafkaFormatError(
-                "Incorrect declared batch size, premature EOF reached", field=f"record[{index}]"
-            )
-        try:
-            body_size, start = _varint_at(data, position)
-            record_end = start + body_size
-            if body_size < 0 or record_end > end:
+    index = 0
+    try:
+        for index in range(count):
+            if position >= end:
                 raise KafkaFormatError(
-                    f"Invalid record size: expected {body_size} bytes in record payload, but "
-                    f"the batch has only {end - start} remaining bytes",
+                    "Incorrect declared batch size, premature EOF reached", field=f"record[{index}]"
+                )
+            try:
+                body_size, start = _varint_at(data, position)
+                record_end = start + body_size
+                if body_size < 0 or record_end > end:
+                    raise KafkaFormatError(
+                        f"Invalid record size: expected {body_size} bytes in record payload, but "
+                        f"the batch has only {end - start} remaining bytes",
+                        field=f"record[{index}].length",
+                    )
+                if start >= record_end:
+                    raise KafkaFormatError(
+                        "record ends before its attributes", field=f"record[{index}]"
+                    )
+                attributes = data[start]
+                byte = data[start + 1] if start + 1 < record_end else 0x80
+                if byte < 0x80:
+                    timestamp_delta, cursor = (byte >> 1) ^ -(byte & 1), start + 2
+                else:
+                    timestamp_delta, cursor = read_varlong(data, start + 1)
+                offset_delta, cursor = _varint_at(data, cursor)
+                key_size, cursor = _varint_at(data, cursor)
+                if key_size < 0:
+                    key = None
+                else:
+                    key = data[cursor : cursor + key_size]
+                    cursor += key_size
+                value_size, cursor = _varint_at(data, cursor)
+                if value_size < 0:
+                    value = None
+                else:
+                    value = data[cursor : cursor + value_size]
+                    cursor += value_size
+                header_count, cursor = _varint_at(data, cursor)
+                headers: tuple[Header, ...] = ()
+                if header_count:
+                    headers, cursor = _decode_headers(data, cursor, record_end, header_count, index)
+            except IndexError:
+                raise KafkaFormatError(
+                    "Found invalid record structure: a field runs past the batch",
+                    field=f"record[{index}]",
+                ) from None
+            except KafkaFormatError as error:
+                if error.field in ("varint", "varlong"):
+                    raise KafkaFormatError(
+                        f"Found invalid record structure: {error.message}", field=f"record[{index}]"
+                    ) from None
+                raise
+            if cursor != record_end:
+                raise KafkaFormatError(
+                    f"Invalid record size: expected to read {body_size} bytes in record payload, "
+                    f"but instead read {cursor - start}",
                     field=f"record[{index}].length",
                 )
-            if start >= record_end:
-                raise KafkaFormatError(
-                    "record ends before its attributes", field=f"record[{index}]"
-                )
-            attributes = data[start]
-            byte = data[start + 1] if start + 1 < record_end else 0x80
-            if byte < 0x80:
-                timestamp_delta, cursor = (byte >> 1) ^ -(byte & 1), start + 2
-            else:
-                timestamp_delta, cursor = read_varlong(data, start + 1)
-            offset_delta, cursor = _varint_at(data, cursor)
-            key_size, cursor = _varint_at(data, cursor)
-            if key_size < 0:
-                key = None
-            else:
-                key = data[cursor : cursor + key_size]
-                cursor += key_size
-            value_size, cursor = _varint_at(data, cursor)
-            if value_size < 0:
-                value = None
-            else:
-                value = data[cursor : cursor + value_size]
-                cursor += value_size
-            header_count, cursor = _varint_at(data, cursor)
-            headers: tuple[Header, ...] = ()
-            if header_count:
-                headers, cursor = _decode_headers(data, cursor, record_end, header_count, index)
-        except IndexError:
-            raise KafkaFormatError(
-                "Found invalid record structure: a field runs past the batch",
-                field=f"record[{index}]",
-            ) from None
-        except KafkaFormatError as error:
-            if error.field in ("varint", "varlong"):
-                raise KafkaFormatError(
-                    f"Found invalid record structure: {error.message}", field=f"record[{index}]"
-                ) from None
-            raise
-        if cursor != record_end:
-            raise KafkaFormatError(
-                f"Invalid record size: expected to read {body_size} bytes in record payload, "
-                f"but instead read {cursor - start}",
-                field=f"record[{index}].length",
+            timestamp = base_timestamp + timestamp_delta
+            if log_append_time is not None:
+                timestamp = log_append_time
+            elif timestamp not in in_range:
+                timestamp = _int64(timestamp)
+            offset = base_offset + offset_delta
+            if offset not in in_range:
+                offset = _int64(offset)
+            sequence = (
+                increment_sequence(base_sequence, offset_delta)
+                if base_sequence >= 0
+                else NO_SEQUENCE
             )
-        timestamp = base_timestamp + timestamp_delta
-        if log_append_time is not None:
-            timestamp = log_append_time
-        elif timestamp not in in_range:
-            timestamp = _int64(timestamp)
-        offset = base_offset + offset_delta
-        if offset not in in_range:
-            offset = _int64(offset)
-        sequence = (
-            increment_sequence(base_sequence, offset_delta) if base_sequence >= 0 else NO_SEQUENCE
-        )
-        append(
-            make(
-                (
-                    offset,
-                    timestamp,
-                    key,
-                    value,
-                    headers,
-                    sequence,
-                    attributes,
-                    record_end - position,
-                    offset_delta,
-                    timestamp_delta,
+            append(
+                make(
+                    (
+                        offset,
+                        timestamp,
+                        key,
+                        value,
+                        headers,
+                        sequence,
+                        attributes,
+                        record_end - position,
+                        offset_delta,
+                        timestamp_delta,
+                    )
                 )
             )
-        )
-        position = record_end
+            position = record_end
+    except KafkaFormatError as error:
+        # place the error at the record: the decoder reports positions inside ``data``
+        raise KafkaFormatError(
+            error.message, position=position, field=error.field or f"record[{index}]"
+        ) from None
     return records, position
 
 

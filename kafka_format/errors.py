@@ -19,5 +19,6 @@ __all__ = ["KafkaFormatError"]
 class KafkaFormatError(InputError):
     """Bytes that are not a valid Kafka record batch, record, message set or compressed payload.
 
-    ``position`` is the byte position in the file (or buffer) being read: for a record inside a
-    compressed batch it is the batch's position, and ``field`` says which record."""
+    ``position`` is the byte position in the file (or buffer) being read; for a record inside a
+    compressed batch it is where the batch's records start, and the message adds the byte within
+    the decompressed records. ``field`` names the field (``batch.crc``, ``record[3].key``...)."""

@@ -217,10 +217,20 @@ def test_record_errors_name_the_file_the_batch_position_and_the_record() -> None
     batch = list(iter_batches(segment, source="7.log"))[1]
     with pytest.raises(KafkaFormatError) as raised:
         batch.records()
-    assert str(raised.value).startswith(f"7.log: byte {len(good) + 61}: record[2]")
+    # the third record would start where the batch ends
+    assert str(raised.value).startswith(f"7.log: byte {len(segment)}: record[2]")
     struct.pack_into(">i", broken, 57, 1)
     with pytest.raises(KafkaFormatError, match="records still remaining"):
         RecordBatch.parse(bytes(broken)).records()
+
+
+def test_record_errors_in_compressed_batches_say_where_in_the_decompressed_records() -> None:
+    data = bytearray(_batch(b"v1", b"v2", compression=Compression.GZIP))
+    struct.pack_into(">i", data, 57, 3)
+    with pytest.raises(KafkaFormatError) as raised:
+        RecordBatch.parse(bytes(data), source="9.log", position=1000).records()
+    assert raised.value.position == 1061
+    assert "of the decompressed records" in str(raised.value)
 
 
 def test_negative_header_count_is_refused_as_kafka_refuses_it() -> None:
