@@ -93,7 +93,7 @@ def _message(message: bytes, *, field_name: str) -> _Message:
             f"{len(message)})",
             field=field_name,
         )
-    crc_stored, magic, attributes = struct.unpack_from(">Ibb", message, 0)
+    crc_stored, magic, attributes = struct.unpack_from(">IbB", message, 0)
     cursor = 6
     timestamp = NO_TIMESTAMP
     if magic != 0:
@@ -166,7 +166,7 @@ class LegacyBatch:
                 field="entry.size",
                 value=size,
             )
-        crc_stored, magic, attributes = struct.unpack_from(">Ibb", view, LOG_OVERHEAD)
+        crc_stored, magic, attributes = struct.unpack_from(">IbB", view, LOG_OVERHEAD)
         return cls(
             position,
             offset,
@@ -218,10 +218,9 @@ class LegacyBatch:
 
     @property
     def max_timestamp(self) -> int:
-        """The message's own timestamp (for a wrapper: the max, or the log append time)."""
+        """The message's own timestamp (for a wrapper: the max, or the log append time); -1
+        for magic 0 or a message too short to hold one."""
         if self.magic == 0 or self.message_size < 14:
-            return NO_TIMESTAMP
-        if self.size_in_bytes < LOG_OVERHEAD + 14:
             return NO_TIMESTAMP
         if len(self.data) < LOG_OVERHEAD + 6 + 8:
             return NO_TIMESTAMP

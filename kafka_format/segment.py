@@ -38,10 +38,11 @@ from kafka_format.batch import (
     BATCH_HEADER_SIZE,
     HEADER,
     LOG_OVERHEAD,
+    Record,
     RecordBatch,
 )
 from kafka_format.errors import KafkaFormatError
-from kafka_format.legacy import RECORD_OVERHEAD_V0, LegacyBatch
+from kafka_format.legacy import RECORD_OVERHEAD_V0, LegacyBatch, LegacyRecord
 
 __all__ = [
     "HEADER_DTYPE",
@@ -50,6 +51,7 @@ __all__ = [
     "SegmentScan",
     "batch_headers",
     "iter_batches",
+    "iter_records",
     "read_segment_file",
     "recover_segment",
     "scan_segment",
@@ -109,6 +111,23 @@ def iter_batches(data: Buffer, *, source: str | None = None, start: int = 0) -> 
         else:
             yield LegacyBatch.parse(view[position:end], position=position, source=source)
         position = end
+
+
+def iter_records(
+    data: Buffer, *, source: str | None = None
+) -> Iterator[tuple[Batch, Record | LegacyRecord]]:
+    """Every record of a segment with the batch holding it, batch by batch (each batch decoded
+    and decompressed when reached), as a consumer reads a log.
+
+    >>> from kafka_format.batch import build_batch
+    >>> from kafka_format.model import NewRecord
+    >>> segment = build_batch([NewRecord(b"a", b"1", 5), NewRecord(b"b", b"2", 6)], base_offset=3)
+    >>> [(batch.position, record.offset, record.key) for batch, record in iter_records(segment)]
+    [(0, 3, b'a'), (0, 4, b'b')]
+    """
+    for batch in iter_batches(data, source=source):
+        for record in batch.records():
+            yield batch, record
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from kafka_format import (
     crc32,
     crc32c,
     iter_batches,
+    iter_records,
     parse_control_record,
     read_segment_file,
     recover_segment,
@@ -144,8 +145,6 @@ def describe_record(record: Any, batch: Any) -> dict[str, Any]:
 
 def describe_batch(batch: Any) -> dict[str, Any]:
     """A batch in the vector's words (``kafka_read.batches[i]``)."""
-    # magic 0/1: the attributes byte as unsigned; magic 2: the int16
-    raw_attributes = batch.attributes if isinstance(batch, RecordBatch) else batch.attributes & 0xFF
     return {
         "position": batch.position,
         "size_in_bytes": batch.size_in_bytes,
@@ -158,7 +157,7 @@ def describe_batch(batch: Any) -> dict[str, Any]:
         "crc_computed": batch.crc_computed,
         "is_valid": batch.is_valid,
         "attributes": {
-            "raw": raw_attributes,
+            "raw": batch.attributes,
             "compression": batch.compression.label,
             "compression_id": batch.compression_id,
             "timestamp_type": batch.timestamp_type.label,
@@ -233,6 +232,17 @@ def test_corrupt_batch_is_listed_invalid_and_stops_recovery_at_its_position() ->
     assert f"stored crc = {bad.crc_stored}, computed crc = {bad.crc_computed}" in str(
         recovery.error
     )
+
+
+def test_records_of_a_mixed_magic_segment_come_in_file_order_with_their_batches() -> None:
+    data, description = _vector("mixed-magic")
+    expected = [
+        (batch["position"], batch["magic"], record["offset"])
+        for batch in description["kafka_read"]["batches"]
+        for record in batch["records"]
+    ]
+    assert [(b.position, b.magic, r.offset) for b, r in iter_records(data)] == expected
+    assert {magic for _, magic, _ in expected} == {0, 1, 2}
 
 
 def test_read_segment_file_names_the_file_in_positions(tmp_path: Path) -> None:
