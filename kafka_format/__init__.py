@@ -52,6 +52,7 @@ from kafka_format.control import (
     VotersRecord,
     build_control_batch,
     build_end_txn_marker_batch,
+    control_records,
     parse_control_record,
 )
 from kafka_format.errors import KafkaFormatError
@@ -99,6 +100,7 @@ __all__ = [
     "build_legacy_entry",
     "build_legacy_wrapper",
     "compress",
+    "control_records",
     "crc32",
     "crc32c",
     "decompress",

@@ -27,7 +27,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from kafka_format.batch import build_batch
+from kafka_format.batch import Record, RecordBatch, build_batch
 from kafka_format.errors import KafkaFormatError
 from kafka_format.model import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NewRecord
 from kafka_format.varint import read_unsigned_varint, write_unsigned_varint
@@ -45,6 +45,7 @@ __all__ = [
     "build_control_batch",
     "build_end_txn_marker_batch",
     "control_key",
+    "control_records",
     "encode_control_value",
     "parse_control_record",
 ]
@@ -273,6 +274,25 @@ def parse_control_record(key: bytes | None, value: bytes | None) -> ControlRecor
     if value is None:
         raise KafkaFormatError("control record without a value", field="control.value")
     return ControlRecord(key_version, type_id, _parse_value(type_id, value))
+
+
+def control_records(batch: RecordBatch) -> list[tuple[Record, ControlRecord]]:
+    """The records of a control batch, each with its decoded control record; errors name the
+    batch's file and position and the record. A batch without the control bit has none."""
+    if not batch.is_control:
+        return []
+    out = []
+    for index, record in enumerate(batch.records()):
+        try:
+            out.append((record, parse_control_record(record.key, record.value)))
+        except KafkaFormatError as error:
+            raise KafkaFormatError(
+                error.message,
+                source=batch.source,
+                position=batch.position,
+                field=f"record[{index}].{error.field}",
+            ) from None
+    return out
 
 
 def control_key(control_type: ControlRecordType) -> bytes:

@@ -34,6 +34,7 @@ from kafka_format import (
     build_legacy_entry,
     build_legacy_wrapper,
     compress,
+    control_records,
     decompress,
     increment_sequence,
     iter_batches,
@@ -365,6 +366,21 @@ def test_kraft_control_records_round_trip_through_a_control_batch() -> None:
     ]
     # SnapshotHeaderRecord v0: int16, int64, empty tagged fields
     assert batch.records()[0].value == struct.pack(">hq", 0, 1_700_000_000_000) + b"\x00"
+
+
+def test_control_records_of_a_batch_name_the_batch_when_a_value_is_bad() -> None:
+    marker = build_batch(
+        [NewRecord(control_key(ControlRecordType.ABORT), b"\x00\x00\x00", 1)],
+        producer_id=3,
+        producer_epoch=0,
+        is_transactional=True,
+        is_control=True,
+    )
+    batch = RecordBatch.parse(marker, source="5.log", position=300)
+    with pytest.raises(KafkaFormatError) as raised:
+        control_records(batch)
+    assert str(raised.value).startswith("5.log: byte 300: record[0].control.value")
+    assert control_records(RecordBatch.parse(_batch(b"v"))) == []
 
 
 def test_unknown_control_types_are_kept_and_short_keys_refused() -> None:
