@@ -66,7 +66,10 @@ def batches(draw: Any) -> tuple[dict[str, Any], list[NewRecord]]:
         "base_sequence": draw(st.integers(0, 2**31 - 1)) if idempotent else -1,
         "is_transactional": idempotent and draw(st.booleans()),
         "partition_leader_epoch": draw(st.integers(-1, 2**31 - 1)),
+        "delete_horizon_ms": draw(st.sampled_from([-1, draw(st.integers(0, 2**45))])),
     }
+    if draw(st.booleans()):  # compaction kept the last offset past the last record
+        fields["last_offset"] = offset - 1 + draw(st.integers(0, 50))
     return fields, records
 
 
@@ -100,7 +103,11 @@ def test_random_batches_round_trip_through_writer_and_reader(case: Any) -> None:
         else:
             assert read.timestamp == written.timestamp
         expected_offset += 1
-    assert batch.last_offset == decoded[-1].offset
+    assert batch.last_offset == fields.get("last_offset", decoded[-1].offset)
+    if fields["delete_horizon_ms"] >= 0:
+        assert batch.delete_horizon_ms == batch.base_timestamp == fields["delete_horizon_ms"]
+    else:
+        assert batch.delete_horizon_ms is None
     if fields["timestamp_type"] is TimestampType.CREATE_TIME:
         assert batch.max_timestamp == max(r.timestamp for r in records)
     # a segment of the batch twice frames both at the right positions
