@@ -167,7 +167,9 @@ class Partitioner:
     def on_new_batch(self, topic: str, metadata: TopicMetadata, previous_partition: int) -> None:
         self.unkeyed.on_new_batch(topic, metadata, previous_partition)
 
-    def keyed_partitions(self, keys: KeyInput, num_partitions: int | Sequence[int]) -> np.ndarray:
+    def keyed_partitions(
+        self, keys: KeyInput, num_partitions: int | Sequence[int] | np.ndarray
+    ) -> np.ndarray:
         """Partition of every hashed key (vectorized), -1 where the unkeyed strategy decides.
 
         ``num_partitions`` is one count for all keys or one per key.

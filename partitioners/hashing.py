@@ -30,7 +30,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import mmh3
 import numpy as np
@@ -46,7 +46,7 @@ _M32 = np.uint32(MURMUR2_M)
 # rows mixed per pass: three uint32 work columns of this length stay in L2
 _CHUNK_ROWS = 32768
 
-KeyInput = pa.Array | pa.ChunkedArray | np.ndarray | Sequence[Any]
+KeyInput: TypeAlias = pa.Array | pa.ChunkedArray | np.ndarray | Sequence[Any]
 
 
 def _signed32(value: int) -> int:
@@ -288,7 +288,7 @@ def _murmur2_matrix(matrix: np.ndarray) -> np.ndarray:
             strides=(key_length, 4),
         )
         if block_count and key_count
-        else None
+        else np.empty((key_count, 0), dtype="<u4")
     )
     rows_per_pass = min(_CHUNK_ROWS, max(key_count, 1))
     h_buf = np.empty(rows_per_pass, dtype=np.uint32)

@@ -89,8 +89,9 @@ class Kip480Sticky(UnkeyedStrategy):
         elif len(available) == 1:
             new = available[0]
         else:
-            new = old
-            while new is None or new == old:
+            # draw until the partition differs from the old one (any draw when there was none)
+            new = available[java_random_int(self._rng) % len(available)]
+            while new == old:
                 new = available[java_random_int(self._rng) % len(available)]
         self._sticky[topic] = new
         return new
