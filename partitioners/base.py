@@ -17,13 +17,16 @@ Java partitioner also hears ``on_append`` (bytes produced to the sticky partitio
 from __future__ import annotations
 
 import enum
+import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from partitioners.errors import InputError
 from partitioners.hashing import KeyInput, as_binary_array, key_lengths, null_mask
+from partitioners.limits import check_int, check_partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,20 @@ class TopicMetadata:
 
     num_partitions: int
     available_partitions: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        check_partitions("TopicMetadata", "num_partitions", self.num_partitions)
+        available = self.available_partitions
+        if available and not (
+            available[0] >= 0
+            and available[-1] < self.num_partitions
+            and all(a < b for a, b in itertools.pairwise(available))
+        ):
+            raise InputError(
+                f"must be ascending partitions in [0, {self.num_partitions})",
+                field="TopicMetadata.available_partitions",
+                value=available,
+            )
 
     @classmethod
     def all_available(cls, num_partitions: int) -> TopicMetadata:
@@ -58,6 +75,18 @@ class LoadStats:
     queue_sizes: tuple[int, ...]
     partition_ids: tuple[int, ...]
     excluded_any: bool
+
+    def __post_init__(self) -> None:
+        if len(self.queue_sizes) != len(self.partition_ids):
+            raise InputError(
+                f"must hold one size per partition id ({len(self.partition_ids)})",
+                field="LoadStats.queue_sizes",
+                value=self.queue_sizes,
+            )
+        if self.queue_sizes and min(self.queue_sizes) < 0:
+            raise InputError(
+                "must be >= 0", field="LoadStats.queue_sizes", value=min(self.queue_sizes)
+            )
 
 
 class KeyRule(enum.Enum):
@@ -130,7 +159,7 @@ class FixedPartition(UnkeyedStrategy):
     a null key, and handy in examples)."""
 
     def __init__(self, partition: int) -> None:
-        self.partition = partition
+        self.partition = check_int("FixedPartition", "partition", partition, low=0, high=2**31 - 1)
 
     def choose(self, topic: str, key: bytes | None, metadata: TopicMetadata, now_ms: int) -> int:
         return self.partition % metadata.num_partitions

@@ -40,6 +40,7 @@ from partitioners.hashing import (
     fnv1a_positive_array,
 )
 from partitioners.keyed import java_partition_for_key, java_partitions_for_keys
+from partitioners.limits import MAX_INT32, check_int
 
 LIBRDKAFKA_PARTITIONERS = (
     "random",
@@ -114,7 +115,9 @@ class LibrdkafkaSticky(UnkeyedStrategy):
         sticky_for_empty_key: bool = False,
     ) -> None:
         self._rng = rng
-        self.sticky_linger_ms = sticky_linger_ms
+        self.sticky_linger_ms = check_int(
+            "LibrdkafkaSticky", "sticky_linger_ms", sticky_linger_ms, low=0, high=MAX_INT32
+        )
         self.sticky_for_empty_key = sticky_for_empty_key
         self._sticky: dict[str, int] = {}
         self._last_switch_ms: dict[str, int] = {}

@@ -39,7 +39,16 @@ import numpy as np
 import pyarrow as pa
 
 from partitioners.base import LoadStats, Partitioner, TopicMetadata
+from partitioners.errors import InputError
 from partitioners.hashing import as_binary_array, key_lengths
+from partitioners.limits import (
+    MAX_INT32,
+    MAX_INT64,
+    MAX_PARTITIONS,
+    check_bool,
+    check_int,
+    check_positive_rate,
+)
 
 BATCH_HEADER_BYTES = 61  # RecordBatch v2 header
 RECORD_OVERHEAD_BYTES = 8  # attributes, varint deltas and lengths of a small record (estimate)
@@ -57,6 +66,22 @@ class ProducerConfig:
     batch_header_bytes: int = BATCH_HEADER_BYTES
     record_overhead_bytes: int = RECORD_OVERHEAD_BYTES
 
+    def __post_init__(self) -> None:
+        owner = "ProducerConfig"
+        check_int(owner, "batch_size", self.batch_size, low=1, high=MAX_INT32)
+        check_int(owner, "linger_ms", self.linger_ms, low=0, high=MAX_INT32)
+        check_int(owner, "max_request_size", self.max_request_size, low=1, high=MAX_INT32)
+        check_int(
+            owner,
+            "partition_availability_timeout_ms",
+            self.partition_availability_timeout_ms,
+            low=0,
+            high=MAX_INT32,
+        )
+        check_bool(owner, "adaptive_partitioning", self.adaptive_partitioning)
+        check_int(owner, "batch_header_bytes", self.batch_header_bytes, low=0, high=MAX_INT32)
+        check_int(owner, "record_overhead_bytes", self.record_overhead_bytes, low=0, high=MAX_INT32)
+
 
 @dataclass(frozen=True, slots=True)
 class Broker:
@@ -67,6 +92,12 @@ class Broker:
     records_per_ms: float = math.inf
     latency_ms: int = 1
 
+    def __post_init__(self) -> None:
+        check_int("Broker", "broker_id", self.broker_id, low=0, high=MAX_INT32)
+        check_positive_rate("Broker", "bytes_per_ms", self.bytes_per_ms, allow_inf=False)
+        check_positive_rate("Broker", "records_per_ms", self.records_per_ms, allow_inf=True)
+        check_int("Broker", "latency_ms", self.latency_ms, low=0, high=MAX_INT32)
+
 
 @dataclass(frozen=True, slots=True)
 class Outage:
@@ -76,6 +107,12 @@ class Outage:
     start_ms: int
     end_ms: int | None = None
 
+    def __post_init__(self) -> None:
+        check_int("Outage", "broker_id", self.broker_id, low=0, high=MAX_INT32)
+        check_int("Outage", "start_ms", self.start_ms, low=0, high=MAX_INT64)
+        if self.end_ms is not None:
+            check_int("Outage", "end_ms", self.end_ms, low=self.start_ms, high=MAX_INT64)
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterModel:
@@ -83,6 +120,22 @@ class ClusterModel:
 
     brokers: tuple[Broker, ...] = (Broker(0), Broker(1), Broker(2))
     outages: tuple[Outage, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.brokers or not all(isinstance(b, Broker) for b in self.brokers):
+            raise InputError(
+                "must hold at least one Broker", field="ClusterModel.brokers", value=self.brokers
+            )
+        ids = [broker.broker_id for broker in self.brokers]
+        if len(set(ids)) != len(ids):
+            raise InputError("broker ids must be distinct", field="ClusterModel.brokers", value=ids)
+        for outage in self.outages:
+            if not isinstance(outage, Outage) or outage.broker_id not in ids:
+                raise InputError(
+                    f"must name one of the brokers {ids}",
+                    field="ClusterModel.outages",
+                    value=outage,
+                )
 
     def leader(self, partition: int) -> int:
         return self.brokers[partition % len(self.brokers)].broker_id
@@ -113,6 +166,39 @@ class Records:
     timestamps_ms: np.ndarray
     num_partitions: np.ndarray
     explicit_partitions: np.ndarray
+
+    def __post_init__(self) -> None:
+        count = len(self.topics)
+        for field_name in (
+            "keys",
+            "value_bytes",
+            "timestamps_ms",
+            "num_partitions",
+            "explicit_partitions",
+        ):
+            length = len(getattr(self, field_name))
+            if length != count:
+                raise InputError(
+                    f"must hold one entry per record ({count} topics)",
+                    field=f"Records.{field_name}",
+                    value=f"{length} entries",
+                )
+        counts = self.num_partitions
+        for field_name, values, low, high in (
+            ("value_bytes", self.value_bytes, 0, MAX_INT32),
+            ("timestamps_ms", self.timestamps_ms, 0, MAX_INT64),
+            ("num_partitions", counts, 1, MAX_PARTITIONS),
+            ("explicit_partitions", self.explicit_partitions, -1, MAX_PARTITIONS - 1),
+        ):
+            _check_column(field_name, values, low, high)
+        beyond = self.explicit_partitions >= counts
+        if beyond.any():
+            row = int(np.flatnonzero(beyond)[0])
+            raise InputError(
+                f"must be -1 or below num_partitions ({int(counts[row])}) at record {row}",
+                field="Records.explicit_partitions",
+                value=int(self.explicit_partitions[row]),
+            )
 
     def __len__(self) -> int:
         return len(self.topics)
@@ -159,6 +245,19 @@ class Records:
             np.full(count, value_bytes),
             timestamps,
             np.full(count, num_partitions),
+        )
+
+
+def _check_column(field_name: str, values: np.ndarray, low: int, high: int) -> None:
+    if values.dtype.kind not in "iu":
+        raise InputError("must be integers", field=f"Records.{field_name}", value=str(values.dtype))
+    bad = (values < low) | (values > high)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"must be in [{low}, {high}] (record {row})",
+            field=f"Records.{field_name}",
+            value=int(values[row]),
         )
 
 

@@ -24,6 +24,7 @@ from partitioners.librdkafka import (
     RULES,
     LibrdkafkaSticky,
 )
+from partitioners.limits import MAX_INT32, check_bool, check_int
 from partitioners.round_robin import LegacyRoundRobin, RoundRobin
 from partitioners.sticky import BuiltInSticky, Kip480Sticky
 
@@ -38,6 +39,11 @@ class Settings:
     batch_size: int = DEFAULT_BATCH_SIZE
     sticky_linger_ms: int = DEFAULT_STICKY_LINGER_MS
     adaptive: bool = True
+
+    def __post_init__(self) -> None:
+        check_int("Settings", "batch_size", self.batch_size, low=1, high=MAX_INT32)
+        check_int("Settings", "sticky_linger_ms", self.sticky_linger_ms, low=0, high=MAX_INT32)
+        check_bool("Settings", "adaptive", self.adaptive)
 
 
 Factory = Callable[[random.Random, Settings], Partitioner]

@@ -39,6 +39,7 @@ import random
 from collections.abc import Sequence
 
 from partitioners.base import LoadStats, TopicMetadata, UnkeyedStrategy, java_random_int
+from partitioners.limits import MAX_INT32, check_int
 
 
 def load_weights(queue_sizes: Sequence[int]) -> list[int]:
@@ -102,7 +103,9 @@ class BuiltInSticky(UnkeyedStrategy):
 
     def __init__(self, rng: random.Random, batch_size: int = 16384, adaptive: bool = True) -> None:
         self._rng = rng
-        self.sticky_batch_size = max(1, batch_size)
+        # batch.size 0 is legal in Java; the producer hands the partitioner max(1, batch.size)
+        size = check_int("BuiltInSticky", "batch_size", batch_size, low=0, high=MAX_INT32)
+        self.sticky_batch_size = max(1, size)
         self.adaptive = adaptive
         self._sticky: dict[str, int] = {}
         self._produced_bytes: dict[str, int] = {}
