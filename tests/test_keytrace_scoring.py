@@ -71,9 +71,9 @@ def test_example_trace_reads_with_a_partition_count_change_and_null_keys():
     [
         ("{broken", "trace.jsonl:2: not valid JSON"),
         (_row(key="***"), "trace.jsonl:2: key: is not valid base64 (got '***')"),
-        (_row(num_partitions=-3), "trace.jsonl:2: num_partitions: must be an integer > 0"),
+        (_row(num_partitions=-3), "trace.jsonl:2: num_partitions: must be an integer in [1, "),
         (_row(partition=12), "trace.jsonl:2: partition: must be null or an integer in [0, 12)"),
-        (_row(value_bytes="big"), "trace.jsonl:2: value_bytes: must be an integer >= 0"),
+        (_row(value_bytes="big"), "trace.jsonl:2: value_bytes: must be an integer in [0, "),
         (json.dumps({"trace_id": "t1"}), "trace.jsonl:2: timestamp_ms, topic, num_partitions"),
     ],
 )
@@ -123,6 +123,113 @@ def test_parquet_bad_value_names_the_row(tmp_path: Path):
     pq.write_table(table, path)
     with pytest.raises(InputError, match=r"trace.parquet: row 2: num_partitions: must be"):
         read_key_trace(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            _row(num_partitions=10**9),
+            "num_partitions: must be an integer in [1, 1000000] (got 1000000000)",
+        ),
+        (_row(timestamp_ms=2**63), "timestamp_ms: must be an integer in [0, 9223372036854775807]"),
+        (_row(value_bytes=2**31), "value_bytes: must be an integer in [0, 2147483647]"),
+        (_row(value_bytes=-1), "value_bytes: must be an integer in [0, 2147483647] (got -1)"),
+        (
+            _row().replace('"value_bytes": 100', '"value_bytes": ' + "9" * 5001),
+            "value_bytes: must be an integer in [0, 2147483647] (got <an integer of 5001 digits>)",
+        ),
+        (_row().replace('"value_bytes": 100', '"value_bytes": Infinity'), "not valid JSON: Inf"),
+        (_row().replace('"value_bytes": 100', '"value_bytes": NaN'), "not valid JSON: NaN is"),
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON: nested too deeply"),
+        (_row(trace_id="t\ud800"), "trace_id: must be valid Unicode"),
+        (_row(trace_id="a\u0000b"), "trace_id: must not hold control characters"),
+        (_row(topic="a b"), "topic: must be a Kafka topic name"),
+        (_row(topic="x" * 250), "topic: must be a Kafka topic name"),
+        (_row(trace_id="x" * 1001), "trace_id: must be at most 1000 characters"),
+        (_row(num_partitions=True), "num_partitions: must be an integer in [1, "),
+    ],
+)
+def test_out_of_range_and_hostile_jsonl_values_are_refused_naming_line_and_field(line, message):
+    with pytest.raises(InputError) as error:
+        parse_jsonl_lines([_row(), line], source="trace.jsonl")
+    assert str(error.value).startswith("trace.jsonl:2: ")
+    assert message in str(error.value)
+    assert len(str(error.value)) < 300
+
+
+def test_non_utf8_bytes_name_their_line(tmp_path: Path):
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(_row().encode() + b"\n" + _row(trace_id="ok").encode()[:-2] + b"\xff\n")
+    with pytest.raises(InputError, match=r"trace.jsonl:2: not valid UTF-8"):
+        read_key_trace(path)
+
+
+def test_a_ten_megabyte_line_reads_and_an_error_in_it_stays_one_short_line(tmp_path: Path):
+    big_key = base64.b64encode(b"k" * 10_000_000).decode()
+    path = tmp_path / "trace.jsonl"
+    path.write_text(_row(key=big_key) + "\n")
+    assert len(read_key_trace(path).loc[0, "key"]) == 10_000_000
+    path.write_text(_row(key=big_key + "*") + "\n")
+    with pytest.raises(InputError) as error:
+        read_key_trace(path)
+    assert "trace.jsonl:1: key: is not valid base64" in str(error.value)
+    assert len(str(error.value)) < 200
+
+
+def _parquet_trace(**columns) -> pa.Table:
+    base = {
+        "trace_id": ["t", "t"],
+        "timestamp_ms": pa.array([0, 1], pa.int64()),
+        "topic": ["o", "o"],
+        "num_partitions": pa.array([4, 4], pa.int32()),
+        "key": pa.array([b"a", None]),
+        "value_bytes": pa.array([1, 1], pa.int64()),
+        "partition": pa.array([None, None], pa.int32()),
+    }
+    base.update(columns)
+    return pa.table(base)
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        (
+            {"num_partitions": pa.array([4, 2**40], pa.int64())},
+            "row 2: num_partitions: must be an integer in [1, 1000000] (got 1099511627776)",
+        ),
+        (
+            {"timestamp_ms": pa.array([0, 2**64 - 1], pa.uint64())},
+            "row 2: timestamp_ms: must be an integer in [0, 9223372036854775807]",
+        ),
+        (
+            {"value_bytes": pa.array([1.0, float("inf")], pa.float64())},
+            "row 2: value_bytes: must be an integer in [0, 2147483647] (got inf)",
+        ),
+        (
+            {"timestamp_ms": pa.array([0.0, 2.0**63], pa.float64())},
+            "row 2: timestamp_ms: must be an integer in [0, 9223372036854775807]",
+        ),
+        ({"partition": pa.array([None, 7], pa.int32())}, "row 2: partition: must be null or"),
+        ({"topic": ["o", "bad topic"]}, "row 2: topic: must be a Kafka topic name"),
+    ],
+)
+def test_out_of_range_parquet_values_are_refused_before_any_cast(tmp_path, columns, message):
+    path = tmp_path / "trace.parquet"
+    pq.write_table(_parquet_trace(**columns), path)
+    with pytest.raises(InputError) as error:
+        read_key_trace(path)
+    assert str(error.value).startswith(f"{path}: ")
+    assert message in str(error.value)
+
+
+def test_key_trace_files_skip_underscore_and_dot_entries_by_the_shared_rule(tmp_path: Path):
+    from partitioners.keytrace import key_trace_files
+
+    for name in ("a.jsonl", "_staging/b.jsonl", ".hidden/c.jsonl", "d/_e.jsonl", "d/f.pq"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert key_trace_files([tmp_path]) == [tmp_path / "a.jsonl", tmp_path / "d" / "f.pq"]
 
 
 def test_score_row_has_the_fixed_columns_and_fits_the_arrow_schema():
