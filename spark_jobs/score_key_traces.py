@@ -3,14 +3,18 @@
 Data flow::
 
     key-trace files (JSON Lines / Parquet; local or any Hadoop-compatible path)
-      -> one task per file: partitioners.keytrace reads and validates it into Arrow batches
-         (file and row order kept as columns)
-      -> rows grouped by trace id, crossed with the partitioner names
-      -> applyInPandas: partitioners.scoring.score_trace per (trace, partitioner), which hashes
-         the keys with the vectorized murmur2 over the batch and runs the producer model
+      -> one task per file: partitioners.keytrace_job.read_trace_file reads and validates it
+         (file and row order kept as columns; a file that cannot be read becomes one failure
+         row instead of failing the job)
+      -> rows grouped by trace id
+      -> applyInPandas: partitioners.keytrace_job.score_key_trace per trace, the same entry
+         point ``--engine python`` calls (scores per partitioner, the two-partitioner
+         comparison, or the trace's failure), sent back as one JSON text per trace
+      -> on the driver: outcomes in order of each trace's first record, as one report
 
-The job only distributes: reading, hashing, the producer model and the scores are the
-partitioners package's, so a trace scores the same here as with ``--engine python``.
+The job only lists, groups and collects: reading, hashing, the producer model and the scores
+are the partitioners package's, so a trace scores the same here as with ``--engine python``,
+and a bad file is reported the same way.
 """
 
 from __future__ import annotations
@@ -25,61 +29,141 @@ import pandas as pd
 import pyarrow as pa
 
 from partitioners import keytrace, scoring
+from partitioners.keytrace_job import (
+    Failure,
+    KeyTraceReport,
+    ScoreSettings,
+    TraceOutcome,
+    assemble,
+    read_trace_file,
+    resolve_partitioners,
+    score_key_trace,
+)
 from partitioners.registry import DEFAULT_BATCH_SIZE
 from spark_jobs import files
 from spark_jobs.schemas import spark_ddl
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
 ORDER_COLUMNS = ("file_index", "row_index")
+# a file that could not be read travels as one row: trace_id null, the failure as JSON
+FAILURE_COLUMN = "failure"
+OUTCOME_DDL = "trace_id string, file_index bigint, row_index bigint, outcome string"
+
+
+def _read_schema() -> str:
+    nullable = pa.schema([field.with_nullable(True) for field in keytrace.TRACE_SCHEMA])
+    return spark_ddl(nullable, ("file_index bigint", "row_index bigint", "failure string"))
 
 
 def _read_file(file_index: int, uri: str, content: bytes | None) -> pd.DataFrame:
     with files.readable(uri, content) as (path, source):
-        try:
-            frame = keytrace.read_key_trace(path)
-        except keytrace.InputError as error:
-            raise keytrace.InputError(str(error).replace(path, source)) from None
-    frame = frame.reset_index(drop=True)
+        read = read_trace_file(path, source)
+    if isinstance(read, Failure):
+        frame = pd.DataFrame({name: [None] for name in keytrace.TRACE_COLUMNS})
+        frame[FAILURE_COLUMN] = TraceOutcome(None, scoring.empty_scores(), failure=read).to_json()
+        frame["file_index"] = file_index
+        frame["row_index"] = 0
+        return frame
+    frame = read.reset_index(drop=True)
     frame["file_index"] = file_index
     frame["row_index"] = range(len(frame))
+    frame[FAILURE_COLUMN] = None
     return frame
 
 
-def read_key_traces(spark: SparkSession, paths: Sequence[str]) -> object:
+def list_trace_files(spark: SparkSession, paths: Sequence[str]) -> list[str]:
+    """Key-trace files under ``paths`` in the order ``ktkbase.files.data_files`` gives them
+    (each path's files sorted by path components), so both engines meet traces in the same
+    order."""
+    found: list[str] = []
+    for path in paths:
+        listed = files.list_files(spark, [path], keytrace.KEY_TRACE_SUFFIXES)
+        found.extend(sorted(listed, key=lambda uri: uri.split("/")))
+    return found
+
+
+def read_key_traces(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     """A Spark DataFrame of every record of every key trace under ``paths``, with its file and
-    row position (a trace's records keep their order through the shuffle). Tasks read whole
-    files into Arrow batches: local files in place, remote ones through Spark's binaryFile
-    source."""
-    trace_files = files.list_files(spark, paths, keytrace.KEY_TRACE_SUFFIXES)
+    row position (a trace's records keep their order through the shuffle), and one failure row
+    per file that could not be read. Tasks read whole files: local files in place, remote ones
+    through Spark's binaryFile source."""
+    trace_files = list_trace_files(spark, paths)
+    if not trace_files:
+        raise keytrace.InputError("no key-trace files found", field="TRACE", value=list(paths))
     indexed = {uri: index for index, uri in enumerate(trace_files)}
-    schema = spark_ddl(keytrace.TRACE_SCHEMA, ("file_index bigint", "row_index bigint"))
 
     def read(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
             for uri, content in zip(batch["path"], batch["content"], strict=True):
                 yield _read_file(indexed[uri], uri, content)
 
-    return files.listing(spark, trace_files).mapInPandas(read, schema)
+    return files.listing(spark, trace_files).mapInPandas(read, _read_schema())
 
 
-def score_frame(
-    partitioner: str, records: pd.DataFrame, batch_size: int, linger_ms: int, seed: int
+def score_group(
+    rows: pd.DataFrame, partitioners: Sequence[str], settings: ScoreSettings
 ) -> pd.DataFrame:
-    """The scores of one trace's records (any order) under one partitioner."""
-    ordered = records.sort_values(list(ORDER_COLUMNS), kind="stable").drop(
-        columns=list(ORDER_COLUMNS)
+    """The outcome rows of one group: a trace's records (any order), or the failure rows of
+    files that could not be read (trace id null)."""
+    failed = rows[FAILURE_COLUMN].notna()
+    if failed.any():
+        bad = rows[failed]
+        return pd.DataFrame(
+            {
+                "trace_id": [None] * len(bad),
+                "file_index": bad["file_index"].to_numpy(),
+                "row_index": bad["row_index"].to_numpy(),
+                "outcome": bad[FAILURE_COLUMN].to_numpy(),
+            }
+        )
+    ordered = rows.sort_values(list(ORDER_COLUMNS), kind="stable")
+    first = ordered.iloc[0]
+    records = ordered[list(keytrace.TRACE_COLUMNS)].reset_index(drop=True)
+    outcome = score_key_trace(records, partitioners, settings)
+    return pd.DataFrame(
+        {
+            "trace_id": [outcome.trace_id],
+            "file_index": [int(first["file_index"])],
+            "row_index": [int(first["row_index"])],
+            "outcome": [outcome.to_json()],
+        }
     )
-    return scoring.score_trace(
-        ordered.reset_index(drop=True),
-        partitioner,
-        batch_size=batch_size,
-        linger_ms=linger_ms,
-        seed=seed,
-    )
+
+
+def report(
+    paths: Sequence[str],
+    partitioners: Sequence[str],
+    settings: ScoreSettings | None = None,
+    master: str | None = None,
+    *,
+    spark: SparkSession | None = None,
+    conf: dict[str, str] | None = None,
+) -> KeyTraceReport:
+    """The report ``partitioners.keytrace_job.score_paths`` gives for the same paths: scores
+    (traces in order of first record, partitioners as given), comparisons, failures."""
+    from spark_jobs.session import get_session
+
+    names = resolve_partitioners(partitioners)
+    settings = settings or ScoreSettings()
+    if spark is None:
+        spark = get_session(master=master, conf=conf, app_name="ktk-key-traces")
+    records = read_key_traces(spark, paths)
+
+    def score_udf(rows: pd.DataFrame) -> pd.DataFrame:
+        return score_group(rows, names, settings)
+
+    collected = records.groupBy("trace_id").applyInPandas(score_udf, OUTCOME_DDL).toPandas()
+    collected = collected.sort_values(list(ORDER_COLUMNS), kind="stable")
+    unread = collected["trace_id"].isna()
+    read_failures = [
+        TraceOutcome.from_json(text).failure for text in collected.loc[unread, "outcome"]
+    ]
+    outcomes = [TraceOutcome.from_json(text) for text in collected.loc[~unread, "outcome"]]
+    return assemble(outcomes, [failure for failure in read_failures if failure is not None])
 
 
 def run(
@@ -94,28 +178,13 @@ def run(
     conf: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """Scores of every trace x partitioner, sorted by (trace_id, partitioner), with exactly the
-    columns of ``partitioners.scoring.SCORE_SCHEMA``."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.session import get_session
-
-    if spark is None:
-        spark = get_session(master=master, conf=conf, app_name="ktk-key-traces")
-    records = read_key_traces(spark, paths)
-    names = spark.createDataFrame([(name,) for name in partitioners], "partitioner string")
-
-    def score_udf(key: tuple[str, ...], rows: pd.DataFrame) -> pd.DataFrame:
-        return score_frame(key[1], rows.drop(columns=["partitioner"]), batch_size, linger_ms, seed)
-
-    scores = (
-        records.crossJoin(F.broadcast(names))
-        .groupBy("trace_id", "partitioner")
-        .applyInPandas(score_udf, schema=spark_ddl(scoring.SCORE_SCHEMA))
-    )
-    frame = scores.toPandas()
-    if frame.empty:
-        return scoring.empty_scores()
-    return frame.sort_values(["trace_id", "partitioner"], ignore_index=True)
+    columns of ``partitioners.scoring.SCORE_SCHEMA``; files and traces that could not be scored
+    are logged as warnings and left out (``report`` returns them)."""
+    settings = ScoreSettings(batch_size=batch_size, linger_ms=linger_ms, seed=seed)
+    result = report(paths, partitioners, settings, master, spark=spark, conf=conf)
+    for failure in result.failures:
+        log.warning("skipped: %s", failure.message)
+    return result.scores.sort_values(["trace_id", "partitioner"], ignore_index=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -130,14 +199,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="also write the scores as Parquet here")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.partitioners.split(",") if name.strip()]
-    frame = run(args.traces, names, args.batch_size, args.linger_ms, args.seed, args.master)
+    try:
+        settings = ScoreSettings(
+            batch_size=args.batch_size, linger_ms=args.linger_ms, seed=args.seed
+        )
+        result = report(args.traces, names, settings, args.master)
+    except (keytrace.InputError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    frame = result.scores
     if args.out:
         table = pa.Table.from_pandas(frame, schema=scoring.SCORE_SCHEMA, preserve_index=False)
         import pyarrow.parquet as pq
 
         pq.write_table(table, args.out)
     print(frame.to_string(index=False))
-    return 0
+    for comparison in result.comparisons:
+        print(
+            f"{comparison.trace_id}: {comparison.keys_differing} of {comparison.keyed_keys} keys "
+            f"({comparison.records_differing} records) differ under {comparison.partitioner_a} "
+            f"and {comparison.partitioner_b}"
+        )
+    for failure in result.failures:
+        print(f"error: {failure.message} (skipped)", file=sys.stderr)
+    return 1 if result.failures else 0
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Three forms share the verb: `ktk partition KEY... --partitions N` (the default, 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,7 +14,16 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from ktk.console import escape, fail, out, reported_errors, warn
+from ktk.console import (
+    EXIT_BAD_INPUT,
+    err,
+    escape,
+    fail,
+    is_interactive,
+    out,
+    reported_errors,
+    warn,
+)
 
 DEFAULT_PARTITIONER = "java-builtin"
 SUBCOMMANDS = ("keys", "score", "remap")
@@ -37,31 +47,47 @@ partition_app = typer.Typer(
 )
 
 
-def _read_keys(keys: list[str], use_hex: bool) -> list[tuple[str, bytes]]:
-    """(as typed, bytes) per key; `-` reads one key per line from stdin (blank lines skipped)."""
+def _read_keys(keys: list[str], use_hex: bool) -> list[tuple[bytes, bytes]]:
+    """(as typed, key bytes) per key; `-` reads one key per line from stdin (blank lines
+    skipped). Keys are bytes: a command-line key is the bytes the shell passed (the UTF-8 of
+    the text, or non-UTF-8 bytes as they were), a stdin key the bytes of its line; both are
+    printed back exactly as given."""
     if keys == ["-"]:
-        typed = [line.rstrip("\r\n") for line in sys.stdin]
-        typed = [line for line in typed if line]
+        stream = getattr(sys.stdin, "buffer", None)
+        data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+        typed = [line for line in data.splitlines() if line]
     elif "-" in keys:
         raise fail("`-` (read keys from stdin) cannot be mixed with keys on the command line")
     else:
-        typed = list(keys)
+        typed = [_argument_bytes(text) for text in keys]
     if not typed:
         raise fail("no keys: give KEY... or `-` to read keys from stdin, one per line")
+    if not use_hex:
+        return [(text, text) for text in typed]
     decoded = []
     for text in typed:
-        if use_hex:
-            try:
-                decoded.append((text, bytes.fromhex(text)))
-            except ValueError:
-                raise fail(f"key is not valid hex (got {text!r})") from None
-        else:
-            decoded.append((text, text.encode("utf-8")))
+        try:
+            decoded.append((text, bytes.fromhex(text.decode("ascii"))))
+        except ValueError:
+            shown = text.decode("utf-8", "backslashreplace")
+            raise fail(f"key is not valid hex (got {shown!r})") from None
     return decoded
 
 
+def _argument_bytes(text: str) -> bytes:
+    """The bytes of a command-line argument as the shell passed them."""
+    try:
+        return os.fsencode(text)
+    except UnicodeEncodeError:
+        raise fail(f"key is not text that can be written as bytes (got {text!r})") from None
+
+
 def _check_partitions(option: str, value: int) -> None:
-    if value <= 0:
+    from partitioners.limits import MAX_PARTITIONS
+
+    if not 0 < value <= MAX_PARTITIONS:
+        if value > MAX_PARTITIONS:
+            raise fail(f"{option} must be at most {MAX_PARTITIONS:,} (got {value})")
         raise fail(f"{option} must be > 0 (got {value})")
 
 
@@ -75,9 +101,11 @@ def _partitions_of(name: str, keys: list[bytes], num_partitions: int) -> list[in
     return partitions
 
 
-def _tsv(cells: list[str]) -> None:
-    """One tab-separated line, verbatim (rich would expand the tabs)."""
-    typer.echo("\t".join(cells))
+def _tsv(cells: list[str], typed: bytes | None = None) -> None:
+    """One tab-separated line, verbatim (rich would expand the tabs); ``typed`` (a key as
+    given, bytes) goes first, written as the bytes it is."""
+    line = "\t".join(cells).encode("utf-8")
+    typer.echo(line if typed is None else typed + (b"\t" + line if cells else b""))
 
 
 def _cell(partition: int) -> str:
@@ -110,10 +138,10 @@ def keys_command(
         chosen = _partitions_of(partitioner, raw, partitions)
         other = _partitions_of(compare, raw, partitions) if compare else None
     for index, (typed, _) in enumerate(decoded):
-        cells = [typed, _cell(chosen[index])]
+        cells = [_cell(chosen[index])]
         if other is not None:
             cells.append(_cell(other[index]))
-        _tsv(cells)
+        _tsv(cells, typed)
 
 
 @partition_app.command("remap")
@@ -141,7 +169,7 @@ def remap_command(
         moves = old < 0 or new < 0 or old != new
         moved += moves
         verdict = "moves" if moves else "stays"
-        _tsv([typed, _cell(old), _cell(new), verdict])
+        _tsv([_cell(old), _cell(new), verdict], typed)
     out.print(
         f"{moved} of {len(decoded)} keys change partition going from {from_partitions} to "
         f"{to_partitions} partitions ({escape(partitioner)})"
@@ -151,7 +179,12 @@ def remap_command(
 @partition_app.command("score")
 def score_command(
     traces: Annotated[
-        list[Path], typer.Argument(metavar="TRACE", help="Key traces (JSON Lines or Parquet).")
+        list[str],
+        typer.Argument(
+            metavar="TRACE",
+            help="Key traces (JSON Lines or Parquet files, directories); `-` reads JSON Lines "
+            "from stdin.",
+        ),
     ],
     partitioners: Annotated[
         str, typer.Option("--partitioners", "-p", help="Comma-separated partitioner names.")
@@ -164,77 +197,74 @@ def score_command(
         str | None, typer.Option("--master", help="Spark master (spark engine only).")
     ] = None,
 ) -> None:
-    """Score key traces under each partitioner (producer model) and print a table."""
+    """Score key traces under each partitioner (producer model) and print a table.
+
+    A file or trace that cannot be scored is reported on one line and skipped; the others are
+    still scored (exit 1 then; exit 2 when nothing could be scored)."""
+    from partitioners.limits import MAX_INT32, MAX_INT64, MIN_INT64
+
     names = [name.strip() for name in partitioners.split(",") if name.strip()]
     if not names:
         raise fail("--partitioners needs at least one name")
-    if batch_size <= 0:
-        raise fail(f"--batch-size must be > 0 (got {batch_size})")
-    if linger_ms < 0:
-        raise fail(f"--linger-ms must be >= 0 (got {linger_ms})")
+    _check_range("--batch-size", batch_size, 1, MAX_INT32)
+    _check_range("--linger-ms", linger_ms, 0, MAX_INT32)
+    _check_range("--seed", seed, MIN_INT64, MAX_INT64)
     if engine not in ("python", "spark"):
         raise fail(f"--engine must be python or spark (got {engine!r})")
-    from partitioners.registry import canonical
+    if "-" in traces and engine == "spark":
+        raise fail("`-` (read a trace from stdin) needs --engine python")
+    from partitioners.keytrace_job import ScoreSettings, resolve_partitioners
 
     with reported_errors():
-        names = [canonical(name) for name in names]
+        names = list(resolve_partitioners(names))
+        settings = ScoreSettings(batch_size=batch_size, linger_ms=linger_ms, seed=seed)
         if engine == "spark":
-            scores = _spark_scores(traces, names, batch_size, linger_ms, seed, master)
-            comparisons = None
+            report = _spark_report(traces, names, settings, master)
         else:
-            scores, comparisons = _python_scores(traces, names, batch_size, linger_ms, seed)
-    _print_scores(scores)
-    if comparisons is not None:
-        _print_disagreement(comparisons, names)
+            report = _python_report(traces, names, settings)
+    if len(report.scores):
+        _print_scores(report.scores)
+        _print_disagreement(report.comparisons)
+    for failure in report.failures:
+        fail(f"{failure.message} (skipped)" if len(report.scores) else failure.message)
+    if report.failures:
+        raise typer.Exit(1 if len(report.scores) else EXIT_BAD_INPUT)
 
 
-def _python_scores(
-    paths: list[Path], names: list[str], batch_size: int, linger_ms: int, seed: int
-) -> tuple[Any, list[tuple[str, Any, int]] | None]:
-    """Scores, and for two partitioners (trace id, disagreement, keyed key count) per trace."""
-    import pandas as pd
-
-    from partitioners.errors import InputError
-    from partitioners.keytrace import key_trace_files, read_key_trace
-    from partitioners.scoring import empty_scores, keyed_key_count, score_pair, score_traces
-
-    # a trace's records may be spread over files: score the concatenation, as Spark does
-    frames = [read_key_trace(path) for path in key_trace_files(paths)]
-    if not frames:
-        raise InputError("no key-trace files found", field="TRACE", value=[str(p) for p in paths])
-    records = pd.concat(frames, ignore_index=True)
-    settings = {"batch_size": batch_size, "linger_ms": linger_ms, "seed": seed}
-    if len(names) != 2:
-        return score_traces(records, names, **settings), None
-    # scores and disagreement from the same model runs
-    rows = []
-    comparisons = []
-    for trace_id, trace in records.groupby("trace_id", sort=False):
-        scores, differing = score_pair(trace, names[0], names[1], **settings)
-        rows.append(scores)
-        comparisons.append((str(trace_id), differing, keyed_key_count(trace)))
-    scores = pd.concat(rows, ignore_index=True) if rows else empty_scores()
-    return scores, comparisons
+def _check_range(option: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise fail(f"{option} must be in [{low}, {high}] (got {value})")
 
 
-def _spark_scores(
-    paths: list[Path],
-    names: list[str],
-    batch_size: int,
-    linger_ms: int,
-    seed: int,
-    master: str | None,
-) -> Any:
+def _python_report(paths: list[str], names: list[str], settings: Any) -> Any:
+    from partitioners.keytrace_job import score_paths
+
+    stdin = sys.stdin.buffer if "-" in paths else None
+    if not is_interactive():
+        return score_paths(paths, names, settings, stdin=stdin)
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                label = "reading key traces" if stage == "read" else "scoring traces"
+                tasks[stage] = bar.add_task(label, total=total)
+            bar.update(tasks[stage], completed=done)
+
+        return score_paths(paths, names, settings, progress, stdin=stdin)
+
+
+def _spark_report(paths: list[str], names: list[str], settings: Any, master: str | None) -> Any:
     for path in paths:
-        if not path.exists():
-            raise FileNotFoundError(2, "No such file or directory", str(path))
+        if not Path(path).exists() and "://" not in path:
+            raise FileNotFoundError(2, "No such file or directory", path)
     try:
         from spark_jobs import score_key_traces
     except ModuleNotFoundError:
         raise fail("the spark engine is not available (spark_jobs.score_key_traces)") from None
-    return score_key_traces.run(
-        [str(path) for path in paths], names, batch_size, linger_ms, seed, master
-    )
+    return score_key_traces.report(paths, names, settings, master)
 
 
 def _print_scores(scores: Any) -> None:
@@ -280,14 +310,12 @@ def _print_scores(scores: Any) -> None:
     )
 
 
-def _print_disagreement(comparisons: list[tuple[str, Any, int]], names: list[str]) -> None:
-    first, second = names
-    for trace_id, differing, keyed_keys in comparisons:
-        keys = differing["key"].nunique() if len(differing) else 0
-        records = int(differing["records"].sum()) if len(differing) else 0
+def _print_disagreement(comparisons: Any) -> None:
+    for comparison in comparisons:
         out.print(
-            f"{escape(trace_id)}: {keys} of {keyed_keys} keys "
-            f"({records} records) land on different partitions under {first} and {second}"
+            f"{escape(comparison.trace_id)}: {comparison.keys_differing} of "
+            f"{comparison.keyed_keys} keys ({comparison.records_differing} records) land on "
+            f"different partitions under {comparison.partitioner_a} and {comparison.partitioner_b}"
         )
 
 
