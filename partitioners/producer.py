@@ -179,9 +179,9 @@ class Records:
             length = len(getattr(self, field_name))
             if length != count:
                 raise InputError(
-                    f"must hold one entry per record ({count} topics)",
+                    f"must hold one entry per record ({count}); entries",
                     field=f"Records.{field_name}",
-                    value=f"{length} entries",
+                    value=length,
                 )
         counts = self.num_partitions
         for field_name, values, low, high in (

@@ -69,6 +69,16 @@ def test_a_key_ignoring_partitioner_prints_a_dash_and_warns():
         (("--hex", "zz", "-n", "3"), "key is not valid hex (got 'zz')"),
         (("k", "-n", "3", "-p", "java-magic"), "unknown partitioner"),
         (("remap", "--from", "0", "--to", "4", "k"), "--from must be > 0"),
+        (("k", "-n", "1000001"), "--partitions must be at most 1,000,000 (got 1000001)"),
+        (("k", "-n", str(10**30)), "--partitions must be at most 1,000,000"),
+        (("remap", "--from", "3", "--to", "1000000000", "k"), "--to must be at most 1,000,000"),
+        (("k", "-n", "3", "\ud800"), "key is not text that can be written as bytes"),
+        (("score", str(EXAMPLE_TRACE), "--batch-size", "0"), "--batch-size must be in [1, "),
+        (("score", str(EXAMPLE_TRACE), "--batch-size", "-1"), "--batch-size must be in [1, "),
+        (("score", str(EXAMPLE_TRACE), "--linger-ms", "-5"), "--linger-ms must be in [0, "),
+        (("score", str(EXAMPLE_TRACE), "--seed", str(2**63)), "--seed must be in ["),
+        (("score", str(EXAMPLE_TRACE), "-p", " , "), "--partitioners needs at least one name"),
+        (("score", "-", "--engine", "spark"), "needs --engine python"),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(args, message):
@@ -120,20 +130,16 @@ def test_score_of_a_missing_file_fails_in_one_line(tmp_path: Path):
 
 
 def test_spark_engine_hands_paths_and_settings_to_the_spark_job(monkeypatch):
-    from partitioners.keytrace import read_key_trace
-    from partitioners.scoring import score_traces
+    from partitioners.keytrace_job import score_paths
 
     calls = []
 
-    def run(paths, partitioners, batch_size, linger_ms, seed, master):
-        calls.append((paths, partitioners, batch_size, linger_ms, seed, master))
-        frame = read_key_trace(paths[0])
-        return score_traces(
-            frame, partitioners, batch_size=batch_size, linger_ms=linger_ms, seed=seed
-        )
+    def report(paths, partitioners, settings, master):
+        calls.append((paths, partitioners, settings, master))
+        return score_paths(paths, partitioners, settings)
 
     job = types.ModuleType("spark_jobs.score_key_traces")
-    job.run = run
+    job.report = report
     monkeypatch.setitem(sys.modules, "spark_jobs.score_key_traces", job)
     import spark_jobs
 
@@ -153,7 +159,9 @@ def test_spark_engine_hands_paths_and_settings_to_the_spark_job(monkeypatch):
         "local[1]",
     )
     assert outcome.exit_code == 0, outcome.output
-    assert calls == [([str(EXAMPLE_TRACE)], ["java-sticky"], 8192, 2, 0, "local[1]")]
+    from partitioners.keytrace_job import ScoreSettings
+
+    assert calls == [([str(EXAMPLE_TRACE)], ["java-sticky"], ScoreSettings(8192, 2, 0), "local[1]")]
     assert "clickstream-2024-06-11" in outcome.stdout
 
 
@@ -195,3 +203,92 @@ def test_score_of_a_directory_without_key_traces_is_an_input_error(tmp_path) -> 
     result = CliRunner().invoke(app, ["partition", "score", str(tmp_path)])
     assert result.exit_code == 2
     assert "no key-trace files found" in result.output
+
+
+def _jsonl(trace_id: str, num_partitions: int = 4, count: int = 3) -> str:
+    import base64
+    import json
+
+    return "".join(
+        json.dumps(
+            {
+                "trace_id": trace_id,
+                "timestamp_ms": index,
+                "topic": "orders",
+                "num_partitions": num_partitions,
+                "key": base64.b64encode(f"k{index}".encode()).decode(),
+                "value_bytes": 10,
+                "partition": None,
+            }
+        )
+        + "\n"
+        for index in range(count)
+    )
+
+
+def test_a_bad_file_in_a_batch_is_reported_and_skipped_and_the_rest_scores(tmp_path: Path):
+    (tmp_path / "a.jsonl").write_text(_jsonl("good"))
+    (tmp_path / "b.jsonl").write_text(_jsonl("good-too") + "{broken\n")
+    (tmp_path / "c.parquet").write_bytes(b"PAR1 not parquet")
+    outcome = invoke("score", str(tmp_path), "-p", "java-builtin")
+    assert outcome.exit_code == 1
+    assert "good" in outcome.stdout and "good-too" not in outcome.stdout
+    errors = outcome.stderr.strip().splitlines()
+    assert len(errors) == 2
+    assert errors[0].startswith(f"error: {tmp_path / 'b.jsonl'}:4: not valid JSON")
+    assert errors[0].endswith("(skipped)")
+    assert errors[1].startswith(f"error: {tmp_path / 'c.parquet'}: not a readable Parquet file")
+    assert "Traceback" not in outcome.output
+
+
+def test_a_single_bad_file_is_one_error_line_and_exit_2(tmp_path: Path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(_jsonl("t", num_partitions=10**9))
+    outcome = invoke("score", str(path))
+    assert outcome.exit_code == 2
+    assert outcome.stderr.strip().splitlines() == [
+        f"error: {path}:1: num_partitions: must be an integer in [1, 1000000] (got 1000000000)"
+    ]
+    assert outcome.stdout == ""
+
+
+def test_score_reads_a_trace_from_stdin():
+    piped = invoke("score", "-", "-p", "java-builtin", stdin=EXAMPLE_TRACE.read_text())
+    from_file = invoke("score", str(EXAMPLE_TRACE), "-p", "java-builtin")
+    assert piped.exit_code == from_file.exit_code == 0, piped.output
+    assert piped.stdout == from_file.stdout
+
+
+def test_a_bad_trace_on_stdin_names_stdin_and_its_line():
+    outcome = invoke("score", "-", stdin=_jsonl("t") + '{"trace_id": 1}\n')
+    assert outcome.exit_code == 2
+    assert outcome.stderr.startswith("error: <stdin>:4: timestamp_ms, topic, num_partitions")
+
+
+def test_stdin_keys_are_bytes_and_print_back_as_given():
+    from partitioners.keyed import java_partition_for_key
+
+    key = b"caf\xe9-\x00-\xff"
+    outcome = CliRunner().invoke(app, ["partition", "-", "-n", "15"], input=key + b"\n")
+    assert outcome.exit_code == 0, outcome.output
+    assert outcome.stdout_bytes == key + f"\t{java_partition_for_key(key, 15)}\n".encode()
+
+
+def test_non_utf8_command_line_keys_are_the_bytes_the_shell_passed():
+    import os
+
+    from partitioners.keyed import java_partition_for_key
+
+    key = b"k\xff"
+    outcome = invoke(os.fsdecode(key), "-n", "15")
+    assert outcome.exit_code == 0, outcome.output
+    assert outcome.stdout_bytes == key + f"\t{java_partition_for_key(key, 15)}\n".encode()
+
+
+def test_two_partitioners_on_the_python_engine_print_the_disagreement_after_the_table():
+    outcome = invoke("score", str(EXAMPLE_TRACE), "-p", "java-builtin,librdkafka-murmur2_random")
+    assert outcome.exit_code == 0
+    assert outcome.stdout.strip().splitlines()[-1] == (
+        "clickstream-2024-06-11: 0 of 61 keys (0 records) land on different partitions under "
+        "java-builtin and librdkafka-murmur2_random"
+    )

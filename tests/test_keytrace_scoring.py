@@ -302,3 +302,116 @@ def test_score_pair_equals_two_scores_and_their_disagreement():
     pd.testing.assert_frame_equal(scores, pd.concat(separate, ignore_index=True))
     pd.testing.assert_frame_equal(differing, disagreement(trace, *names, linger_ms=0, seed=3))
     assert len(differing) > 0
+
+
+def _trace_dir(root: Path) -> Path:
+    """Two traces spread over nested files, plus entries every lister must skip and one bad
+    file."""
+    lines = EXAMPLE_TRACE.read_text().splitlines()
+    half = len(lines) // 2
+    (root / "nested").mkdir(parents=True)
+    (root / "a-b").mkdir()
+    (root / "a.jsonl").write_text("\n".join(lines[:half]) + "\n")
+    (root / "nested" / "b.jsonl").write_text("\n".join(lines[half:]) + "\n")
+    (root / "a-b" / "c.jsonl").write_text(_row(trace_id="third") + "\n")
+    for skipped in ("_underscore", ".hidden"):
+        (root / skipped).mkdir()
+        (root / skipped / "x.jsonl").write_text(_row(trace_id=f"from-{skipped}") + "\n")
+    (root / "_SUCCESS").write_text("")
+    (root / "bad.jsonl").write_text(_row() + "\n" + _row(num_partitions=0) + "\n")
+    return root
+
+
+def test_score_paths_skips_hidden_entries_reports_bad_files_and_keeps_first_seen_order(tmp_path):
+    from partitioners.keytrace_job import ScoreSettings, score_paths
+
+    root = _trace_dir(tmp_path / "traces")
+    steps = []
+    report = score_paths(
+        [root], ["java-builtin"], ScoreSettings(seed=1), lambda *step: steps.append(step)
+    )
+    # files in path-component order ("a-b/" before "a.jsonl"), traces by their first record
+    assert report.scores["trace_id"].tolist() == [
+        "third",
+        "orders-2024-06-11",
+        "clickstream-2024-06-11",
+    ]
+    assert [failure.message for failure in report.failures] == [
+        f"{root / 'bad.jsonl'}:2: num_partitions: must be an integer in [1, 1000000] (got 0)"
+    ]
+    assert steps[:4] == [("read", 1, 4), ("read", 2, 4), ("read", 3, 4), ("read", 4, 4)]
+    assert steps[-1] == ("score", 3, 3)
+
+
+def test_trace_outcome_json_round_trips_scores_comparison_and_failure():
+    from partitioners.keytrace_job import ScoreSettings, TraceOutcome, score_key_trace
+
+    trace = read_key_trace(EXAMPLE_TRACE)
+    clicks = trace[trace["trace_id"] == "clickstream-2024-06-11"].reset_index(drop=True)
+    outcome = score_key_trace(clicks, ["java-builtin", "librdkafka-default"], ScoreSettings())
+    again = TraceOutcome.from_json(outcome.to_json())
+    schema = SCORE_SCHEMA
+    assert pa.Table.from_pandas(again.scores, schema=schema, preserve_index=False).equals(
+        pa.Table.from_pandas(outcome.scores, schema=schema, preserve_index=False)
+    )
+    assert again.comparison == outcome.comparison and again.comparison.keys_differing > 0
+    failed = score_key_trace(clicks.assign(value_bytes=-1), ["java-builtin"], ScoreSettings())
+    assert TraceOutcome.from_json(failed.to_json()).failure == failed.failure
+    assert failed.failure.trace_id == "clickstream-2024-06-11"
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"batch_size": 0}, "ScoreSettings.batch_size"),
+        ({"linger_ms": -5}, "ScoreSettings.linger_ms"),
+        ({"seed": 2**63}, "ScoreSettings.seed"),
+    ],
+)
+def test_score_settings_refuse_out_of_range_values(settings, field):
+    from partitioners.keytrace_job import ScoreSettings
+
+    with pytest.raises(InputError, match=field):
+        ScoreSettings(**settings)
+
+
+@pytest.mark.spark
+def test_both_engines_give_the_same_report_for_hidden_entries_and_a_bad_file(spark, tmp_path):
+    from partitioners.keytrace_job import ScoreSettings, score_paths
+    from spark_jobs import score_key_traces
+
+    root = _trace_dir(tmp_path / "traces")
+    names = ["java-builtin", "librdkafka-default"]
+    settings = ScoreSettings(linger_ms=0, seed=4)
+    python = score_paths([str(root)], names, settings)
+    on_spark = score_key_traces.report([str(root)], names, settings, spark=spark)
+    tables = [
+        pa.Table.from_pandas(r.scores, schema=SCORE_SCHEMA, preserve_index=False)
+        for r in (python, on_spark)
+    ]
+    assert tables[0].equals(tables[1]) and tables[0].num_rows == 6
+    assert python.comparisons == on_spark.comparisons and len(python.comparisons) == 3
+    assert python.failures == on_spark.failures and len(python.failures) == 1
+
+
+@pytest.mark.spark
+def test_both_engines_print_the_same_lines_and_exit_code_on_the_command_line(spark, tmp_path):
+    from typer.testing import CliRunner
+
+    from ktk.cli import app
+
+    root = _trace_dir(tmp_path / "traces")
+    outcomes = [
+        CliRunner().invoke(
+            app,
+            ["partition", "score", str(root), "-p", "java-builtin,librdkafka-default", *extra],
+        )
+        for extra in ([], ["--engine", "spark"])
+    ]
+    python, on_spark = outcomes
+    assert python.exit_code == on_spark.exit_code == 1
+    assert python.stdout == on_spark.stdout
+    assert "land on different partitions" in on_spark.stdout
+    assert python.stderr == on_spark.stderr
+    assert python.stderr.startswith(f"error: {root / 'bad.jsonl'}:2: num_partitions")
+    assert "Traceback" not in python.output + on_spark.output

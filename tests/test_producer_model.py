@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from partitioners.base import LoadStats, TopicMetadata
+from partitioners.errors import InputError
 from partitioners.producer import (
     Broker,
     ClusterModel,
@@ -16,7 +20,7 @@ from partitioners.producer import (
     Records,
     simulate,
 )
-from partitioners.registry import create, names
+from partitioners.registry import Settings, create, names
 
 # KIP-794's test: 3 brokers, one partition each, broker 0 answers 20 ms late; 512-byte records
 # at 2 per millisecond, linger.ms=0 (the default before Kafka 4.0)
@@ -179,3 +183,72 @@ def test_every_record_lands_once_in_range_and_batches_respect_batch_size(
     for batch in run.batches:
         sent[batch.partition] += batch.records
     assert (per_partition == sent).all()
+
+
+@pytest.mark.parametrize(
+    ("make", "field", "value"),
+    [
+        (lambda: ProducerConfig(batch_size=0), "ProducerConfig.batch_size", "0"),
+        (lambda: ProducerConfig(batch_size=-1), "ProducerConfig.batch_size", "-1"),
+        (lambda: ProducerConfig(linger_ms=-5), "ProducerConfig.linger_ms", "-5"),
+        (lambda: ProducerConfig(max_request_size=0), "ProducerConfig.max_request_size", "0"),
+        (lambda: ProducerConfig(batch_size=2**31), "ProducerConfig.batch_size", "2147483648"),
+        (lambda: ProducerConfig(batch_size=True), "ProducerConfig.batch_size", "True"),
+        (
+            lambda: ProducerConfig(partition_availability_timeout_ms=-1),
+            "ProducerConfig.partition_availability_timeout_ms",
+            "-1",
+        ),
+        (lambda: ProducerConfig(adaptive_partitioning=1), "adaptive_partitioning", "1"),
+        (lambda: Broker(0, latency_ms=-1), "Broker.latency_ms", "-1"),
+        (lambda: Broker(0, bytes_per_ms=0.0), "Broker.bytes_per_ms", "0.0"),
+        (lambda: Broker(0, bytes_per_ms=math.inf), "Broker.bytes_per_ms", "inf"),
+        (lambda: Broker(0, records_per_ms=math.nan), "Broker.records_per_ms", "nan"),
+        (lambda: Broker(-1), "Broker.broker_id", "-1"),
+        (lambda: Outage(0, start_ms=-3), "Outage.start_ms", "-3"),
+        (lambda: Outage(0, start_ms=10, end_ms=5), "Outage.end_ms", "5"),
+        (lambda: ClusterModel(brokers=()), "ClusterModel.brokers", "()"),
+        (lambda: ClusterModel(brokers=(Broker(1), Broker(1))), "ClusterModel.brokers", "[1, 1]"),
+        (lambda: ClusterModel(outages=(Outage(7, 0),)), "ClusterModel.outages", "Outage"),
+        (lambda: TopicMetadata(0, ()), "TopicMetadata.num_partitions", "0"),
+        (lambda: TopicMetadata(10**9, ()), "TopicMetadata.num_partitions", "1000000000"),
+        (lambda: TopicMetadata(3, (0, 3)), "TopicMetadata.available_partitions", "(0, 3)"),
+        (lambda: LoadStats((1, -1), (0, 1), False), "LoadStats.queue_sizes", "-1"),
+        (lambda: Settings(batch_size=0), "Settings.batch_size", "0"),
+        (lambda: Settings(sticky_linger_ms=-1), "Settings.sticky_linger_ms", "-1"),
+        (
+            lambda: Records.build(["t"], [b"k"], [-1], [0], [3]),
+            "Records.value_bytes",
+            "-1",
+        ),
+        (
+            lambda: Records.build(["t"], [b"k"], [1], [0], [10**7]),
+            "Records.num_partitions",
+            "10000000",
+        ),
+        (
+            lambda: Records.build(["t"], [b"k"], [1], [0], [3], [3]),
+            "Records.explicit_partitions",
+            "3",
+        ),
+        (
+            lambda: Records.build(["t", "t"], [b"k"], [1, 1], [0, 1], [3, 3]),
+            "Records.keys",
+            "1",
+        ),
+    ],
+)
+def test_config_and_value_objects_refuse_out_of_range_fields_naming_field_and_value(
+    make, field, value
+):
+    with pytest.raises(InputError) as error:
+        make()
+    assert field in str(error.value)
+    assert f"(got {value}" in str(error.value)
+
+
+def test_producer_config_defaults_and_edge_values_are_accepted():
+    assert ProducerConfig(batch_size=1, linger_ms=0).batch_size == 1
+    assert ProducerConfig(batch_size=2**31 - 1).batch_size == 2**31 - 1
+    assert Broker(0, records_per_ms=math.inf).records_per_ms == math.inf
+    assert TopicMetadata.all_available(1_000_000).num_partitions == 1_000_000
