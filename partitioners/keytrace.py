@@ -25,9 +25,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -108,19 +109,19 @@ def read_key_trace(path: str | Path, source: str | None = None) -> pd.DataFrame:
         with gzip.open(path, "rb") as compressed:
             try:
                 return read_jsonl_stream(compressed, source)
-            except (OSError, EOFError) as error:
+            except (OSError, EOFError, zlib.error) as error:
                 raise InputError(f"not a readable gzip file: {error}", source=source) from None
     with path.open("rb") as raw:
         return read_jsonl_stream(raw, source)
 
 
-def read_jsonl_stream(stream: IO[bytes], source: str = STDIN_SOURCE) -> pd.DataFrame:
+def read_jsonl_stream(stream: Iterable[bytes], source: str = STDIN_SOURCE) -> pd.DataFrame:
     """JSON Lines from a binary stream (a file, or standard input), each line decoded as UTF-8
     on its own so that a bad byte names its line."""
     return parse_jsonl_lines(_decoded_lines(stream, source), source=source)
 
 
-def _decoded_lines(stream: IO[bytes], source: str) -> Iterator[str]:
+def _decoded_lines(stream: Iterable[bytes], source: str) -> Iterator[str]:
     for line_number, raw in enumerate(stream, start=1):
         try:
             yield raw.decode("utf-8")

@@ -173,14 +173,12 @@ def score_key_trace(
     names = resolve_partitioners(partitioners)
     trace_ids = pd.unique(rows["trace_id"]) if "trace_id" in rows.columns else []
     trace_id = str(trace_ids[0]) if len(trace_ids) == 1 else None
-    options = {
-        "batch_size": settings.batch_size,
-        "linger_ms": settings.linger_ms,
-        "seed": settings.seed,
-    }
+    batch_size, linger_ms, seed = settings.batch_size, settings.linger_ms, settings.seed
     try:
         if len(names) == 2:
-            scores, differing = score_pair(rows, names[0], names[1], **options)
+            scores, differing = score_pair(
+                rows, names[0], names[1], batch_size=batch_size, linger_ms=linger_ms, seed=seed
+            )
             comparison = Comparison(
                 str(scores["trace_id"].iloc[0]),
                 names[0],
@@ -191,7 +189,11 @@ def score_key_trace(
             )
             return TraceOutcome(comparison.trace_id, scores, comparison)
         scores = pd.concat(
-            [score_trace(rows, name, **options) for name in names], ignore_index=True
+            [
+                score_trace(rows, name, batch_size=batch_size, linger_ms=linger_ms, seed=seed)
+                for name in names
+            ],
+            ignore_index=True,
         )
         return TraceOutcome(str(scores["trace_id"].iloc[0]), scores)
     except InputError as error:
