@@ -23,7 +23,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 import pyarrow as pa
@@ -64,9 +64,9 @@ def _read_file(file_index: int, uri: str, content: bytes | None) -> pd.DataFrame
         read = read_trace_file(path, source)
     if isinstance(read, Failure):
         frame = pd.DataFrame({name: [None] for name in keytrace.TRACE_COLUMNS})
-        frame[FAILURE_COLUMN] = TraceOutcome(None, scoring.empty_scores(), failure=read).to_json()
         frame["file_index"] = file_index
         frame["row_index"] = 0
+        frame[FAILURE_COLUMN] = TraceOutcome(None, scoring.empty_scores(), failure=read).to_json()
         return frame
     frame = read.reset_index(drop=True)
     frame["file_index"] = file_index
@@ -156,8 +156,10 @@ def report(
     def score_udf(rows: pd.DataFrame) -> pd.DataFrame:
         return score_group(rows, names, settings)
 
-    collected = records.groupBy("trace_id").applyInPandas(score_udf, OUTCOME_DDL).toPandas()
-    collected = collected.sort_values(list(ORDER_COLUMNS), kind="stable")
+    scored = records.groupBy("trace_id").applyInPandas(score_udf, OUTCOME_DDL)
+    collected = cast(pd.DataFrame, scored.toPandas()).sort_values(
+        list(ORDER_COLUMNS), kind="stable"
+    )
     unread = collected["trace_id"].isna()
     read_failures = [
         TraceOutcome.from_json(text).failure for text in collected.loc[unread, "outcome"]

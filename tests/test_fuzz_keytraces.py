@@ -104,9 +104,11 @@ def mutated_jsonl(draw: st.DrawFn) -> bytes:
         raw_token = None
         for _ in range(draw(st.integers(min_value=0, max_value=2))):
             field = draw(st.sampled_from((*FIELDS, "extra")))
-            action = draw(st.sampled_from(("value", "value", "raw", "drop")))
+            action = draw(st.sampled_from(("value", "text", "raw", "drop")))
             if action == "drop":
                 record.pop(field, None)
+            elif action == "text":
+                record[field] = draw(hostile_text)
             elif action == "raw":
                 raw_token = draw(st.sampled_from(RAW_TOKENS))
                 record[field] = PLACEHOLDER

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -24,6 +24,11 @@ from ktk.console import (
     reported_errors,
     warn,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from partitioners.keytrace_job import Comparison, KeyTraceReport, ScoreSettings
 
 DEFAULT_PARTITIONER = "java-builtin"
 SUBCOMMANDS = ("keys", "score", "remap")
@@ -105,7 +110,7 @@ def _tsv(cells: list[str], typed: bytes | None = None) -> None:
     """One tab-separated line, verbatim (rich would expand the tabs); ``typed`` (a key as
     given, bytes) goes first, written as the bytes it is."""
     line = "\t".join(cells).encode("utf-8")
-    typer.echo(line if typed is None else typed + (b"\t" + line if cells else b""))
+    typer.echo(line if typed is None else typed + b"\t" + line)
 
 
 def _cell(partition: int) -> str:
@@ -226,6 +231,7 @@ def score_command(
         _print_scores(report.scores)
         _print_disagreement(report.comparisons)
     for failure in report.failures:
+        # one error line each; the exit status follows once all are printed
         fail(f"{failure.message} (skipped)" if len(report.scores) else failure.message)
     if report.failures:
         raise typer.Exit(1 if len(report.scores) else EXIT_BAD_INPUT)
@@ -236,7 +242,7 @@ def _check_range(option: str, value: int, low: int, high: int) -> None:
         raise fail(f"{option} must be in [{low}, {high}] (got {value})")
 
 
-def _python_report(paths: list[str], names: list[str], settings: Any) -> Any:
+def _python_report(paths: list[str], names: list[str], settings: ScoreSettings) -> KeyTraceReport:
     from partitioners.keytrace_job import score_paths
 
     stdin = sys.stdin.buffer if "-" in paths else None
@@ -256,7 +262,9 @@ def _python_report(paths: list[str], names: list[str], settings: Any) -> Any:
         return score_paths(paths, names, settings, progress, stdin=stdin)
 
 
-def _spark_report(paths: list[str], names: list[str], settings: Any, master: str | None) -> Any:
+def _spark_report(
+    paths: list[str], names: list[str], settings: ScoreSettings, master: str | None
+) -> KeyTraceReport:
     for path in paths:
         if not Path(path).exists() and "://" not in path:
             raise FileNotFoundError(2, "No such file or directory", path)
@@ -310,7 +318,7 @@ def _print_scores(scores: Any) -> None:
     )
 
 
-def _print_disagreement(comparisons: Any) -> None:
+def _print_disagreement(comparisons: Sequence[Comparison]) -> None:
     for comparison in comparisons:
         out.print(
             f"{escape(comparison.trace_id)}: {comparison.keys_differing} of "
