@@ -325,7 +325,12 @@ def normalize_frame(
 
     for field in ("trace_id", "topic"):
         values = frame[field]
-        problems = {value: text_problem(field, value) for value in _distinct(values)}
+        # few distinct ids and topics: check each once
+        problems: dict[Any, str | None] = {}
+        for value in values:
+            key = _hashable(value)
+            if key not in problems:
+                problems[key] = text_problem(field, value)
         if any(problems.values()):
             bad = np.array([problems[_hashable(v)] is not None for v in values], dtype=bool)
             first_bad(bad, field, problems[_hashable(values.iloc[int(np.argmax(bad))])] or "")
@@ -370,11 +375,9 @@ def _normalize_key(value: Any) -> Any:
 
 
 def _hashable(value: Any) -> Any:
-    return value if isinstance(value, str) or value is None else repr(value)
-
-
-def _distinct(values: pd.Series) -> list[Any]:
-    return list(dict.fromkeys(_hashable(value) for value in values))
+    """A dictionary key for a cell: strings as themselves, anything else by type and repr
+    (so the integer 5 and the text "5" stay apart)."""
+    return value if isinstance(value, str) else (type(value).__name__, repr(value))
 
 
 def _integer_column(

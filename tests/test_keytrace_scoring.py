@@ -415,3 +415,16 @@ def test_both_engines_print_the_same_lines_and_exit_code_on_the_command_line(spa
     assert python.stderr == on_spark.stderr
     assert python.stderr.startswith(f"error: {root / 'bad.jsonl'}:2: num_partitions")
     assert "Traceback" not in python.output + on_spark.output
+
+
+def test_non_text_trace_ids_and_topics_in_a_frame_are_refused():
+    from partitioners.keytrace import normalize_frame
+
+    frame = _trace([b"a", b"b"], [3, 3])
+    frame["trace_id"] = ["t", 5]
+    with pytest.raises(InputError, match=r"row 2: trace_id: must be a non-empty string \(got 5\)"):
+        normalize_frame(frame)
+    frame = _trace([b"a"], [3])
+    frame["topic"] = [b"orders"]
+    with pytest.raises(InputError, match="row 1: topic: must be a non-empty string"):
+        normalize_frame(frame)
