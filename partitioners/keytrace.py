@@ -324,16 +324,16 @@ def normalize_frame(
             )
 
     for field in ("trace_id", "topic"):
-        values = frame[field]
         # few distinct ids and topics: check each once
+        cells = frame[field].tolist()
+        keys = [_hashable(value) for value in cells]
         problems: dict[Any, str | None] = {}
-        for value in values:
-            key = _hashable(value)
+        for key, value in zip(keys, cells, strict=True):
             if key not in problems:
                 problems[key] = text_problem(field, value)
         if any(problems.values()):
-            bad = np.array([problems[_hashable(v)] is not None for v in values], dtype=bool)
-            first_bad(bad, field, problems[_hashable(values.iloc[int(np.argmax(bad))])] or "")
+            bad = np.array([problems[key] is not None for key in keys], dtype=bool)
+            first_bad(bad, field, problems[keys[int(np.argmax(bad))]] or "")
     integers = {}
     for field, low, high in INTEGER_RANGES:
         numbers, bad = _integer_column(frame[field], low, high)

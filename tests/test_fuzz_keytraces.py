@@ -2,7 +2,7 @@
 command-line arguments: every run ends with exit 0, 1 or 2, never a traceback, a file error
 names the file and the line, row or field, and each run is quick.
 
-The example count per test comes from ``KTK_FUZZ_EXAMPLES`` (default 25, about 30 s for the
+The example count per test comes from ``KTK_FUZZ_EXAMPLES`` (default 50, about 15-30 s for the
 whole file on a busy 2-core machine); for a long run::
 
     KTK_FUZZ_EXAMPLES=2000 python -m pytest -m fuzz tests/test_fuzz_keytraces.py
@@ -30,7 +30,7 @@ from ktk.cli import app
 
 pytestmark = pytest.mark.fuzz
 
-EXAMPLES_PER_TEST = int(os.environ.get("KTK_FUZZ_EXAMPLES", "25"))
+EXAMPLES_PER_TEST = int(os.environ.get("KTK_FUZZ_EXAMPLES", "50"))
 # one CLI run on a few records; generous for a loaded machine, far below a hang
 SECONDS_PER_RUN = 20.0
 FUZZ = settings(

@@ -212,6 +212,10 @@ def _parquet_trace(**columns) -> pa.Table:
         ),
         ({"partition": pa.array([None, 7], pa.int32())}, "row 2: partition: must be null or"),
         ({"topic": ["o", "bad topic"]}, "row 2: topic: must be a Kafka topic name"),
+        (
+            {"trace_id": pa.array([None, None], pa.int64())},
+            "row 1: trace_id: must be a non-empty string (got nan)",
+        ),
     ],
 )
 def test_out_of_range_parquet_values_are_refused_before_any_cast(tmp_path, columns, message):
