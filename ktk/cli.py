@@ -1,13 +1,22 @@
-"""The `ktk` command: one verb per module in ktk/commands, each registering itself."""
+"""The `ktk` command: one verb per module in ktk/commands, each registering itself.
+
+Every command runs inside :func:`ktk.console.guarded`, so whatever reaches the edge ends as one
+line and a documented exit code (0 done, 1 some inputs failed, 2 bad input or refused output,
+130 interrupted), never a traceback.
+"""
 
 from __future__ import annotations
 
 import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
 
 import typer
 
 from ktk import __version__
 from ktk.commands import assign, dashboard, demo, partition, replay, replicate, traces
+from ktk.console import EXIT_INTERRUPTED, guarded, interrupted
 
 app = typer.Typer(
     name="ktk",
@@ -21,6 +30,47 @@ for command_module in (assign, partition, replay, traces, dashboard, replicate, 
     command_module.register(app)
 
 
+def _guard_commands(typer_app: typer.Typer) -> None:
+    """Wrap every registered command (sub-groups included) in the one edge handler."""
+    for info in typer_app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "__wrapped__", None):
+            info.callback = guarded(info.callback)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _guard_commands(group.typer_instance)
+
+
+_guard_commands(app)
+
+
+def _plain_value_names() -> None:
+    """Help shows what a value is (an option's metavar, or INTEGER, TEXT, PATH) rather than
+    Python types (`<int>`, `list[str]`, `<bool>` on flags), which newer typer prints."""
+    from typer import core
+
+    parameter = getattr(core, "_TyperParameter", None)
+    if parameter is None or not hasattr(parameter, "display_type"):
+        return  # typer versions built on click print click's own names already
+    python_type = parameter.display_type
+    names = {"int": "INTEGER", "str": "TEXT", "float": "FLOAT", "Path": "PATH"}
+
+    def value_name(param: Any, ctx: Any) -> str | None:
+        if getattr(param, "is_flag", False) or getattr(param, "count", False):
+            return None
+        if param.metavar is not None:  # an argument shows its metavar as its name already
+            return None if isinstance(param, core.TyperArgument) else str(param.metavar)
+        label = str(python_type(param, ctx)).strip("<>")
+        if label.startswith("list[") and label.endswith("]"):
+            label = label[len("list[") : -1]
+        return names.get(label, label.upper())
+
+    core.TyperOption.display_type_rich = value_name  # type: ignore[method-assign]
+    core.TyperArgument.display_type_rich = value_name  # type: ignore[method-assign]
+
+
+_plain_value_names()
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"ktk {__version__}")
@@ -29,11 +79,18 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what the packages do."),
 ) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
 
 
-def main() -> None:
-    app()
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the command line; Ctrl-C before a command starts (while importing) is one line too."""
+    try:
+        app(args=list(argv) if argv is not None else None, prog_name="ktk")
+    except KeyboardInterrupt:
+        interrupted()
+        sys.exit(EXIT_INTERRUPTED)

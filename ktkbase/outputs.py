@@ -45,10 +45,10 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from ktkbase.errors import OutputError
 
@@ -511,6 +511,43 @@ def check_output_file(
     return path
 
 
+@contextmanager
+def atomic_file(target: str | os.PathLike[str], *, fsync: bool = False) -> Iterator[BinaryIO]:
+    """Write one file whole or not at all, streaming: yields a binary handle on a temporary
+    file beside ``target`` (``.<name>.<random>.ktk-tmp``), renamed over ``target`` when the
+    block ends normally and deleted when it raises (``target`` is then left as it was).
+
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as parent:
+    ...     path = pathlib.Path(parent) / "a.txt"
+    ...     with atomic_file(path) as handle:
+    ...         _ = handle.write(b"one")
+    ...     try:
+    ...         with atomic_file(path) as handle:
+    ...             _ = handle.write(b"half of tw")
+    ...             raise KeyboardInterrupt
+    ...     except KeyboardInterrupt:
+    ...         pass
+    ...     path.read_text(), sorted(p.name for p in path.parent.iterdir())
+    ('one', ['a.txt'])
+    """
+    path = Path(target)
+    parent = path.parent if str(path.parent) else Path(".")
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".ktk-tmp", dir=parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            yield handle
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; ktk's outputs are shared
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 def atomic_write(
     target: str | os.PathLike[str], data: bytes | str, *, fsync: bool = False
 ) -> Path:
@@ -525,22 +562,8 @@ def atomic_write(
     """
     path = Path(target)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    parent = path.parent if str(path.parent) else Path(".")
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".ktk-tmp", dir=parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(payload)
-            if fsync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    with atomic_file(path, fsync=fsync) as handle:
+        handle.write(payload)
     return path
 
 

@@ -4,8 +4,10 @@ Local mode (``local[*]``) by default with Arrow on, memory sized for a laptop an
 ``master`` and ``conf`` pass straight through, so the same job runs on a cluster unchanged
 (or under ``spark-submit``, where the session already exists and is reused).
 
-Before starting a JVM the session checks for Java 17 or newer and, when it is missing, says how
-to install it instead of failing deep inside py4j.
+Before starting a JVM the session checks for Java 17 or newer and, when it is missing (or
+``JAVA_HOME`` points nowhere), says how to install it instead of failing deep inside py4j.
+:func:`describe_spark_failure` turns a JVM that died or could not start into one line, and
+:func:`stop_active_session` ends the session after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ktkbase.errors import KtkError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,16 +53,23 @@ INSTALL_JAVA_HINT = (
 )
 
 
-class JavaNotFoundError(RuntimeError):
+class JavaNotFoundError(KtkError, RuntimeError):
     """No usable Java runtime for Spark."""
 
 
 def _java_executable() -> str | None:
+    """``$JAVA_HOME/bin/java`` when JAVA_HOME is set (Spark's launcher uses it and nothing
+    else then, so a stale JAVA_HOME is an error here too), else ``java`` on the PATH."""
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
         candidate = Path(java_home) / "bin" / "java"
-        if candidate.exists():
-            return str(candidate)
+        if not candidate.is_file():
+            where = "does not exist" if not Path(java_home).exists() else "has no bin/java"
+            raise JavaNotFoundError(
+                f"JAVA_HOME is {java_home}, which {where}; point JAVA_HOME at a JDK "
+                f"{MIN_JAVA}+ or unset it to use the `java` on the PATH"
+            )
+        return str(candidate)
     return shutil.which("java")
 
 
@@ -123,6 +134,9 @@ def get_session(
     if resolved_master.startswith("local"):
         # local mode binds to the loopback interface, not the machine's public address
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        # py4j logs every broken connection with a traceback; the CLI reports them in one line
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
     builder = SparkSession.builder.appName(app_name).master(resolved_master)
     for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
@@ -130,3 +144,76 @@ def get_session(
     session.sparkContext.setLogLevel("ERROR")
     log.info("Spark %s on %s", session.version, resolved_master)
     return session
+
+
+_JVM_GONE = (
+    "the Spark JVM stopped unexpectedly (out of memory, killed, or crashed); "
+    "see its log above, or give it more memory with --conf spark.driver.memory=4g"
+)
+
+
+def describe_spark_failure(error: BaseException) -> str | None:
+    """One line for an error raised by Spark or py4j (a JVM that died mid-job, could not
+    start, or a job that failed), or None when ``error`` did not come from them.
+
+    >>> describe_spark_failure(ValueError("x")) is None
+    True
+    >>> class Py4JNetworkError(Exception): ...
+    >>> Py4JNetworkError.__module__ = "py4j.protocol"
+    >>> describe_spark_failure(Py4JNetworkError("Answer from Java side is empty"))[:35]
+    'the Spark JVM stopped unexpectedly '
+    """
+    module = type(error).__module__ or ""
+    name = type(error).__name__
+    if isinstance(error, ConnectionError) and "py4j" in sys.modules:
+        return f"{_JVM_GONE} ({error.strerror or error})"
+    if not module.startswith(("py4j", "pyspark")):
+        return None
+    text = str(error)
+    if name == "Py4JJavaError":
+        java = getattr(error, "java_exception", None)
+        try:
+            text = str(java.toString()) if java is not None else text
+        except Exception:  # the JVM is gone: its exception can no longer be asked
+            return _JVM_GONE
+        return f"Spark job failed: {_first_line(text)}"
+    if "JAVA_GATEWAY_EXITED" in text or "gateway process exited" in text:
+        return (
+            "the Spark JVM exited before it started; check JAVA_HOME and the --conf "
+            "settings (the JVM's own message is above)"
+        )
+    if name in ("Py4JNetworkError", "Py4JError"):
+        return _JVM_GONE
+    if name == "PythonException":
+        return f"Spark job failed: {_python_error_line(text)}"
+    return f"Spark failed: {_first_line(text)}"
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:500]
+    return "(no message)"
+
+
+def _python_error_line(text: str) -> str:
+    """The ``SomeError: message`` line of a Python worker's traceback Spark passed on."""
+    found = re.findall(r"^(\w+(?:Error|Exception|Interrupt)\b.*)$", text, flags=re.MULTILINE)
+    return found[-1].strip()[:500] if found else _first_line(text)
+
+
+def stop_active_session() -> None:
+    """Cancel the running jobs and stop the session (after Ctrl-C); quiet when the JVM is
+    already gone or no session was started."""
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return
+    for step in (context.cancelAllJobs, context.stop):
+        try:
+            step()
+        except Exception:  # the JVM may already be gone; stopping is best effort
+            log.debug("stopping Spark after an interrupt", exc_info=True)

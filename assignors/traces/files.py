@@ -22,7 +22,6 @@ import gzip
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,6 +41,7 @@ from assignors.traces.format import (
     traces_table,
 )
 from ktkbase.files import data_files
+from ktkbase.outputs import atomic_file
 
 TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
 
@@ -203,42 +203,30 @@ def read_traces(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Trace], l
 # Trace -> files
 
 
-def _atomic_target(path: Path) -> tuple[int, str]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.chmod(name, 0o644)  # mkstemp makes it private; trace files are meant to be shared
-    return handle, name
-
-
 def write_traces_jsonl(
     rows_or_traces: Iterable[Mapping[str, Any] | Trace], path: str | os.PathLike[str]
 ) -> int:
     """Write format-v1 rows (or whole traces) as JSON Lines, gzipped when the name ends in .gz.
 
-    The file appears atomically (written beside it, then renamed); gzip output carries no
-    timestamp, so the same rows give the same bytes. Returns the number of rows written.
+    Rows are streamed (an iterator is never held whole) into a temporary file beside ``path``
+    that is renamed into place at the end (:func:`ktkbase.outputs.atomic_file`), so the file
+    appears whole or not at all. gzip output carries no timestamp, so the same rows give the
+    same bytes. Returns the number of rows written.
     """
     target = Path(path)
-    handle_fd, temp_name = _atomic_target(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    try:
-        with os.fdopen(handle_fd, "wb") as raw_handle:
-            if target.name.endswith(".gz"):
-                stream: Any = gzip.GzipFile(filename="", mode="wb", fileobj=raw_handle, mtime=0)
-            else:
-                stream = raw_handle
-            for row in _rows(rows_or_traces):
-                stream.write(
-                    json.dumps(row, separators=_JSON_SEPARATORS, ensure_ascii=False).encode()
-                )
-                stream.write(b"\n")
-                count += 1
-            if stream is not raw_handle:
-                stream.close()
-        os.replace(temp_name, target)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    with atomic_file(target) as raw_handle:
+        if target.name.endswith(".gz"):
+            stream: Any = gzip.GzipFile(filename="", mode="wb", fileobj=raw_handle, mtime=0)
+        else:
+            stream = raw_handle
+        for row in _rows(rows_or_traces):
+            stream.write(json.dumps(row, separators=_JSON_SEPARATORS, ensure_ascii=False).encode())
+            stream.write(b"\n")
+            count += 1
+        if stream is not raw_handle:
+            stream.close()
     return count
 
 
@@ -248,14 +236,9 @@ def write_traces_parquet(
     """Write format-v1 rows (or traces) as one Parquet file, atomically. Returns the row count."""
     target = Path(path)
     table = traces_table(rows_or_traces)
-    handle_fd, temp_name = _atomic_target(target)
-    os.close(handle_fd)
-    try:
-        pq.write_table(table, temp_name, compression="zstd")
-        os.replace(temp_name, target)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(target) as handle:
+        pq.write_table(table, handle, compression="zstd")
     return table.num_rows
 
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import typer
 
-from ktk.console import fail, reported_errors, warn
+from ktk.console import STDIN, STDIN_NAME, echo, fail, reported_errors, warn
 
 EXIT_SOME_FAILED = 1
 
 
 def _read_text(path: str) -> tuple[str, str]:
     """The input text and the name errors should cite for it."""
-    if path == "-":
-        data, source = sys.stdin.buffer.read(), "<stdin>"
+    if path == STDIN:
+        data, source = sys.stdin.buffer.read(), STDIN_NAME
     else:
         data, source = Path(path).read_bytes(), path
     try:
@@ -32,6 +32,9 @@ def assign_command(
     pretty: bool = typer.Option(False, "--pretty", help="Indent each result."),
 ) -> None:
     """Print each request's assignment, one JSON result per request, in input order.
+
+    Text the output cannot encode (a lone surrogate in an id) is printed as a JSON escape
+    (\\ud800), so every line stays valid JSON.
 
     Exit 0 when every request was assigned, 1 when some were invalid (their result carries
     "error"), 2 when the input cannot be read or is not JSON at all.
@@ -51,7 +54,7 @@ def assign_command(
     for entry in entries:
         result = run(entry, chosen)
         failed += "error" in result
-        typer.echo(dumps(result, pretty=pretty))
+        echo(dumps(result, pretty=pretty))  # ids are printed whatever they hold
     if failed:
         warn(f"{failed} of {len(entries)} requests failed")
         raise typer.Exit(EXIT_SOME_FAILED)

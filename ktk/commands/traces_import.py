@@ -12,7 +12,17 @@ from typing import Annotated, Any, NamedTuple
 
 import typer
 
-from ktk.console import escape, fail, out, reported_errors, warn
+from ktk.commands.options import force_option, out_option
+from ktk.console import (
+    STDIN,
+    escape,
+    fail,
+    out,
+    reported_errors,
+    shown_name,
+    stdin_as_files,
+    warn,
+)
 
 FORMATS = ("jsonl", "jsonl.gz", "parquet")
 SHOWN_NOTES = 5
@@ -58,8 +68,15 @@ def _validated(rows: tuple[dict[str, Any], ...], target: str) -> None:
         build_trace(trace_id, list(group))
 
 
-def _output_name(kind: str, first: Path, file_format: str) -> str:
-    stem = first.name.split(".")[0] or "input"
+def _output_name(kind: str, first: str, file_format: str) -> str:
+    """``<from>-<first file's name up to its first dot>.<format>``; ``stdin`` for ``-``.
+
+    >>> _output_name("dump-log", "captures/offsets-7.txt.gz", "jsonl")
+    'dump-log-offsets-7.jsonl'
+    >>> _output_name("formatter", "-", "parquet")
+    'formatter-stdin.parquet'
+    """
+    stem = "stdin" if first == STDIN else Path(first).name.split(".")[0] or "input"
     return f"{kind}-{stem}.{file_format}"
 
 
@@ -69,20 +86,22 @@ def register(traces_app: typer.Typer) -> None:
     @traces_app.command("import")
     def import_command(
         files: Annotated[
-            list[Path],
-            typer.Argument(help="Captured history, oldest first (.gz is read too)."),
+            list[str],
+            typer.Argument(
+                metavar="FILE",
+                help="Captured history, oldest first (.gz is read too); `-` reads standard input.",
+            ),
         ],
         source_kind: Annotated[
             str,
             typer.Option("--from", help="dump-log, formatter or coordinator-log."),
         ],
-        out_dir: Annotated[
-            Path, typer.Option("--out", "-o", help="Directory to write the traces into.")
-        ],
+        out_dir: Annotated[Path, out_option("Directory to write (replaced whole; see --force).")],
         topics: Annotated[
             Path | None,
             typer.Option(
                 "--topics",
+                metavar="FILE",
                 help='JSON side file: {"topic": partitions, ...} (required for coordinator-log).',
             ),
         ] = None,
@@ -91,7 +110,9 @@ def register(traces_app: typer.Typer) -> None:
         ] = "jsonl",
         groups: Annotated[
             list[str] | None,
-            typer.Option("--group", "-g", help="Import only this group (repeat for more)."),
+            typer.Option(
+                "--group", "-g", metavar="GROUP", help="Import only this group (repeat for more)."
+            ),
         ] = None,
         prefix: Annotated[
             str,
@@ -105,9 +126,15 @@ def register(traces_app: typer.Typer) -> None:
                 "stopping at the first.",
             ),
         ] = False,
+        force: Annotated[bool, force_option()] = False,
     ) -> None:
         """Turn kafka-dump-log, GroupMetadataMessageFormatter or coordinator-log output into
-        traces, one per group, written to OUT/<from>-<first file>.<format>."""
+        traces, one per group, written to OUT/<from>-<first file>.<format>.
+
+        OUT is written whole: a new directory, or one an earlier ktk run wrote, which is then
+        replaced (a run that is interrupted leaves the previous OUT as it was).
+        """
+        import ktk
         from assignors.traces.files import write_traces
         from assignors.traces.importers import (
             SOURCE_KINDS,
@@ -115,27 +142,40 @@ def register(traces_app: typer.Typer) -> None:
             import_history,
             parse_topics_file,
         )
+        from ktkbase.outputs import plan_output_directory, staged_directory
 
         if source_kind not in SOURCE_KINDS:
             raise fail(f"--from must be one of {', '.join(SOURCE_KINDS)} (got {source_kind!r})")
         if file_format not in FORMATS:
             raise fail(f"--format must be one of {', '.join(FORMATS)} (got {file_format!r})")
+        if topics is None and source_kind == "coordinator-log":
+            raise fail("coordinator logs name no partition counts: give --topics FILE")
+        inputs = [Path(path) for path in files if path != STDIN]
+        inputs += [topics] if topics is not None else []
         with reported_errors():
+            # refuse a bad --out before reading a byte of a possibly huge capture
+            plan = plan_output_directory(
+                out_dir,
+                command="traces import",
+                version=ktk.__version__,
+                inputs=inputs,
+                force=force,
+            )
             catalog = None
             if topics is not None:
                 catalog = parse_topics_file(_read_text(topics), str(topics))
-            elif source_kind == "coordinator-log":
-                raise fail("coordinator logs name no partition counts: give --topics FILE")
-            for path in files:
+            for path in inputs:
                 if not path.is_file():  # fail before any work, naming the file
                     path.open().close()
-            sources = (_Source(str(path), _lines(path)) for path in files)
+        with stdin_as_files(files, suffix=".txt") as paths, reported_errors():
+            sources = (_Source(shown_name(path), _lines(Path(path))) for path in paths)
             options = ImportOptions(
                 frozenset(groups) if groups else None, strict=not skip_bad_records
             )
             with _no_cycle_collection():
                 result = import_history(source_kind, sources, catalog, options)
-            target = out_dir / _output_name(source_kind, files[0], file_format)
+        name = _output_name(source_kind, files[0], file_format)
+        with reported_errors():
             if not result.rows:
                 for note in result.skipped:
                     warn(str(note))
@@ -144,12 +184,14 @@ def register(traces_app: typer.Typer) -> None:
                     f"this the output --from {source_kind} expects?"
                 )
             rows = tuple({**row, "trace_id": prefix + row["trace_id"]} for row in result.rows)
-            _validated(rows, str(target))
-            written = write_traces(rows, target)
+            _validated(rows, str(out_dir / name))
+            with staged_directory(plan) as staging:
+                written = write_traces(rows, Path(staging) / name)
         for note in result.skipped[:SHOWN_NOTES]:
             warn(str(note))
         if len(result.skipped) > SHOWN_NOTES:
             warn(f"... and {len(result.skipped) - SHOWN_NOTES} more (-v lists them all)")
         out.print(
-            f"{len(result.trace_ids())} traces, {written} generations -> {escape(str(target))}"
+            f"{len(result.trace_ids())} traces, {written} generations -> "
+            f"{escape(str(out_dir / name))}"
         )
