@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -84,7 +85,17 @@ def _root(
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what the packages do."),
 ) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    if not verbose:
+        handler.addFilter(_not_from_py4j)
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+
+
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    """py4j logs a dropped JVM connection (and Ctrl-C mid-call) with a traceback on the root
+    logger; the command reports those in one line, so they show only with --verbose."""
+    return "py4j" not in Path(record.pathname).parts
 
 
 def main(argv: Sequence[str] | None = None) -> None:

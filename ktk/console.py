@@ -32,7 +32,7 @@ STDIN_NAME = "<stdin>"
 
 
 def _json_escapes(error: UnicodeError) -> tuple[str, int]:
-    """Codec error handler: each character the stream cannot encode becomes ``\\uXXXX``
+    r"""Codec error handler: each character the stream cannot encode becomes ``\uXXXX``
     (a surrogate pair beyond the BMP), which is also how JSON spells it."""
     if not isinstance(error, UnicodeEncodeError):
         raise error
@@ -51,8 +51,8 @@ codecs.register_error("ktk-escape", _json_escapes)
 
 
 def printable(text: str, stream: IO[str] | None = None) -> str:
-    """``text`` as ``stream`` can encode it: what it cannot (a lone surrogate from a broken
-    id, a non-Latin name on an ASCII terminal) becomes a ``\\uXXXX`` escape instead of a
+    r"""``text`` as ``stream`` can encode it: what it cannot (a lone surrogate from a broken
+    id, a non-Latin name on an ASCII terminal) becomes a ``\uXXXX`` escape instead of a
     crash; inside a JSON string that escape means the same character.
 
     >>> printable("member-\ud800")
@@ -133,11 +133,6 @@ _OS_REASONS = {
     errno.ENOSPC: "the disk is full",
     errno.EDQUOT: "the disk quota is exceeded",
     errno.EROFS: "the file system is read-only",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "permission denied",
-    errno.ENOENT: "no such file or directory",
-    errno.EISDIR: "is a directory",
-    errno.ENOTDIR: "not a directory",
 }
 
 

@@ -396,7 +396,11 @@ def _commit(plan: _Plan) -> None:
         else:
             retired = _sibling(plan, "retired")
             fs.rename(plan.target, retired)
-            fs.rename(staging, plan.target)
+            try:
+                fs.rename(staging, plan.target)
+            except BaseException:
+                fs.rename(retired, plan.target)  # the disk said no: put the previous result back
+                raise
             fs.delete_tree(retired)
     else:
         _merge(plan, entries, manifest)

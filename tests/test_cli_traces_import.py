@@ -104,12 +104,12 @@ def test_malformed_input_is_one_line_naming_file_and_line(tmp_path: Path) -> Non
         '| offset: 0 CreateTime: 1 key: {"type":"2","data":{"group":"g"}} payload: {"version":',
         encoding="utf-8",
     )
-    outcome = invoke("--from", "dump-log", str(broken), "--out", str(tmp_path))
+    outcome = invoke("--from", "dump-log", str(broken), "--out", str(tmp_path / "out"))
     assert outcome.exit_code == 2
     assert outcome.stderr.strip().splitlines() == [
         f"error: {broken}:1: payload: payload is not valid JSON: Expecting value at column 86"
     ]
-    assert not list(tmp_path.glob("*.jsonl"))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["dump.txt"]
 
 
 def test_input_without_group_records_fails_with_a_hint(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_input_without_group_records_fails_with_a_hint(tmp_path: Path) -> None:
     empty.write_text(
         "[2026-01-05 10:00:00,000] INFO nothing here (kafka.Kafka)\n", encoding="utf-8"
     )
-    outcome = invoke("--from", "dump-log", str(empty), "--out", str(tmp_path))
+    outcome = invoke("--from", "dump-log", str(empty), "--out", str(tmp_path / "out"))
     assert outcome.exit_code == 2
     assert "no consumer-group generations found" in outcome.stderr
 
@@ -126,7 +126,9 @@ def test_unknown_source_kind_and_missing_file_exit_2(tmp_path: Path) -> None:
     outcome = invoke("--from", "jmx", str(FIXTURES / "dump-log.txt"), "--out", str(tmp_path))
     assert outcome.exit_code == 2
     assert "--from must be one of dump-log, formatter, coordinator-log" in outcome.stderr
-    outcome = invoke("--from", "dump-log", str(tmp_path / "missing.txt"), "--out", str(tmp_path))
+    outcome = invoke(
+        "--from", "dump-log", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "out")
+    )
     assert outcome.exit_code == 2
     assert "missing.txt: No such file or directory" in outcome.stderr
 
@@ -141,7 +143,7 @@ def test_bad_topics_file_is_reported_with_its_name(tmp_path: Path) -> None:
         "--topics",
         str(side),
         "--out",
-        str(tmp_path),
+        str(tmp_path / "out"),
     )
     assert outcome.exit_code == 2
     assert f"{side}: orders: must be a partition count" in outcome.stderr
@@ -173,7 +175,7 @@ def test_skip_bad_records_imports_the_rest_and_lists_what_was_skipped(tmp_path: 
         encoding="utf-8",
     )
     outcome = invoke(
-        "--from", "dump-log", str(broken), "--out", str(tmp_path), "--skip-bad-records"
+        "--from", "dump-log", str(broken), "--out", str(tmp_path / "out"), "--skip-bad-records"
     )
     assert outcome.exit_code == 0, outcome.output
     assert "4 traces, 10 generations" in outcome.stdout
