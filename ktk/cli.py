@@ -65,8 +65,8 @@ def _plain_value_names() -> None:
             label = label[len("list[") : -1]
         return names.get(label, label.upper())
 
-    core.TyperOption.display_type_rich = value_name  # type: ignore[method-assign]
-    core.TyperArgument.display_type_rich = value_name  # type: ignore[method-assign]
+    core.TyperOption.display_type_rich = value_name  # type: ignore[method-assign, assignment]
+    core.TyperArgument.display_type_rich = value_name  # type: ignore[method-assign, assignment]
 
 
 _plain_value_names()
