@@ -147,8 +147,8 @@ def get_session(
 
 
 _JVM_GONE = (
-    "the Spark JVM stopped unexpectedly (out of memory, killed, or crashed); "
-    "see its log above, or give it more memory with --conf spark.driver.memory=4g"
+    "the Spark JVM stopped unexpectedly (out of memory, killed, or crashed); its own log above "
+    "says why (for memory, raise spark.driver.memory)"
 )
 
 

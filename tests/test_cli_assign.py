@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, REPO_ROOT
 from typer.testing import CliRunner
 
 from ktk.cli import app
@@ -188,3 +191,61 @@ def test_assignor_installed_through_the_entry_point_runs_by_name(tmp_path: Path,
         "c0": [["t0", 0], ["t0", 1], ["t0", 2], ["t1", 0], ["t1", 1], ["t1", 2]],
         "c1": [],
     }
+
+
+def ktk_process(*args: str, cwd: Path, **settings) -> subprocess.Popen:  # type: ignore[no-untyped-def, type-arg]
+    """`python -m ktk ARGS` with real standard streams."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "ktk", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **settings,
+    )
+
+
+SURROGATE_REQUEST = json.dumps(
+    {
+        "name": "broken-\ud800",
+        "assignor": "range",
+        "topics": [{"name": "t", "partitions": 2}],
+        "members": [{"id": "member-\udcff", "topics": ["t"]}],
+    }
+)
+
+
+def test_surrogate_ids_are_printed_as_json_escapes_by_assign():
+    outcome = invoke(stdin=SURROGATE_REQUEST)
+    assert outcome.exit_code == 0, outcome.output
+    assert json.loads(outcome.stdout) == {
+        "name": "broken-\ud800",
+        "assignor": "range",
+        "assignment": {"member-\udcff": [["t", 0], ["t", 1]]},
+    }
+
+
+def test_surrogate_ids_survive_a_real_stdout_and_error_lines(tmp_path):
+    process = ktk_process("assign", cwd=tmp_path, stdin=subprocess.PIPE)
+    stdout, stderr = process.communicate(SURROGATE_REQUEST.encode(), timeout=120)
+    assert process.returncode == 0, stderr.decode()
+    assert json.loads(stdout)["assignment"] == {"member-\udcff": [["t", 0], ["t", 1]]}
+    bad = SURROGATE_REQUEST.replace('"range"', '"nope\\ud800"')
+    process = ktk_process("assign", "--assignor", "x\udcff", cwd=tmp_path, stdin=subprocess.PIPE)
+    stdout, stderr = process.communicate(bad.encode(), timeout=120)
+    assert process.returncode == 2
+    assert stderr.decode().count("\n") == 1 and "Traceback" not in stderr.decode()
+
+
+def test_closed_output_pipe_ends_quietly(tmp_path):
+    many = tmp_path / "many.jsonl"
+    many.write_text((SURROGATE_REQUEST + "\n") * 5000)
+    process = ktk_process("assign", str(many), cwd=tmp_path)
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    process.stdout.close()
+    _, stderr = process.communicate(timeout=120)
+    assert json.loads(first)["name"] == "broken-\ud800"
+    assert process.returncode == 141
+    assert stderr == b""

@@ -14,10 +14,15 @@ from assignors.traces.files import read_traces
 from ktk.cli import app
 
 FIXTURES = EXAMPLES / "importers"
+DUMP_LOG = FIXTURES / "dump-log.txt"
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(app, ["traces", "import", *args])
+def invoke(*args: str, input: str | bytes | None = None):
+    return CliRunner().invoke(app, ["traces", "import", *args], input=input)
+
+
+def error_lines(outcome) -> list[str]:  # type: ignore[no-untyped-def]
+    return [line for line in outcome.stderr.splitlines() if line.strip()]
 
 
 def rows(path: Path) -> list[dict]:
@@ -205,3 +210,47 @@ def test_prefix_keeps_imports_of_the_same_groups_apart(tmp_path: Path) -> None:
         "reports",
         "reports#2",
     ]
+
+
+def test_traces_import_reads_standard_input(tmp_path):
+    outcome = invoke(
+        "--from",
+        "dump-log",
+        "-",
+        "--out",
+        str(tmp_path / "o"),
+        input=DUMP_LOG.read_bytes(),
+    )
+    assert outcome.exit_code == 0, outcome.output
+    written = tmp_path / "o" / "dump-log-stdin.jsonl"
+    assert "4 traces, 10 generations" in outcome.stdout
+    assert "<stdin>:19: kafka-dump-log: Unknown record type 17" in outcome.stderr
+    assert len(written.read_text().splitlines()) == 10
+
+
+def test_traces_import_reads_gzipped_standard_input(tmp_path):
+    outcome = invoke(
+        "--from",
+        "dump-log",
+        "-",
+        "--out",
+        str(tmp_path / "o"),
+        input=gzip.compress(DUMP_LOG.read_bytes()),
+    )
+    assert outcome.exit_code == 0, outcome.output
+    assert (tmp_path / "o" / "dump-log-stdin.jsonl").exists()
+
+
+def test_broken_standard_input_is_cited_as_stdin(tmp_path):
+    broken = '| offset: 0 CreateTime: 1 key: {"type":"2","data":{"group":"g"}} payload: {"v":'
+    outcome = invoke("--from", "dump-log", "-", "--out", str(tmp_path / "o"), input=broken)
+    assert outcome.exit_code == 2
+    assert len(error_lines(outcome)) == 1 and error_lines(outcome)[0].startswith(
+        "error: <stdin>:1: payload"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_standard_input_may_be_named_only_once(tmp_path):
+    outcome = invoke("--from", "dump-log", "-", "-", "--out", str(tmp_path / "o"), input="")
+    assert outcome.exit_code == 2 and "only once" in outcome.stderr
