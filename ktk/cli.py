@@ -34,7 +34,7 @@ for command_module in (assign, partition, replay, traces, dashboard, replicate, 
 def _guard_commands(typer_app: typer.Typer) -> None:
     """Wrap every registered command (sub-groups included) in the one edge handler."""
     for info in typer_app.registered_commands:
-        if info.callback is not None and not getattr(info.callback, "__wrapped__", None):
+        if info.callback is not None and not getattr(info.callback, "ktk_guarded", False):
             info.callback = guarded(info.callback)
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:

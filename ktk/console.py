@@ -218,6 +218,7 @@ def guarded(function: _Function) -> _Function:
                 raise fail(describe_os_error(error)) from None
             raise
 
+    run.ktk_guarded = True  # type: ignore[attr-defined]
     return run  # type: ignore[return-value]
 
 

@@ -547,3 +547,15 @@ def _disturbed_demo(out: Path, cwd: Path, disturb) -> tuple[int, str]:  # type: 
     finally:
         process.kill()
     return process.returncode, "".join(seen)
+
+
+def test_every_verb_runs_inside_the_one_edge_handler():
+    def callbacks(typer_app):  # type: ignore[no-untyped-def]
+        for info in typer_app.registered_commands:
+            yield info.callback
+        for group in typer_app.registered_groups:
+            yield from callbacks(group.typer_instance)
+
+    found = list(callbacks(app))
+    assert len(found) >= 10
+    assert all(getattr(callback, "ktk_guarded", False) for callback in found)
