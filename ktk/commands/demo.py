@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from assignors.traces.scoring import SummaryRow
 from ktk.commands.options import force_option, groups_option, out_option
 from ktk.console import ensure_within, err, escape, out, reported_errors
+
+if TYPE_CHECKING:
+    from assignors.traces.scoring import SummaryRow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEY_TRACE_PARTITIONERS = ("java-builtin", "librdkafka-default")
@@ -99,7 +101,7 @@ def demo_command(
         with staged_directory(plan) as staging_name:
             staging = Path(staging_name)
             traces_file = _generate_traces(staging / "traces", groups, seed)
-            err.print(f"generated {groups} traces: {out_dir / 'traces' / traces_file.name}")
+            err.print(f"generated {groups} traces (mixed, seed {seed}); replaying them on Spark")
             assignors = [*registry.builtin_names(), replay.RECORDED]
             result = replay_traces.run(
                 [str(traces_file.parent)],
