@@ -29,6 +29,7 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `cat big | hea
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
+_STDIN_FILES: set[str] = set()  # standard input's temporary files (see stdin_as_files)
 
 
 def _json_escapes(error: UnicodeError) -> tuple[str, int]:
@@ -118,15 +119,22 @@ def input_error_types() -> tuple[type[BaseException], ...]:
     return (InputError, OutputError)
 
 
+def _cited(message: str) -> str:
+    """``message`` with standard input's temporary file named ``<stdin>``."""
+    for staged in _STDIN_FILES:
+        message = message.replace(staged, STDIN_NAME)
+    return message
+
+
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     """Print one error line on stderr; return the Exit to raise."""
-    line = " ".join(str(message).splitlines()) or "failed"
+    line = " ".join(_cited(str(message)).splitlines()) or "failed"
     err.print(f"[bold red]error:[/] {escape(line)}", markup=True, highlight=False)
     return typer.Exit(code)
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {escape(message)}", markup=True, highlight=False)
+    err.print(f"[yellow]warning:[/] {escape(_cited(message))}", markup=True, highlight=False)
 
 
 _OS_REASONS = {
@@ -238,11 +246,13 @@ _PARQUET_MAGIC = b"PAR1"
 @contextmanager
 def stdin_as_files(paths: Sequence[str], *, suffix: str) -> Iterator[list[str]]:
     """``paths`` with ``-`` replaced by a temporary file holding standard input, removed when
-    the block ends, for verbs whose readers take file names.
+    the block ends, for verbs whose readers take file names. Report errors inside the block
+    (``with stdin_as_files(paths, suffix=".jsonl") as names, reported_errors():``).
 
     The file is called ``stdin<suffix>``; gzip data gets ``.gz`` added and Parquet data the
     ``.parquet`` suffix, so readers that go by the name read it right. ``-`` may be given
-    once. Use :func:`shown_name` to cite the file as ``<stdin>`` in messages.
+    once. :func:`fail` and :func:`warn` cite the file as ``<stdin>``; :func:`shown_name` gives
+    that name to readers that report their source themselves.
 
     >>> with stdin_as_files(["a.jsonl", "b.jsonl"], suffix=".jsonl") as names:
     ...     names
@@ -273,9 +283,6 @@ def stdin_as_files(paths: Sequence[str], *, suffix: str) -> Iterator[list[str]]:
             {name for name in _STDIN_FILES if os.path.dirname(name) == directory}
         )
         shutil.rmtree(directory, ignore_errors=True)
-
-
-_STDIN_FILES: set[str] = set()
 
 
 def shown_name(path: str | os.PathLike[str]) -> str:

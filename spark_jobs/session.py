@@ -49,7 +49,7 @@ INSTALL_JAVA_HINT = (
     "Spark needs Java {minimum} or newer. Install it, e.g. on Debian/Ubuntu "
     "`sudo apt-get install openjdk-17-jre-headless`, on macOS `brew install openjdk@17`, or "
     "point JAVA_HOME at an existing JDK {minimum}+. "
-    "Or run with `--engine python`, which needs no JVM."
+    "Or give `ktk replay` and `ktk partition score` `--engine python`, which needs no JVM."
 )
 
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+import typer
 from conftest import EXAMPLES, REPO_ROOT
 from typer.testing import CliRunner
 
@@ -269,7 +270,7 @@ def test_force_help_says_exactly_what_it_may_replace():
 # -- standard input ---------------------------------------------------------------------------
 
 
-def test_stdin_helper_gives_readers_a_file_with_the_right_suffix(monkeypatch):
+def test_stdin_helper_gives_readers_a_file_with_the_right_suffix(monkeypatch, capsys):
     import io
 
     from ktk import console
@@ -284,6 +285,9 @@ def test_stdin_helper_gives_readers_a_file_with_the_right_suffix(monkeypatch):
             assert paths[0] == "x.jsonl" and Path(paths[1]).name == name
             assert Path(paths[1]).read_bytes() == data
             assert console.shown_name(paths[1]) == "<stdin>"
+            with pytest.raises(typer.Exit):
+                raise console.fail(f"{paths[1]}:3: row: not valid JSON")
+            assert capsys.readouterr().err.strip() == "error: <stdin>:3: row: not valid JSON"
         assert not Path(paths[1]).exists() and console.shown_name(paths[1]) == paths[1]
 
 
