@@ -458,6 +458,7 @@ def _read_segment(files: SegmentFiles, is_last: bool, findings: list[Finding]) -
     previous_last: int | None = None
     first_offset = last_offset = first_timestamp = last_timestamp = max_timestamp = None
     for batch in batches:
+        base = batch.base_offset if batch.magic >= 2 else batch.last_offset
         if batch.magic not in (0, 1, 2):
             findings.append(
                 Finding(
@@ -475,12 +476,11 @@ def _read_segment(files: SegmentFiles, is_last: bool, findings: list[Finding]) -
                     "crc-mismatch",
                     source,
                     f"Record is corrupt (stored crc = {batch.crc_stored}, computed crc = "
-                    f"{batch.crc_computed}) in the batch of offsets ..{batch.last_offset}",
+                    f"{batch.crc_computed}) in the batch of offsets {base}..{batch.last_offset}",
                     position=_crc_position(batch),
                     field="batch.crc" if batch.magic >= 2 else "message.crc",
                 )
             )
-        base = batch.base_offset if batch.magic >= 2 else batch.last_offset
         if previous_last is not None and base <= previous_last:
             findings.append(
                 Finding(

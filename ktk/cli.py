@@ -7,7 +7,7 @@ import logging
 import typer
 
 from ktk import __version__
-from ktk.commands import assign, dashboard, demo, partition, replay, replicate, traces
+from ktk.commands import assign, dashboard, demo, log, partition, replay, replicate, traces
 
 app = typer.Typer(
     name="ktk",
@@ -17,7 +17,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for command_module in (assign, partition, replay, traces, dashboard, replicate, demo):
+for command_module in (assign, partition, replay, traces, dashboard, replicate, demo, log):
     command_module.register(app)
 
 
