@@ -51,6 +51,7 @@ from kafka_format.inspect import (
     PartitionReport,
     inspect_partition,
 )
+from kafka_format.partition_dir import looks_like_partition_dir
 
 __all__ = [
     "Comparison",
@@ -279,7 +280,8 @@ def _compare_pair(
 
 def compare_replicas(paths: Sequence[Path]) -> Comparison:
     """Inspect each partition directory and compare every pair. Raises
-    :class:`KafkaFormatError` when fewer than two are given or one is not a directory."""
+    :class:`KafkaFormatError` when fewer than two are given or one is not a partition
+    directory."""
     if len(paths) < 2:
         raise KafkaFormatError("give at least two partition directories", field="DIR")
     reports = []
@@ -288,6 +290,16 @@ def compare_replicas(paths: Sequence[Path]) -> Comparison:
             raise KafkaFormatError("no such directory", source=str(path))
         if not path.is_dir():
             raise KafkaFormatError("not a directory", source=str(path))
+        try:
+            is_partition = looks_like_partition_dir(path)
+        except OSError as error:
+            raise KafkaFormatError(f"cannot list: {error.strerror}", source=str(path)) from None
+        if not is_partition:
+            raise KafkaFormatError(
+                "not a partition directory (no segment files, leader-epoch-checkpoint or "
+                "partition.metadata)",
+                source=str(path),
+            )
         reports.append(inspect_partition(path))
     pairs = tuple(
         _compare_pair(i, j, reports[i], reports[j])

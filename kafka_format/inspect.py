@@ -914,8 +914,10 @@ def _inspect_files(
     segments = []
     rows: list[tuple[int, ...]] = []
     previous: SegmentReport | None = None
-    for number, segment_files in enumerate(files.segments):
-        read = _read_segment(segment_files, number == len(files.segments) - 1, findings)
+    with_log = [segment for segment in files.segments if segment.log is not None]
+    active = with_log[-1] if with_log else None
+    for segment_files in files.segments:
+        read = _read_segment(segment_files, segment_files is active, findings)
         report = read.report
         if (
             previous is not None
@@ -939,10 +941,8 @@ def _inspect_files(
     log_end_offset = valid_log_end_offset = None
     if segments:
         # Kafka's log end offset: the active (last) segment's next offset, its base when empty
-        active = segments[-1]
-        log_end_offset = (
-            active.base_offset if active.last_offset is None else active.last_offset + 1
-        )
+        last = segments[-1]
+        log_end_offset = last.base_offset if last.last_offset is None else last.last_offset + 1
         valid_log_end_offset = log_end_offset
         stops = [int(row) for row in np.flatnonzero(batches[:, VALID] == 0)[:1]]
         cut = [segment for segment in segments if segment.trailing_bytes]
@@ -1065,11 +1065,17 @@ def inspect_log_dir(path: Path) -> LogDirReport:
         )
     for other in listing.others:
         findings.append(Finding("unknown-file", str(other), "not a Kafka file", problem=False))
-    reports = tuple(
-        _inspect_files(list_partition_dir(partition), checkpoints, [])
-        for partition in listing.partitions
-    )
-    return LogDirReport(str(path), "log_dir", checkpoints, meta, reports, tuple(findings))
+    reports = []
+    for partition in listing.partitions:
+        try:
+            files = list_partition_dir(partition)
+        except OSError as error:
+            findings.append(
+                Finding("unreadable-file", str(partition), f"cannot list: {error.strerror}")
+            )
+            continue
+        reports.append(_inspect_files(files, checkpoints, []))
+    return LogDirReport(str(path), "log_dir", checkpoints, meta, tuple(reports), tuple(findings))
 
 
 def inspect_path(path: Path) -> LogDirReport:

@@ -354,6 +354,28 @@ def test_preallocated_index_of_the_active_segment_is_a_note(tmp_path: Path) -> N
     assert report.segments[1].offset_index.preallocated_entries == 100  # type: ignore[union-attr]
 
 
+def test_files_kafka_cleans_up_on_load_are_notes(tmp_path: Path) -> None:
+    directory = _clean_partition(tmp_path)
+    for name in (
+        "00000000000000000000.log.deleted",
+        "00000000000000000006.index.cleaned",
+        "00000000000000000006.log.swap",
+        "00000000000000000012.index",  # no 00000000000000000012.log: an orphan
+        "00000000000000000012.snapshot",
+    ):
+        (directory / name).write_bytes(b"")
+    report = inspect_partition(directory)
+    assert report.problems == ()
+    assert sorted(_kinds(report.notes)) == [
+        "leftover-file",
+        "leftover-file",
+        "leftover-file",
+        "orphan-index",
+    ]
+    assert report.snapshots == (12,)
+    assert report.log_end_offset == 12
+
+
 def test_unknown_magic_is_reported_at_the_magic_byte(tmp_path: Path) -> None:
     directory = tmp_path / "orders-0"
     directory.mkdir()
@@ -508,3 +530,5 @@ def test_compare_needs_two_existing_directories(tmp_path: Path) -> None:
         compare_replicas([one])
     with pytest.raises(KafkaFormatError, match="missing: no such directory"):
         compare_replicas([one, tmp_path / "missing"])
+    with pytest.raises(KafkaFormatError, match="not a partition directory"):
+        compare_replicas([one, tmp_path])

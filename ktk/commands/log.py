@@ -60,7 +60,7 @@ def _epochs(entries: list[list[int]] | None) -> str:
 def _index_text(index: dict[str, Any] | None) -> str:
     if index is None:
         return "missing"
-    text = f"{index['entries']} entries"
+    text = f"{index['entries']} entr{'y' if index['entries'] == 1 else 'ies'}"
     if index["preallocated_entries"]:
         text += f" (+{index['preallocated_entries']} prealloc.)"
     return text
@@ -102,12 +102,13 @@ def _print_partition(partition: dict[str, Any]) -> None:
         )
         out.print(
             f"  segment {segment['base_offset']}: {segment['size_in_bytes']} bytes, "
-            f"{segment['batches']} batches, {offsets}, timestamps "
+            f"{_plural(segment['batches'], 'batch')}, {offsets}, timestamps "
             f"{_offset(segment['first_timestamp'])}..{_offset(segment['last_timestamp'])} "
             f"(max {_offset(segment['max_timestamp'])}), "
             f"index {_index_text(segment['offset_index'])}, "
             f"timeindex {_index_text(segment['time_index'])}, "
-            f"{len(segment['crc_failures'])} CRC failures, {segment['trailing_bytes']} tail bytes"
+            f"{_plural(len(segment['crc_failures']), 'CRC failure')}, "
+            f"{_plural(segment['trailing_bytes'], 'tail byte')}"
         )
     _print_findings(partition["findings"])
 
@@ -149,6 +150,14 @@ def inspect_command(
         raise typer.Exit(EXIT_PROBLEMS)
 
 
+def _truncation(offset: int | None) -> str:
+    return "its high watermark (epoch unknown)" if offset is None else str(offset)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "es" if word.endswith("ch") else "s")
+
+
 def _batch_text(batch: dict[str, Any] | None) -> str:
     if batch is None:
         return "no batch (log ends)"
@@ -178,8 +187,8 @@ def compare_command(
     else:
         for replica in document["replicas"]:
             out.print(
-                f"[bold]#{replica['index']} {escape(replica['path'])}[/]: offsets "
-                f"{_offset(replica['first_offset'])}..; log end offset "
+                f"[bold]#{replica['index']} {escape(replica['path'])}[/]: first offset "
+                f"{_offset(replica['first_offset'])}; log end offset "
                 f"{_offset(replica['log_end_offset'])}; high watermark "
                 f"{_offset(replica['high_watermark'])}; leader-epoch cache "
                 f"{escape(_epochs(replica['leader_epoch_cache']))}"
@@ -216,8 +225,8 @@ def compare_command(
             truncation = pair["truncation"]
             out.print(
                 f"  following #{second}, #{first} would truncate to "
-                f"{_offset(truncation['first_following_second'])}; following #{first}, "
-                f"#{second} would truncate to {_offset(truncation['second_following_first'])}"
+                f"{_truncation(truncation['first_following_second'])}; following #{first}, "
+                f"#{second} would truncate to {_truncation(truncation['second_following_first'])}"
             )
         verdict = document["verdict"]["text"]
         style = "bold red" if comparison.diverged else "bold green"
