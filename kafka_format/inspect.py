@@ -469,14 +469,16 @@ def _read_segment(files: SegmentFiles, is_last: bool, findings: list[Finding]) -
                     field="batch.magic",
                 )
             )
-        if not batch.is_valid:
+        computed_crc = batch.crc_computed
+        valid = computed_crc == batch.crc_stored
+        if not valid:
             crc_failures.append(batch.position)
             findings.append(
                 Finding(
                     "crc-mismatch",
                     source,
                     f"Record is corrupt (stored crc = {batch.crc_stored}, computed crc = "
-                    f"{batch.crc_computed}) in the batch of offsets {base}..{batch.last_offset}",
+                    f"{computed_crc}) in the batch of offsets {base}..{batch.last_offset}",
                     position=_crc_position(batch),
                     field="batch.crc" if batch.magic >= 2 else "message.crc",
                 )
@@ -522,13 +524,13 @@ def _read_segment(files: SegmentFiles, is_last: bool, findings: list[Finding]) -
                 batch.crc_stored,
                 batch.size_in_bytes,
                 batch.max_timestamp,
-                batch.is_valid,
+                valid,
             )
         )
     size = len(data) if data is not None else 0
     column = np.asarray(rows, dtype=np.int64).reshape(-1, 10)
     offset_index = time_index = None
-    if log_path is not None:
+    if log_path is not None and data is not None:
         offset_index = _check_offset_index(files, size, column, is_last, findings)
         time_index = _check_time_index(files, column, is_last, findings)
     aborted = None
@@ -559,8 +561,18 @@ def _read_segment(files: SegmentFiles, is_last: bool, findings: list[Finding]) -
     return _SegmentRead(report, rows)
 
 
-def _entry_range(entries: list[tuple[int, int]]) -> tuple[tuple[int, int] | None, ...]:
-    return (entries[0], entries[-1]) if entries else (None, None)
+def _summary(index: OffsetIndex | TimeIndex, first: np.ndarray, second: np.ndarray) -> IndexSummary:
+    """The index's size and entry counts, its first and last entry (``first``/``second`` are
+    its two columns)."""
+    ends = [(int(first[n]), int(second[n])) for n in (0, -1)] if len(first) else [None, None]
+    return IndexSummary(
+        str(index.source),
+        index.size_in_bytes,
+        len(index),
+        index.preallocated_entries,
+        ends[0],
+        ends[1],
+    )
 
 
 def _preallocation_finding(
@@ -602,8 +614,8 @@ def _partial_finding(
             Finding(
                 "index-partial-entry",
                 str(index.source),
-                f"is corrupt, found {index.size_in_bytes} bytes which is not a multiple of "
-                f"{entry_size}",
+                f"index is corrupt: {index.size_in_bytes} bytes, not a multiple of the entry "
+                f"size {entry_size} ({index.partial_bytes} bytes of a cut entry at the end)",
                 position=index.size_in_bytes - index.partial_bytes,
             )
         )
@@ -707,11 +719,7 @@ def _check_offset_index(
                 position=len(batch_positions) * OFFSET_INDEX_ENTRY_SIZE,
             )
         )
-    entries = index.entries()
-    first_entry, last_entry = _entry_range(entries)
-    return IndexSummary(
-        source, len(data), len(entries), index.preallocated_entries, first_entry, last_entry
-    )
+    return _summary(index, offsets, positions)
 
 
 def _check_time_index(
@@ -798,11 +806,7 @@ def _check_time_index(
                 position=len(last_offsets) * TIME_INDEX_ENTRY_SIZE,
             )
         )
-    entries = index.entries()
-    first_entry, last_entry = _entry_range(entries)
-    return IndexSummary(
-        source, len(data), len(entries), index.preallocated_entries, first_entry, last_entry
-    )
+    return _summary(index, timestamps, offsets)
 
 
 def _epochs_in_log(batches: np.ndarray) -> tuple[EpochEntry, ...]:
