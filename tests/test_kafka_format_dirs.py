@@ -343,6 +343,24 @@ def test_index_larger_than_its_segment_can_justify(tmp_path: Path) -> None:
     assert "index-too-large" in _kinds(report.problems)
 
 
+def test_index_with_a_cut_entry_is_a_problem_at_the_cut(tmp_path: Path) -> None:
+    directory = _clean_partition(tmp_path)
+    index = directory / segment_file_name(0, "index")
+    data = index.read_bytes()
+    index.write_bytes(data + b"\x00\x00\x00")
+    [cut] = inspect_partition(directory).problems
+    assert (cut.kind, cut.position) == ("index-partial-entry", len(data))
+
+
+def test_zero_entries_in_a_rolled_segment_index_are_a_problem(tmp_path: Path) -> None:
+    directory = _clean_partition(tmp_path)
+    index = directory / segment_file_name(0, "index")
+    index.write_bytes(index.read_bytes() + bytes(8 * 10))
+    [found] = inspect_partition(directory).problems
+    assert found.kind == "index-too-large"
+    assert "not the active one" in found.message
+
+
 def test_preallocated_index_of_the_active_segment_is_a_note(tmp_path: Path) -> None:
     directory = _clean_partition(tmp_path)
     for kind, size in (("index", 8), ("timeindex", 12)):
@@ -424,6 +442,34 @@ def test_leader_epoch_cache_disagreeing_with_the_batches(tmp_path: Path) -> None
     [problem] = inspect_partition(directory).problems
     assert problem.kind == "epoch-cache-mismatch"
     assert "offset 4 has epoch 2, the cache says 1" in problem.message
+
+
+def test_leader_epoch_cache_entries_must_increase(tmp_path: Path) -> None:
+    batches = epoch_batches((0, 2))
+    directory = write_partition(tmp_path, "orders", 0, [batches], epochs=[(0, 0), (2, 2)])
+    (directory / "leader-epoch-checkpoint").write_text("0\n3\n0 0\n2 2\n1 3\n")
+    report = inspect_partition(directory)
+    [order] = [f for f in report.problems if f.kind == "epoch-cache-not-increasing"]
+    assert order.line == 5
+    assert "epoch-cache-mismatch" not in _kinds(report.problems)  # offsets 2..3 still epoch 2
+
+
+def test_unframeable_batch_stops_the_segment_and_is_reported(tmp_path: Path) -> None:
+    directory = tmp_path / "orders-0"
+    directory.mkdir()
+    first = batch(0, 0)
+    broken = bytearray(batch(1, 0))
+    broken[8:12] = struct.pack(">i", 3)  # a batch length below any batch's
+    write_segment(directory, 0, [first, bytes(broken), batch(2, 0)], indexes=False)
+    report = inspect_partition(directory)
+    [unreadable] = report.problems
+    assert (unreadable.kind, unreadable.position, unreadable.field) == (
+        "unreadable-batch",
+        len(first) + 8,
+        "batch.length",
+    )
+    assert report.segments[0].batch_count == 1
+    assert report.segments[0].trailing_bytes == len(broken) + len(batch(2, 0))
 
 
 def test_log_dir_inspects_every_partition_with_the_root_checkpoints(tmp_path: Path) -> None:
