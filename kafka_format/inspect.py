@@ -72,6 +72,7 @@ from kafka_format.partition_dir import (
     looks_like_partition_dir,
 )
 from kafka_format.segment import Batch, scan_segment
+from ktkbase.errors import short_repr
 
 __all__ = [
     "BATCH_COLUMNS",
@@ -108,7 +109,7 @@ class Finding:
         return cls(
             kind,
             error.source or source,
-            error.message + (f" (got {error.value!r})" if error.has_value else ""),
+            error.message + (f" (got {short_repr(error.value)})" if error.has_value else ""),
             error.position,
             error.line,
             error.field,
