@@ -555,6 +555,18 @@ def test_replicas_differing_in_content_only(tmp_path: Path) -> None:
     )
 
 
+def test_replica_with_a_corrupt_copy_of_a_batch(tmp_path: Path) -> None:
+    batches = epoch_batches((0, 0, 1))
+    good, bad = _replicas(tmp_path, batches, batches)
+    log = bad / segment_file_name(0, "log")
+    data = bytearray(log.read_bytes())
+    data[len(batches[0]) + 100] ^= 0x01  # inside the second batch's records
+    log.write_bytes(bytes(data))
+    [pair] = compare_replicas([good, bad]).pairs
+    assert pair.divergence is not None
+    assert (pair.divergence.offset, pair.divergence.reason) == (2, "crc_failure")
+
+
 def test_retention_on_one_replica_only_compares_the_common_range(tmp_path: Path) -> None:
     full = epoch_batches((0, 0, 1, 1))
     short = tmp_path / "broker-1"

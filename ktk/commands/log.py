@@ -84,7 +84,7 @@ def _print_partition(partition: dict[str, Any]) -> None:
     out.print(f"[bold]{escape(name)}[/]" + (f" ({escape(', '.join(facts))})" if facts else ""))
     leo = _offset(partition["log_end_offset"])
     if partition["valid_log_end_offset"] != partition["log_end_offset"]:
-        leo += f" (recovery would keep up to {_offset(partition['valid_log_end_offset'])})"
+        leo += f" (recovery would truncate it to {_offset(partition['valid_log_end_offset'])})"
     out.print(
         f"  log end offset {leo}; high watermark {_offset(partition['high_watermark'])}; "
         f"recovery point {_offset(partition['recovery_point'])}; "
