@@ -852,13 +852,22 @@ def _check_epoch_cache(
                     )
                 )
     v2 = batches[(batches[:, MAGIC] >= 2) & (batches[:, EPOCH] >= 0)]
-    if log_start_offset is not None:
-        v2 = v2[v2[:, LAST] >= log_start_offset]
+    # Kafka clips the cache at the log start offset; without that checkpoint, the cache's
+    # first entry is the best lower bound (batches below it may be below the log start)
+    lower = (
+        log_start_offset
+        if log_start_offset is not None
+        else (cache[0].start_offset if cache else None)
+    )
+    if lower is not None:
+        v2 = v2[v2[:, LAST] >= lower]
     if not len(v2):
         return
     starts = np.asarray([entry.start_offset for entry in cache], dtype=np.int64)
     epochs = np.asarray([entry.epoch for entry in cache], dtype=np.int64)
-    slot = np.searchsorted(starts, v2[:, BASE], side="right") - 1
+    # a batch straddling the bound counts from the bound (the clipped first entry's start)
+    asked = v2[:, BASE] if lower is None else np.maximum(v2[:, BASE], lower)
+    slot = np.searchsorted(starts, asked, side="right") - 1
     cached = np.where(slot >= 0, epochs[np.maximum(slot, 0)] if len(epochs) else -1, -1)
     wrong = np.flatnonzero(cached != v2[:, EPOCH])
     if len(wrong):

@@ -472,6 +472,20 @@ def test_unframeable_batch_stops_the_segment_and_is_reported(tmp_path: Path) -> 
     assert report.segments[0].trailing_bytes == len(broken) + len(batch(2, 0))
 
 
+def test_epoch_cache_clipped_at_the_log_start_offset_is_not_a_mismatch(tmp_path: Path) -> None:
+    batches = epoch_batches((0, 0, 1, 1))  # offsets 0..7; records deleted below offset 3
+    directory = write_partition(tmp_path, "orders", 0, [batches], epochs=[(0, 3), (1, 4)])
+    assert inspect_partition(directory).problems == ()  # no log start checkpoint: cache bound
+    write_log_dir_checkpoints(
+        tmp_path, high_watermarks={("orders", 0): 8}, log_start_offsets={("orders", 0): 3}
+    )
+    assert inspect_partition(directory).problems == ()
+    write_log_dir_checkpoints(
+        tmp_path, high_watermarks={("orders", 0): 8}, log_start_offsets={("orders", 0): 0}
+    )
+    assert _kinds(inspect_partition(directory).problems) == ["epoch-cache-mismatch"]
+
+
 def test_log_dir_inspects_every_partition_with_the_root_checkpoints(tmp_path: Path) -> None:
     write_partition(tmp_path, "orders", 0, [epoch_batches((0, 1))])
     write_partition(tmp_path, "orders", 1, [epoch_batches((0,))])
