@@ -33,7 +33,7 @@ directory, with the log directory's checkpoints; :func:`inspect_path` picks one 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,7 @@ __all__ = [
 ]
 
 _INT32_MAX = 2**31 - 1
+Progress = Callable[[int, int], None]
 _LEGACY_CRC_OFFSET = 12  # magic 0/1: after offset and size
 
 
@@ -1056,8 +1057,9 @@ def _inspect_files(
     )
 
 
-def inspect_log_dir(path: Path) -> LogDirReport:
-    """Every partition directory of a log directory, with the log directory's checkpoints."""
+def inspect_log_dir(path: Path, progress: Progress | None = None) -> LogDirReport:
+    """Every partition directory of a log directory, with the log directory's checkpoints;
+    ``progress(done, total)`` is called after each partition."""
     try:
         listing = list_log_dir(path)
     except OSError as error:
@@ -1089,10 +1091,12 @@ def inspect_log_dir(path: Path) -> LogDirReport:
             )
             continue
         reports.append(_inspect_files(files, checkpoints, []))
+        if progress is not None:
+            progress(len(reports), len(listing.partitions))
     return LogDirReport(str(path), "log_dir", checkpoints, meta, tuple(reports), tuple(findings))
 
 
-def inspect_path(path: Path) -> LogDirReport:
+def inspect_path(path: Path, progress: Progress | None = None) -> LogDirReport:
     """A log directory or one partition directory. Raises :class:`KafkaFormatError` when the
     path is missing, not a directory, or holds neither."""
     if not path.exists():
@@ -1105,7 +1109,7 @@ def inspect_path(path: Path) -> LogDirReport:
     except OSError as error:
         raise KafkaFormatError(f"cannot list: {error.strerror}", source=str(path)) from None
     if is_log_dir:
-        return inspect_log_dir(path)
+        return inspect_log_dir(path, progress)
     if not is_partition:
         raise KafkaFormatError(
             "neither a partition directory (segment files, leader-epoch-checkpoint) nor a log "

@@ -507,6 +507,14 @@ def test_log_dir_inspects_every_partition_with_the_root_checkpoints(tmp_path: Pa
     assert report.verdict() == "OK: 2 partitions, no problems (1 note)"
 
 
+def test_log_dir_inspection_reports_progress_per_partition(tmp_path: Path) -> None:
+    for partition in range(3):
+        write_partition(tmp_path, "orders", partition, [epoch_batches((0,))])
+    calls: list[tuple[int, int]] = []
+    inspect_path(tmp_path, lambda done, total: calls.append((done, total)))
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+
+
 def test_inspection_writes_nothing_into_the_directory(tmp_path: Path) -> None:
     directory = _clean_partition(tmp_path)
     log = directory / segment_file_name(6, "log")
