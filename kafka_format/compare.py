@@ -49,6 +49,7 @@ from kafka_format.inspect import (
     SIZE,
     VALID,
     PartitionReport,
+    epochs_json,
     inspect_partition,
 )
 from kafka_format.partition_dir import looks_like_partition_dir
@@ -205,10 +206,8 @@ class Comparison:
                     "first_offset": _first_offset(replica),
                     "log_end_offset": replica.log_end_offset,
                     "high_watermark": replica.high_watermark,
-                    "leader_epoch_cache": None
-                    if replica.leader_epoch_cache is None
-                    else [[e.epoch, e.start_offset] for e in replica.leader_epoch_cache],
-                    "epochs_in_log": [[e.epoch, e.start_offset] for e in replica.epochs_in_log],
+                    "leader_epoch_cache": epochs_json(replica.leader_epoch_cache),
+                    "epochs_in_log": epochs_json(replica.epochs_in_log),
                     "problems": [finding.to_json() for finding in replica.problems],
                 }
                 for number, replica in enumerate(self.replicas)

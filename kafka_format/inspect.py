@@ -81,6 +81,7 @@ __all__ = [
     "LogDirReport",
     "PartitionReport",
     "SegmentReport",
+    "epochs_json",
     "inspect_log_dir",
     "inspect_partition",
     "inspect_path",
@@ -160,7 +161,8 @@ SEGMENT, POSITION, BASE, LAST, EPOCH, MAGIC, CRC, SIZE, MAX_TIMESTAMP, VALID = r
 @dataclass(frozen=True, slots=True)
 class IndexSummary:
     """An index file: its size, entries (preallocated zero entries not counted), the
-    preallocated entries, and the first and last entry."""
+    preallocated entries, and the first and last entry (named by ``entry_fields``:
+    ``(offset, position)`` or ``(timestamp, offset)``)."""
 
     file: str
     size_in_bytes: int
@@ -168,15 +170,19 @@ class IndexSummary:
     preallocated_entries: int
     first_entry: tuple[int, int] | None
     last_entry: tuple[int, int] | None
+    entry_fields: tuple[str, str]
 
     def to_json(self) -> dict[str, Any]:
+        def entry(values: tuple[int, int] | None) -> dict[str, int] | None:
+            return None if values is None else dict(zip(self.entry_fields, values, strict=True))
+
         return {
             "file": self.file,
             "size_in_bytes": self.size_in_bytes,
             "entries": self.entries,
             "preallocated_entries": self.preallocated_entries,
-            "first_entry": list(self.first_entry) if self.first_entry else None,
-            "last_entry": list(self.last_entry) if self.last_entry else None,
+            "first_entry": entry(self.first_entry),
+            "last_entry": entry(self.last_entry),
         }
 
 
@@ -267,8 +273,8 @@ class PartitionReport:
             "high_watermark": self.high_watermark,
             "recovery_point": self.recovery_point,
             "cleaner_offset": self.cleaner_offset,
-            "leader_epoch_cache": _epochs_json(self.leader_epoch_cache),
-            "epochs_in_log": _epochs_json(self.epochs_in_log),
+            "leader_epoch_cache": epochs_json(self.leader_epoch_cache),
+            "epochs_in_log": epochs_json(self.epochs_in_log),
             "segments": [segment.to_json() for segment in self.segments],
             "producer_snapshots": list(self.snapshots),
             "problems": len(self.problems),
@@ -277,8 +283,11 @@ class PartitionReport:
         }
 
 
-def _epochs_json(entries: Sequence[EpochEntry] | None) -> list[list[int]] | None:
-    return None if entries is None else [[entry.epoch, entry.start_offset] for entry in entries]
+def epochs_json(entries: Sequence[EpochEntry] | None) -> list[dict[str, int]] | None:
+    """Leader-epoch entries as JSON objects (None stays None: no checkpoint)."""
+    if entries is None:
+        return None
+    return [{"epoch": entry.epoch, "start_offset": entry.start_offset} for entry in entries]
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +339,10 @@ class LogDirReport:
             "checkpoints": {
                 name: None
                 if entries is None
-                else [[topic, partition, offset] for (topic, partition), offset in entries.items()]
+                else [
+                    {"topic": topic, "partition": partition, "offset": offset}
+                    for (topic, partition), offset in entries.items()
+                ]
                 for name, entries in sorted(self.checkpoints.items())
             },
             "meta_properties": self.meta_properties,
@@ -563,9 +575,13 @@ def _read_segment(files: SegmentFiles, is_last: bool, findings: list[Finding]) -
     return _SegmentRead(report, rows)
 
 
-def _summary(index: OffsetIndex | TimeIndex, first: np.ndarray, second: np.ndarray) -> IndexSummary:
-    """The index's size and entry counts, its first and last entry (``first``/``second`` are
-    its two columns)."""
+def _summary(index: OffsetIndex | TimeIndex) -> IndexSummary:
+    """The index's size and entry counts, its first and last entry."""
+    if isinstance(index, OffsetIndex):
+        fields, columns = ("offset", "position"), (index.offsets, index.positions)
+    else:
+        fields, columns = ("timestamp", "offset"), (index.timestamps, index.offsets)
+    first, second = columns
     ends = [(int(first[n]), int(second[n])) for n in (0, -1)] if len(first) else [None, None]
     return IndexSummary(
         str(index.source),
@@ -574,6 +590,7 @@ def _summary(index: OffsetIndex | TimeIndex, first: np.ndarray, second: np.ndarr
         index.preallocated_entries,
         ends[0],
         ends[1],
+        fields,
     )
 
 
@@ -721,7 +738,7 @@ def _check_offset_index(
                 position=len(batch_positions) * OFFSET_INDEX_ENTRY_SIZE,
             )
         )
-    return _summary(index, offsets, positions)
+    return _summary(index)
 
 
 def _check_time_index(
@@ -808,7 +825,7 @@ def _check_time_index(
                 position=len(last_offsets) * TIME_INDEX_ENTRY_SIZE,
             )
         )
-    return _summary(index, timestamps, offsets)
+    return _summary(index)
 
 
 def _epochs_in_log(batches: np.ndarray) -> tuple[EpochEntry, ...]:

@@ -72,9 +72,11 @@ def test_inspect_json_is_stable_and_keyed_for_scripts(tmp_path: Path):
     assert orders_0["findings"][0]["kind"] == "crc-mismatch"
     assert orders_0["findings"][0]["position"] == 17
     assert document["checkpoints"]["replication-offset-checkpoint"] == [
-        ["orders", 0, 8],
-        ["orders", 1, 2],
+        {"topic": "orders", "partition": 0, "offset": 8},
+        {"topic": "orders", "partition": 1, "offset": 2},
     ]
+    assert orders_0["leader_epoch_cache"][1] == {"epoch": 1, "start_offset": 4}
+    assert orders_0["segments"][0]["offset_index"]["first_entry"] == {"offset": 3, "position": 165}
 
 
 def test_inspect_missing_directory_is_one_line_and_exit_2(tmp_path: Path):
@@ -109,7 +111,8 @@ def test_compare_diverged_replicas_exit_1_with_offset_and_epochs(tmp_path: Path)
     divergence = document["pairs"][0]["divergence"]
     assert (divergence["offset"], divergence["epochs"]) == (4, [1, 3])
     assert [r["log_end_offset"] for r in document["replicas"]] == [6, 8]
-    assert document["replicas"][1]["leader_epoch_cache"] == [[0, 0], [1, 2], [3, 4]]
+    cache = document["replicas"][1]["leader_epoch_cache"]
+    assert [(e["epoch"], e["start_offset"]) for e in cache] == [(0, 0), (1, 2), (3, 4)]
 
 
 def test_compare_prefix_exits_0(tmp_path: Path):

@@ -53,10 +53,11 @@ def _offset(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-def _epochs(entries: list[list[int]] | None) -> str:
+def _epochs(entries: list[dict[str, int]] | None) -> str:
     if entries is None:
         return "(no leader-epoch-checkpoint)"
-    return " ".join(f"{epoch}@{start}" for epoch, start in entries) or "(empty)"
+    text = " ".join(f"{entry['epoch']}@{entry['start_offset']}" for entry in entries)
+    return text or "(empty)"
 
 
 def _index_text(index: dict[str, Any] | None) -> str:
