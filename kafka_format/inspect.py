@@ -70,6 +70,7 @@ from kafka_format.partition_dir import (
     list_partition_dir,
     looks_like_log_dir,
     looks_like_partition_dir,
+    parent_dir,
 )
 from kafka_format.segment import Batch, scan_segment
 from ktkbase.errors import short_repr
@@ -907,7 +908,9 @@ def parent_checkpoints(
 ) -> dict[str, dict[tuple[str, int], int] | None]:
     """The offset checkpoints of the log directory holding partition directory ``path``."""
     present = {
-        name: path.parent / name for name in LOG_DIR_CHECKPOINTS if (path.parent / name).is_file()
+        name: parent_dir(path) / name
+        for name in LOG_DIR_CHECKPOINTS
+        if (parent_dir(path) / name).is_file()
     }
     return read_offset_checkpoints(present, findings)
 
@@ -1023,7 +1026,7 @@ def _inspect_files(
                 findings.append(
                     Finding(
                         kind,
-                        str(files.path.parent / name),
+                        str(parent_dir(files.path) / name),
                         f"{files.topic}-{files.partition} is checkpointed at {value}, past the "
                         f"log end offset {log_end_offset}",
                     )

@@ -49,6 +49,7 @@ __all__ = [
     "list_partition_dir",
     "looks_like_log_dir",
     "looks_like_partition_dir",
+    "parent_dir",
     "parse_file_name",
     "parse_partition_dir_name",
     "segment_file_name",
@@ -144,6 +145,11 @@ def _entries(path: Path) -> list[Path]:
     return sorted(path.iterdir(), key=lambda entry: entry.name)
 
 
+def parent_dir(path: Path) -> Path:
+    """The directory holding ``path``, also for ``.`` and ``..`` (whose ``parent`` is not)."""
+    return path / ".." if path.name in ("", "..") else path.parent
+
+
 def list_partition_dir(path: Path) -> PartitionFiles:
     """The files of a partition directory (reads the directory listing only).
     Raises ``OSError`` when it cannot be listed."""
@@ -166,7 +172,7 @@ def list_partition_dir(path: Path) -> PartitionFiles:
             snapshots.append((name.base_offset, entry))
         else:
             segments.setdefault(name.base_offset, {})[name.kind] = entry
-    parsed = parse_partition_dir_name(path.name)
+    parsed = parse_partition_dir_name(path.resolve().name)
     return PartitionFiles(
         path,
         parsed[0] if parsed else None,

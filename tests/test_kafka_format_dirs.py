@@ -515,6 +515,16 @@ def test_log_dir_inspection_reports_progress_per_partition(tmp_path: Path) -> No
     assert calls == [(1, 3), (2, 3), (3, 3)]
 
 
+def test_partition_dir_given_as_dot_still_finds_its_topic_and_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = _clean_partition(tmp_path)
+    monkeypatch.chdir(directory)
+    report = inspect_path(Path("."))
+    [partition] = report.partitions
+    assert (partition.topic, partition.partition, partition.high_watermark) == ("orders", 0, 10)
+
+
 def test_inspection_writes_nothing_into_the_directory(tmp_path: Path) -> None:
     directory = _clean_partition(tmp_path)
     log = directory / segment_file_name(6, "log")
