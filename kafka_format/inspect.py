@@ -608,8 +608,8 @@ def _preallocation_finding(
                 "preallocated-index",
                 source,
                 f"{index.preallocated_entries} preallocated zero entries after the last entry "
-                "(the active segment of a broker that did not shut down cleanly; Kafka "
-                "rebuilds this index when it recovers the segment)",
+                "(the active segment of a running broker, or of one that did not shut down "
+                "cleanly: Kafka rebuilds this index when it recovers the segment)",
                 position=start,
                 problem=False,
             )
