@@ -77,7 +77,7 @@ class FileName(NamedTuple):
 def parse_file_name(name: str) -> FileName | None:
     """The parts of a segment file name, or None when Kafka would not read it as one."""
     match = _FILE_NAME.fullmatch(name)
-    if match is None:
+    if match is None or int(match["offset"]) > 2**63 - 1:  # Long.parseLong fails above
         return None
     return FileName(int(match["offset"]), match["kind"], match["state"])
 

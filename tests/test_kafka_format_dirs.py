@@ -15,6 +15,8 @@ import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka_dirs import (
     TOPIC_ID,
     batch,
@@ -192,6 +194,7 @@ def test_file_names_follow_log_file_utils() -> None:
     assert parse_file_name("00000000000000000170.log").kind == "log"  # type: ignore[union-attr]
     assert parse_file_name("00000000000000000170.log.swap").state == "swap"  # type: ignore[union-attr]
     assert parse_file_name("0170.log") is None
+    assert parse_file_name("99999999999999999999.log") is None  # above Long.MAX_VALUE
     assert parse_partition_dir_name("__consumer_offsets-49") == ("__consumer_offsets", 49)
     assert parse_partition_dir_name("orders-01") is None
 
@@ -535,6 +538,49 @@ def test_inspection_writes_nothing_into_the_directory(tmp_path: Path) -> None:
     inspect_path(directory)
     compare_replicas([directory, other])
     assert snapshot(tmp_path) == before
+
+
+_FILES = (
+    "00000000000000000000.log",
+    "00000000000000000000.index",
+    "00000000000000000000.timeindex",
+    "00000000000000000000.txnindex",
+    "00000000000000000006.log",
+    "00000000000000000006.index",
+    "00000000000000000006.timeindex",
+    "leader-epoch-checkpoint",
+    "partition.metadata",
+    "../replication-offset-checkpoint",
+    "../log-start-offset-checkpoint",
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    name=st.sampled_from(_FILES),
+    cut=st.integers(0, 400),
+    noise=st.binary(min_size=0, max_size=64),
+    at=st.integers(0, 500),
+)
+def test_damaged_files_are_findings_never_exceptions(
+    tmp_path_factory: pytest.TempPathFactory, name: str, cut: int, noise: bytes, at: int
+) -> None:
+    root = tmp_path_factory.mktemp("fuzz")
+    directory = _clean_partition(root)
+    target = directory / name
+    data = bytearray(
+        target.read_bytes() if target.exists() else struct.pack(">hqqqq", 0, 7, 0, 1, 2)
+    )
+    data[min(at, len(data)) : min(at, len(data)) + len(noise)] = noise
+    target.write_bytes(bytes(data[: max(len(data) - cut, 0)]))
+    report = inspect_path(root)
+    for finding in report.all_findings:
+        assert str(finding).startswith(str(root))
+    compare_replicas([directory, directory])
 
 
 def test_missing_directory_and_non_kafka_directory_are_errors(tmp_path: Path) -> None:
