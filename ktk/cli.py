@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from ktk import __version__
-from ktk.commands import assign, dashboard, demo, partition, replay, replicate, traces
+from ktk.commands import assign, dashboard, demo, log, partition, replay, replicate, traces
 from ktk.console import EXIT_INTERRUPTED, guarded, interrupted
 
 app = typer.Typer(
@@ -27,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for command_module in (assign, partition, replay, traces, dashboard, replicate, demo):
+for command_module in (assign, partition, replay, traces, dashboard, replicate, demo, log):
     command_module.register(app)
 
 
