@@ -59,9 +59,13 @@ from pathlib import Path
 from typing import Any
 
 from replication.errors import InputError
-from replication.invariants import InvariantChecker
+from replication.invariants import select_invariants
 from replication.modes import MODE_NAMES
 from replication.scenario import (
+    MAX_BROKERS,
+    MAX_CLOCK_TICKS,
+    MAX_TIME_MS,
+    OptionValue,
     Scenario,
     ScenarioConfig,
     Step,
@@ -69,7 +73,7 @@ from replication.scenario import (
     scenario_to_dict,
     scenario_to_text,
 )
-from replication.sim import Cluster, ScenarioResult, effective_mode, run_scenario
+from replication.sim import Cluster, Runner, ScenarioResult, effective_mode, run_scenario
 
 CLASS_NAMES: tuple[str, ...] = ("S1", "S2", "S3", "S4", "S5")
 CLASS_DESCRIPTIONS: dict[str, str] = {
@@ -81,6 +85,73 @@ CLASS_DESCRIPTIONS: dict[str, str] = {
 }
 DEFAULT_MAX_STEPS = 24
 CONSUMER_ID = "c1"
+# documented limits of one exploration (docs/replication-explore.md)
+MAX_SCHEDULES = 10_000_000
+MAX_SCHEDULE_STEPS = 1_000
+MAX_SEED = 2**63 - 1
+
+
+def _check_int(value: object, field: str, minimum: int, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise InputError(
+            f"must be an integer from {minimum:,} to {maximum:,}", field=field, value=value
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ExploreSettings:
+    """What one exploration runs, checked on construction.
+
+    >>> from replication.scenario import ScenarioConfig
+    >>> ExploreSettings(ScenarioConfig(brokers=(1, 2), replicas=(1, 2)), max_steps=-3)
+    Traceback (most recent call last):
+    ...
+    replication.errors.InputError: max_steps: must be an integer from 1 to 1,000 (got -3)
+    """
+
+    config: ScenarioConfig
+    acks: str | int = "all"
+    schedules: int = 1000
+    seed: int = 0
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_lossy_crashes: int = 1
+    max_crashes: int | None = None
+    shrink_per_class: int = 1
+    stop_when_found: tuple[str, ...] = ()
+    invariants: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        acks = self.acks
+        if acks in (-1, "-1") and not isinstance(acks, bool):
+            acks = "all"
+        if isinstance(acks, bool) or acks not in ("all", 0, 1):
+            raise InputError('acks must be 0, 1, -1 or "all"', field="acks", value=self.acks)
+        object.__setattr__(self, "acks", acks)
+        _check_int(self.schedules, "schedules", 0, MAX_SCHEDULES)
+        _check_int(self.seed, "seed", -MAX_SEED, MAX_SEED)
+        _check_int(self.max_steps, "max_steps", 1, MAX_SCHEDULE_STEPS)
+        _check_int(self.max_lossy_crashes, "max_lossy_crashes", 0, MAX_SCHEDULE_STEPS)
+        if self.max_crashes is not None:
+            _check_int(self.max_crashes, "max_crashes", 0, MAX_SCHEDULE_STEPS)
+        _check_int(self.shrink_per_class, "shrink_per_class", 0, MAX_SCHEDULES)
+        for name in self.stop_when_found:
+            if name not in CLASS_NAMES:
+                raise InputError("unknown violation class", field="stop_when_found", value=name)
+        if self.invariants is not None:
+            names = tuple(i.name for i in select_invariants(self.invariants))
+            object.__setattr__(self, "invariants", names)
+        # every generated step may advance the clock by a session timeout or a lag time
+        config = self.config
+        longest = max(config.replica_lag_time_max_ms, config.broker_session_timeout_ms) + 1
+        clock_ms = (self.max_steps + 1) * longest
+        if clock_ms > MAX_TIME_MS or clock_ms // config.clock_tick_ms > MAX_CLOCK_TICKS:
+            raise InputError(
+                f"schedules of {self.max_steps} steps could advance the clock {clock_ms:,} ms, "
+                f"past the scenario limits ({MAX_TIME_MS:,} ms, {MAX_CLOCK_TICKS:,} ISR checks)",
+                field="max_steps",
+                value=self.max_steps,
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +204,8 @@ class ExploreReport:
     first_schedule: dict[str, int]
     findings: tuple[Finding, ...]
     elapsed_seconds: float | None = None
+    # the invariants checked (None: all of them)
+    invariants: tuple[str, ...] | None = None
 
     @property
     def schedules_per_second(self) -> float | None:
@@ -150,6 +223,7 @@ class ExploreReport:
             "max_steps": self.max_steps,
             "max_lossy_crashes": self.max_lossy_crashes,
             "max_crashes": self.max_crashes,
+            **({"invariants": list(self.invariants)} if self.invariants is not None else {}),
             "requested_schedules": self.requested,
             "schedules": self.schedules,
             "violating_schedules": self.violating_schedules,
@@ -223,8 +297,8 @@ def classify(result: ScenarioResult) -> str | None:
     if not is_violation(result):
         return None
     steps = result.scenario.steps
-    isr_after = {entry["step"]: tuple(entry["isr"]) for entry in result.timeline}
-    initial_isr = tuple(result.scenario.config.replicas)
+    isr_after = {entry.step: entry.isr for entry in result.timeline}
+    initial_isr = result.scenario.config.replicas
     isr_before: dict[int, tuple[int, ...]] = {}
     current = initial_isr
     for index in range(len(steps)):
@@ -235,9 +309,9 @@ def classify(result: ScenarioResult) -> str | None:
     acked_alone: set[str] = set()
     seen: set[str] = set()
     for entry in result.timeline:
-        newly = [value for value in entry["acked"] if value not in seen]
+        newly = [value for value in entry.acked if value not in seen]
         seen.update(newly)
-        if len(entry["isr"]) == 1:
+        if len(entry.isr) == 1:
             acked_alone.update(newly)
     lossy_crashes = [
         (index, step.target)
@@ -246,7 +320,7 @@ def classify(result: ScenarioResult) -> str | None:
     ]
     if lost & acked_alone or any(isr_before[i] == (broker,) for i, broker in lossy_crashes):
         return "S5"
-    if result.final.get("unclean_elections", 0):
+    if result.final.unclean_elections:
         return "S4"
     if lossy_crashes:
         return "S2"
@@ -257,15 +331,17 @@ def classify(result: ScenarioResult) -> str | None:
 
 def _restart_truncated(result: ScenarioResult) -> bool:
     """Did a restart itself cut a replica's log (truncation to a stale local HW)?"""
-    leo_before: dict[str, int] = {
-        str(broker_id): 0 for broker_id in result.scenario.config.replicas
-    }
+    leo_before: dict[int, int] = {broker_id: 0 for broker_id in result.scenario.config.replicas}
     for entry in result.timeline:
-        step = result.scenario.steps[entry["step"]]
-        views = entry["replicas"]
-        if step.op == "restart" and views[str(step.target)]["leo"] < leo_before[str(step.target)]:
-            return True
-        leo_before = {broker_id: view["leo"] for broker_id, view in views.items()}
+        step = result.scenario.steps[entry.step]
+        if step.op == "restart":
+            for replica in entry.replicas:
+                if (
+                    replica.broker_id == step.target
+                    and replica.log_end_offset < leo_before[replica.broker_id]
+                ):
+                    return True
+        leo_before = {replica.broker_id: replica.log_end_offset for replica in entry.replicas}
     return False
 
 
@@ -281,35 +357,36 @@ class _Generator:
     acks: str | int
     max_lossy_crashes: int
     max_crashes: int | None = None
-    cluster: Cluster = field(init=False)
-    checker: InvariantChecker = field(init=False)
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    invariants: tuple[str, ...] | None = None
+    runner: Runner = field(init=False)
+    steps: list[Step] = field(default_factory=list)
     lossy_crashes: int = 0
     crashes: int = 0
     produced: int = 0
 
     def __post_init__(self) -> None:
-        self.cluster = Cluster(self.config, effective_mode(self.config))
-        self.checker = InvariantChecker(self.cluster)
+        self.runner = Runner(
+            self.config, effective_mode(self.config), invariants=select_invariants(self.invariants)
+        )
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.runner.cluster
 
     def run(self, max_steps: int) -> list[dict[str, Any]]:
         for _ in range(max_steps):
             self._do(self._random_step())
         self._settle()
-        return self.steps
+        return [step.to_dict() for step in self.steps]
 
     def suspicious(self) -> bool:
         """Did the run break an invariant, lose an acknowledged record or diverge?"""
-        cluster = self.cluster
-        return bool(self.checker.violations or cluster.acked_lost() or cluster.diverged())
+        return self.runner.suspicious()
 
-    def _do(self, step: dict[str, Any]) -> None:
-        # the same sequence as run_scenario, so the verdict here is the verdict of a replay
+    def _do(self, step: Step) -> None:
+        # the runner of run_scenario, so the verdict here is the verdict of a replay
         self.steps.append(step)
-        self.cluster.step_index = len(self.steps) - 1
-        self.cluster.apply(_as_step(step))
-        self.cluster.note_committed()
-        self.checker.check(len(self.steps) - 1)
+        self.runner.step(step)
 
     def _online(self) -> list[int]:
         return [b for b, broker in self.cluster.brokers.items() if broker.online]
@@ -326,7 +403,7 @@ class _Generator:
             return leader
         return self.rng.choice(candidates)
 
-    def _random_step(self) -> dict[str, Any]:
+    def _random_step(self) -> Step:
         rng = self.rng
         config = self.config
         online, offline, isolated = self._online(), self._offline(), self._isolated()
@@ -353,12 +430,12 @@ class _Generator:
         replicas = list(config.replicas)
         if kind == "produce":
             self.produced += 1
-            return {"produce": f"m{self.produced}", "acks": self.acks}
+            return _step("produce", f"m{self.produced}", acks=self.acks)
         if kind == "fetch":
-            step: dict[str, Any] = {"fetch": rng.choice(replicas)}
+            broker = rng.choice(replicas)
             if rng.random() < 0.15:
-                step["response"] = "lost"
-            return step
+                return _step("fetch", broker, response="lost")
+            return _step("fetch", broker)
         if kind == "advance":
             durations = (
                 1000,
@@ -366,29 +443,30 @@ class _Generator:
                 config.replica_lag_time_max_ms + 1,
                 config.broker_session_timeout_ms + 1,
             )
-            return {"advance_ms": rng.choice(durations)}
+            return _step("advance_ms", rng.choice(durations))
         if kind == "flush":
-            return {"flush": rng.choice(online or replicas)}
+            return _step("flush", rng.choice(online or replicas))
         if kind == "consume":
-            return {"consume": CONSUMER_ID}
+            return _step("consume", CONSUMER_ID)
         if kind == "crash":
             self.crashes += 1
-            step = {"crash": self._leader_or_random(online)}
+            target = self._leader_or_random(online)
+            options: dict[str, OptionValue] = {}
             if self.lossy_crashes < self.max_lossy_crashes and rng.random() < 0.5:
                 self.lossy_crashes += 1
-                step["unflushed"] = "lose"
+                options["unflushed"] = "lose"
             if rng.random() < 0.4:
-                step["detected"] = True
-            return step
+                options["detected"] = True
+            return _step("crash", target, **options)
         if kind == "shutdown":
-            return {"shutdown": self._leader_or_random(online)}
+            return _step("shutdown", self._leader_or_random(online))
         if kind == "isolate":
-            return {"isolate": self._leader_or_random(online)}
+            return _step("isolate", self._leader_or_random(online))
         if kind == "restart":
-            return {"restart": rng.choice(offline)}
+            return _step("restart", rng.choice(offline))
         if kind == "heal":
-            return {"heal": rng.choice(isolated)}
-        return {"elect": self._election_target()}
+            return _step("heal", rng.choice(isolated))
+        return _step("elect", self._election_target())
 
     def _election_target(self) -> str | int:
         rng = self.rng
@@ -408,24 +486,19 @@ class _Generator:
     def _settle(self) -> None:
         """Heal and restart everyone, elect, let followers catch up and read once."""
         for broker_id in self._isolated():
-            self._do({"heal": broker_id})
+            self._do(_step("heal", broker_id))
         for broker_id in self._offline():
-            self._do({"restart": broker_id})
-        self._do({"elect": "auto"})
+            self._do(_step("restart", broker_id))
+        self._do(_step("elect", "auto"))
         for _ in range(3):
             for broker_id in self.config.replicas:
-                self._do({"fetch": broker_id})
-        self._do({"consume": CONSUMER_ID})
+                self._do(_step("fetch", broker_id))
+        self._do(_step("consume", CONSUMER_ID))
 
 
-def _as_step(entry: dict[str, Any]) -> Step:
-    """A generated step dict as a ``Step`` (generated dicts always hold exactly one op)."""
-    op = next(key for key in entry if key not in _OPTION_KEYS)
-    options = tuple((key, value) for key, value in entry.items() if key != op)
-    return Step(op=op, target=entry[op], options=options)
-
-
-_OPTION_KEYS = frozenset({"acks", "timeout_ms", "response", "unflushed", "detected", "at_ms"})
+def _step(op: str, target: int | str, **options: OptionValue) -> Step:
+    """A generated step: built valid for the live cluster, so it needs no parsing."""
+    return Step(op, target, tuple(options.items()))
 
 
 def generate_schedule(
@@ -450,18 +523,24 @@ def _generate(
     acks: str | int,
     max_lossy_crashes: int,
     max_crashes: int | None,
+    invariants: tuple[str, ...] | None = None,
 ) -> tuple[list[dict[str, Any]], bool]:
     """A schedule and whether running it broke anything (checked while generating)."""
     # string seeds hash the same on every platform and Python run
     rng = random.Random(f"ktk-explore/{seed}/{index}")
-    generator = _Generator(config, rng, acks, max_lossy_crashes, max_crashes)
+    generator = _Generator(config, rng, acks, max_lossy_crashes, max_crashes, invariants)
     steps = generator.run(max_steps)
     return steps, generator.suspicious()
 
 
-def build_scenario(name: str, config: ScenarioConfig, steps: Iterable[dict[str, Any]]) -> Scenario:
+def build_scenario(
+    name: str,
+    config: ScenarioConfig,
+    steps: Iterable[dict[str, Any]],
+    invariants: tuple[str, ...] | None = None,
+) -> Scenario:
     """A validated scenario from a config and step dicts in the file format."""
-    document = scenario_to_dict(Scenario(name, config, ()))
+    document = scenario_to_dict(Scenario(name, config, (), invariants=invariants))
     document["steps"] = list(steps)
     return load_scenario(document)
 
@@ -573,6 +652,7 @@ def explore(
     max_crashes: int | None = None,
     shrink_per_class: int = 1,
     stop_when_found: Collection[str] = (),
+    invariants: Collection[str] | None = None,
     out_dir: str | Path | None = None,
     timer: Callable[[], float] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -581,7 +661,8 @@ def explore(
 
     The first ``shrink_per_class`` violating schedules of each class and kind (with or without
     divergence, with or without acknowledged loss) are shrunk; all are counted.
-    ``stop_when_found`` ends the search once every named class was seen. ``out_dir`` receives
+    ``stop_when_found`` ends the search once every named class was seen. ``invariants`` names
+    the invariants to check (default: all); the shrunk scenarios name them too. ``out_dir`` receives
     the shrunk scenarios as ``<class>-<n>.json``. ``timer`` (e.g. ``time.perf_counter``) is
     read at start and end only, to report schedules per second. ``progress(done, total)`` is
     called every 100 schedules.
@@ -590,15 +671,12 @@ def explore(
         raise InputError(
             f"unknown mode; expected one of {', '.join(MODE_NAMES)}", field="mode", value=mode
         )
-    if schedules < 0:
-        raise InputError("schedules must be >= 0", field="schedules", value=schedules)
-    if acks in (-1, "-1"):
-        acks = "all"
-    if acks not in ("all", 0, 1) or isinstance(acks, bool):
-        raise InputError('acks must be 0, 1, -1 or "all"', field="acks", value=acks)
-    unknown = sorted(set(stop_when_found) - set(CLASS_NAMES))
-    if unknown:
-        raise InputError("unknown violation class", field="stop_when_found", value=unknown[0])
+    _check_int(min_insync_replicas, "min_insync_replicas", 1, MAX_BROKERS)
+    for name, value in (
+        ("replica_lag_time_max_ms", replica_lag_time_max_ms),
+        ("broker_session_timeout_ms", broker_session_timeout_ms),
+    ):
+        _check_int(value, name, 1, MAX_TIME_MS)
     replica_ids = tuple(replicas) if replicas is not None else tuple(brokers)
     document = {
         "brokers": list(brokers),
@@ -611,9 +689,23 @@ def explore(
         "broker_session_timeout_ms": broker_session_timeout_ms,
     }
     config = load_scenario({"name": "explore", "config": document, "steps": []}).config
-    lossy_budget = (
-        max(1, min_insync_replicas - 1) if max_lossy_crashes is None else max_lossy_crashes
+    if max_lossy_crashes is None and isinstance(min_insync_replicas, int):
+        max_lossy_crashes = max(1, min_insync_replicas - 1)
+    settings = ExploreSettings(
+        config=config,
+        acks=acks,
+        schedules=schedules,
+        seed=seed,
+        max_steps=max_steps,
+        max_lossy_crashes=max_lossy_crashes,
+        max_crashes=max_crashes,
+        shrink_per_class=shrink_per_class,
+        stop_when_found=tuple(stop_when_found),
+        invariants=None if invariants is None else tuple(invariants),
     )
+    acks = settings.acks
+    lossy_budget = settings.max_lossy_crashes
+    chosen = settings.invariants
     started = timer() if timer is not None else None
 
     class_counts: dict[str, int] = {}
@@ -624,14 +716,14 @@ def explore(
     done = 0
     for index in range(schedules):
         steps, suspicious = _generate(
-            config, seed, index, max_steps, acks, lossy_budget, max_crashes
+            config, seed, index, max_steps, acks, lossy_budget, max_crashes, chosen
         )
         done = index + 1
         if progress is not None and done % 100 == 0:
             progress(done, schedules)
         if not suspicious:
             continue
-        result = run_scenario(build_scenario(f"schedule-{index}", config, steps))
+        result = run_scenario(build_scenario(f"schedule-{index}", config, steps, chosen))
         violation_class = classify(result)
         if violation_class is None:
             continue
@@ -642,7 +734,7 @@ def explore(
         shrunk_so_far = sum(1 for f in findings if _finding_signature(f) == signature)
         if shrunk_so_far < shrink_per_class:
             number = sum(1 for f in findings if f.violation_class == violation_class) + 1
-            finding = _shrink_finding(config, steps, index, signature, number)
+            finding = _shrink_finding(config, steps, index, signature, number, chosen)
             key = json.dumps(scenario_to_dict(finding.scenario)["steps"])
             if key not in shrunk_seen:
                 shrunk_seen.add(key)
@@ -665,6 +757,7 @@ def explore(
         first_schedule=dict(sorted(first_schedule.items())),
         findings=tuple(findings),
         elapsed_seconds=elapsed,
+        invariants=chosen,
     )
     if out_dir is not None:
         write_scenarios(report, out_dir)
@@ -693,12 +786,13 @@ def _shrink_finding(
     index: int,
     signature: Signature,
     number: int,
+    invariants: tuple[str, ...] | None = None,
 ) -> Finding:
     violation_class = signature[0]
 
     def same_class(candidate: list[dict[str, Any]]) -> bool:
         try:
-            scenario = build_scenario("candidate", config, candidate)
+            scenario = build_scenario("candidate", config, candidate, invariants)
         except InputError:
             return False
         result = run_scenario(scenario)
@@ -707,16 +801,16 @@ def _shrink_finding(
 
     minimal = shrink(steps, same_class)
     name = f"{violation_class}-{number}"
-    result = run_scenario(build_scenario(name, config, minimal))
+    result = run_scenario(build_scenario(name, config, minimal, invariants))
     expect: dict[str, Any] = {
         "acked_lost": list(result.acked_lost),
         "diverged": result.diverged,
         "violations": result.violation_names(),
     }
-    if result.final.get("unclean_elections", 0):
-        expect["unclean_elections"] = result.final["unclean_elections"]
+    if result.final.unclean_elections:
+        expect["unclean_elections"] = result.final.unclean_elections
     scenario = build_scenario(
-        f"{name.lower()}-{config.mode}", config, [*minimal, {"expect": expect}]
+        f"{name.lower()}-{config.mode}", config, [*minimal, {"expect": expect}], invariants
     )
     return Finding(
         violation_class=violation_class,

@@ -26,10 +26,11 @@ replication.errors.ScenarioError: step 0: acks: acks must be 0, 1, -1 or "all" (
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import yaml
 
@@ -53,20 +54,61 @@ EXPECT_KEYS = (
     "unclean_elections",
     "violations",
 )
+# the invariant names of spec/replication-protocol.md section 8 (replication/invariants.py)
+INVARIANT_NAMES: tuple[str, ...] = (
+    "LeaderInIsr",
+    "StrongIsr",
+    "LeaderCompleteness",
+    "LeaderCandidateCompleteness",
+    "ReplicationQuorumSuperset",
+    "LogMatching",
+    "ConsistentRead",
+    "NoCommittedRecordLostGlobally",
+    "ValidControllerIsrAndElr",
+    "MonotonicHighWatermark",
+)
 BROKER_OPS = ("fetch", "crash", "restart", "shutdown", "flush", "isolate", "heal")
 OPS = (*BROKER_OPS, "produce", "advance_ms", "elect", "consume", "expect")
-_OP_OPTIONS: dict[str, dict[str, Any]] = {
+
+# Documented limits (docs/replication.md), checked before anything runs.
+MAX_FILE_BYTES = 1_000_000
+MAX_DEPTH = 16
+# decoded values in one document, every use of a YAML alias counted again
+MAX_VALUES = 200_000
+MAX_TEXT_CHARS = 10_000
+MAX_ID_CHARS = 256
+MAX_BROKERS = 32
+MAX_BROKER_ID = 2**31 - 1
+MAX_STEPS = 10_000
+MAX_TIME_MS = 10**12
+# ISR-expiry checks the clock runs through (simulated time / (replica.lag.time.max.ms / 2))
+MAX_CLOCK_TICKS = 100_000
+MAX_INTEGER_DIGITS = 19
+
+Frozen: TypeAlias = "None | bool | int | float | str | tuple[Frozen, ...]"
+OptionValue: TypeAlias = "str | int | bool | tuple[str, ...] | None"
+ExpectFields: TypeAlias = "tuple[tuple[str, Frozen], ...]"
+StepTarget: TypeAlias = "int | str | ExpectFields"
+
+_OP_OPTIONS: dict[str, dict[str, OptionValue]] = {
     "produce": {"acks": "all", "timeout_ms": None},
     "fetch": {"response": "ok"},
     "crash": {"unflushed": "keep", "detected": False},
     "expect": {"modes": None},
 }
 _COMMON_OPTIONS = ("at_ms", "comment")
+_TOP_LEVEL = ("name", "description", "config", "invariants", "steps", "comment")
 
 
 @dataclass(frozen=True, slots=True)
 class ScenarioConfig:
-    """The cluster a scenario runs on; names as in the public scenario format."""
+    """The cluster a scenario runs on; names as in the public scenario format.
+
+    >>> ScenarioConfig(brokers=(1,), replicas=(1,), min_insync_replicas=0)
+    Traceback (most recent call last):
+    ...
+    replication.errors.ScenarioError: config.min_insync_replicas: must be an integer from 1 to 32 (got 0)
+    """
 
     brokers: tuple[int, ...]
     replicas: tuple[int, ...]
@@ -83,16 +125,76 @@ class ScenarioConfig:
     maximal_isr: bool | None = None
     leso_isr_join: bool | None = None
 
+    def __post_init__(self) -> None:
+        brokers = _broker_list(self.brokers, "config.brokers")
+        replicas = _broker_list(self.replicas, "config.replicas")
+        # frozen: the checked tuples replace whatever sequence was given
+        object.__setattr__(self, "brokers", brokers)
+        object.__setattr__(self, "replicas", replicas)
+        for replica in replicas:
+            if replica not in brokers:
+                raise ScenarioError(
+                    "replica is not a broker", field="config.replicas", value=replica
+                )
+        if self.mode not in MODE_NAMES:
+            raise ScenarioError(
+                f"unknown mode; expected one of {', '.join(MODE_NAMES)}",
+                field="config.mode",
+                value=self.mode,
+            )
+        for name in ("unclean_leader_election", "eligible_leader_replicas"):
+            _boolean(getattr(self, name), f"config.{name}")
+        for name in ("maximal_isr", "leso_isr_join"):
+            if getattr(self, name) is not None:
+                _boolean(getattr(self, name), f"config.{name}")
+        _integer(self.min_insync_replicas, "config.min_insync_replicas", 1, MAX_BROKERS)
+        for name, minimum in (
+            ("replica_lag_time_max_ms", 1),
+            ("broker_session_timeout_ms", 1),
+            ("request_timeout_ms", 1),
+            ("alter_partition_delay_ms", 0),
+        ):
+            _integer(getattr(self, name), f"config.{name}", minimum, MAX_TIME_MS)
+
+    @property
+    def clock_tick_ms(self) -> int:
+        """How often a leader checks for lagging followers (replica.lag.time.max.ms / 2)."""
+        return max(self.replica_lag_time_max_ms // 2, 1)
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
     """One scenario step: ``op`` with its ``target`` and the options it accepts."""
 
     op: str
-    target: Any
-    options: tuple[tuple[str, Any], ...] = ()
+    target: StepTarget
+    options: tuple[tuple[str, OptionValue], ...] = ()
 
-    def option(self, name: str, default: Any = None) -> Any:
+    @classmethod
+    def from_dict(cls, raw: object, config: ScenarioConfig, index: int = 0) -> Step:
+        """Parse one step of the file format (``{fetch: 1, response: lost}``), checking every
+        field against ``config``; the one place a step is parsed.
+
+        >>> config = ScenarioConfig(brokers=(1, 2), replicas=(1, 2))
+        >>> Step.from_dict({"crash": 2, "unflushed": "lose"}, config)
+        Step(op='crash', target=2, options=(('unflushed', 'lose'), ('detected', False)))
+        >>> Step.from_dict({"fetch": 3}, config, 4)
+        Traceback (most recent call last):
+        ...
+        replication.errors.ScenarioError: step 4: fetch: unknown broker (got 3)
+        """
+        return _parse_step(index, raw, config)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step in the file format (``from_dict`` of the result gives it back)."""
+        entry: dict[str, Any] = {
+            self.op: expect_fields(self) if self.op == "expect" else self.target
+        }
+        for key, value in self.options:
+            entry[key] = list(value) if isinstance(value, tuple) else value
+        return entry
+
+    def option(self, name: str, default: OptionValue = None) -> OptionValue:
         for key, value in self.options:
             if key == name:
                 return value
@@ -122,60 +224,235 @@ class Scenario:
     config: ScenarioConfig
     steps: tuple[Step, ...]
     source: str | None = None
+    # what the scenario shows, in a sentence or two (printed and in the result document)
+    description: str | None = None
+    # the invariants to check (None: all of them)
+    invariants: tuple[str, ...] | None = None
 
 
 # ---------------------------------------------------------------------------- loading
 
 
 def load_scenario(path_or_text: str | Path | Mapping[str, Any]) -> Scenario:
-    """Parse a scenario from a file path, JSON/YAML text, or an already-decoded mapping."""
+    """Parse a scenario from a file path, JSON/YAML text, or an already-decoded mapping.
+
+    Everything is checked before anything runs: size, encoding, nesting, every field's type
+    and range, and the limits above; a problem is a ``ScenarioError`` naming the file, the
+    line or step, and the field.
+    """
     source: str | None = None
     if isinstance(path_or_text, Mapping):
-        document: Any = path_or_text
+        document: object = path_or_text
     else:
         text = str(path_or_text)
         if isinstance(path_or_text, Path) or (
             "\n" not in text and not text.lstrip().startswith("{")
         ):
             source = str(path_or_text)
-            text = Path(path_or_text).read_text(encoding="utf-8")
+            text = _read_text(Path(path_or_text), source)
+        else:
+            _check_size(len(text.encode("utf-8", "surrogatepass")), None)
         document = _decode(text, source)
     try:
+        _check_tree(document)
         return _parse(document, source)
     except ScenarioError as error:
         raise error.located(source=source) from None
 
 
-def _decode(text: str, source: str | None) -> Any:
-    try:
-        if text.lstrip().startswith("{"):
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
+def _check_size(size: int, source: str | None) -> None:
+    if size > MAX_FILE_BYTES:
         raise ScenarioError(
-            f"not valid JSON or YAML: {error}".splitlines()[0], source=source
+            f"the scenario is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}", source=source
+        )
+
+
+def _read_text(path: Path, source: str) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except OSError as error:
+        raise ScenarioError(f"cannot read the file: {error.strerror}", source=source) from None
+    _check_size(len(data), source)
+    nul = data.find(b"\x00")
+    if nul != -1:
+        raise ScenarioError(
+            "a NUL byte; scenario files are UTF-8 text",
+            source=source,
+            line=data.count(b"\n", 0, nul) + 1,
+            position=nul,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ScenarioError(
+            "not UTF-8 text",
+            source=source,
+            line=data.count(b"\n", 0, error.start) + 1,
+            position=error.start,
         ) from None
 
 
-def _parse(document: Any, source: str | None) -> Scenario:
+class _JsonValueError(ValueError):
+    pass
+
+
+def _json_integer(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _JsonValueError(f"an integer of {len(text):,} digits")
+    return int(text)
+
+
+def _json_constant(text: str) -> float:
+    raise _JsonValueError(f"{text} is not a number JSON allows")
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` (no ``!!python`` tags) that refuses anchors used too often."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases = getattr(self, "_aliases", 0) + 1
+            if self._aliases > MAX_VALUES // 1000:
+                event = self.peek_event()
+                raise yaml.YAMLError(
+                    f"line {event.start_mark.line + 1}: more than {MAX_VALUES // 1000} "
+                    "YAML aliases"
+                )
+        return super().compose_node(parent, index)
+
+
+def _decode(text: str, source: str | None) -> object:
+    line: int | None = None
+    try:
+        if text.lstrip().startswith("{"):
+            return json.loads(text, parse_int=_json_integer, parse_constant=_json_constant)
+        loader = _BoundedLoader(text)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except json.JSONDecodeError as error:
+        message, line = f"not valid JSON: {error.msg}", error.lineno
+    except _JsonValueError as error:
+        message = f"not valid JSON: {error}"
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark is not None else None
+        message = f"not valid YAML: {error.problem or error.context}"
+        if "python/" in str(error):
+            message = "not valid YAML: tags such as !!python/... are not allowed"
+    except yaml.YAMLError as error:
+        message = f"not valid YAML: {error}"
+    except RecursionError:
+        message = f"nested deeper than {MAX_DEPTH} levels"
+    except ValueError as error:
+        # e.g. a YAML integer longer than Python converts
+        message = f"not valid YAML: {error}"
+    raise ScenarioError(message.splitlines()[0], source=source, line=line) from None
+
+
+def _check_tree(document: object) -> None:
+    """Every decoded value is plain JSON data within the limits: depth, count (aliases
+    expanded), text without NUL or lone surrogates, finite numbers of sane size."""
+    stack: list[tuple[object, int, str]] = [(document, 0, "")]
+    count = 0
+    while stack:
+        value, depth, where = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ScenarioError(
+                f"more than {MAX_VALUES:,} values (every use of a YAML alias counts)"
+            )
+        if depth > MAX_DEPTH:
+            raise _tree_error(where, f"nested deeper than {MAX_DEPTH} levels")
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, str):
+            _check_text(value, where)
+        elif isinstance(value, int):
+            if value.bit_length() > 63:
+                raise _tree_error(where, "an integer beyond 64 bits", value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise _tree_error(where, "not a finite number", value)
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(key, bool) or not isinstance(key, str | int):
+                    raise _tree_error(where, "keys must be text", key)
+                if isinstance(key, str):
+                    _check_text(key, where)
+                stack.append((item, depth + 1, f"{where}.{_shown(key)}" if where else _shown(key)))
+        elif isinstance(value, list):
+            for position, item in enumerate(value):
+                stack.append((item, depth + 1, f"{where}[{position}]"))
+        else:
+            raise _tree_error(where, f"not a JSON value ({type(value).__name__})")
+
+
+def _tree_error(where: str, message: str, *value: object) -> ScenarioError:
+    step: int | None = None
+    field = where or None
+    if where.startswith("steps["):
+        index, _, rest = where[len("steps[") :].partition("]")
+        step = int(index)
+        field = rest.lstrip(".") or None
+    return ScenarioError(message, step=step, field=field, value=value[0]) if value else (
+        ScenarioError(message, step=step, field=field)
+    )
+
+
+def _check_text(value: str, where: str) -> None:
+    if len(value) > MAX_TEXT_CHARS:
+        raise _tree_error(where, f"text longer than {MAX_TEXT_CHARS:,} characters", value)
+    if "\x00" in value:
+        raise _tree_error(where, "text holds a NUL character", value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _tree_error(where, "text holds a lone surrogate (not Unicode)", value) from None
+
+
+def _shown(key: object) -> str:
+    """A key as it can be printed in one line (odd keys shown as their repr)."""
+    text = str(key)
+    if text.isprintable() and len(text) <= 60:
+        return text
+    return repr(text)[:60]
+
+
+def _parse(document: object, source: str | None) -> Scenario:
     if not isinstance(document, Mapping):
         raise ScenarioError("a scenario is a mapping with name, config and steps", source=source)
-    unknown = sorted(set(document) - {"name", "config", "steps", "comment"})
+    unknown = sorted(_shown(key) for key in document if key not in _TOP_LEVEL)
     if unknown:
         raise ScenarioError("unknown top-level field", field=unknown[0], value=unknown[0])
     name = document.get("name")
     if not isinstance(name, str) or not name:
         raise ScenarioError("a scenario needs a name", field="name", value=name)
+    _identifier(name, "name")
+    description = document.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ScenarioError("must be text", field="description", value=description)
+    if "comment" in document and not isinstance(document["comment"], str):
+        raise ScenarioError("must be text", field="comment", value=document["comment"])
     config = _parse_config(document.get("config"))
+    invariants = _parse_invariants(document.get("invariants"))
     raw_steps = document.get("steps")
     if not isinstance(raw_steps, list):
         raise ScenarioError("steps must be a list", field="steps", value=raw_steps)
+    if len(raw_steps) > MAX_STEPS:
+        raise ScenarioError(
+            f"more than {MAX_STEPS:,} steps", field="steps", value=len(raw_steps)
+        )
     steps = []
     clock_ms = 0
     for index, raw in enumerate(raw_steps):
         step = _parse_step(index, raw, config)
         at_ms = step.option("at_ms")
-        if at_ms is not None:
+        if isinstance(at_ms, int):
             if at_ms < clock_ms:
                 raise ScenarioError(
                     f"time must not go backwards (clock is at {clock_ms} ms)",
@@ -184,27 +461,67 @@ def _parse(document: Any, source: str | None) -> Scenario:
                     value=at_ms,
                 )
             clock_ms = at_ms
-        if step.op == "advance_ms":
+        if step.op == "advance_ms" and isinstance(step.target, int):
             clock_ms += step.target
+        _check_clock(clock_ms, config, index, "at_ms" if step.op != "advance_ms" else "advance_ms")
         steps.append(step)
-    return Scenario(name=name, config=config, steps=tuple(steps), source=source)
+    return Scenario(
+        name=name,
+        config=config,
+        steps=tuple(steps),
+        source=source,
+        description=description,
+        invariants=invariants,
+    )
 
 
-def _parse_config(raw: Any) -> ScenarioConfig:
+def _check_clock(clock_ms: int, config: ScenarioConfig, index: int, field: str) -> None:
+    """Simulated time within the documented bound: the clock and the periodic ISR checks it
+    runs through."""
+    if clock_ms > MAX_TIME_MS:
+        raise ScenarioError(
+            f"the clock would pass {MAX_TIME_MS:,} ms", step=index, field=field, value=clock_ms
+        )
+    ticks = clock_ms // config.clock_tick_ms
+    if ticks > MAX_CLOCK_TICKS:
+        raise ScenarioError(
+            f"the clock would reach {clock_ms:,} ms, {ticks:,} ISR checks of "
+            f"replica_lag_time_max_ms/2 = {config.clock_tick_ms} ms each; the limit is "
+            f"{MAX_CLOCK_TICKS:,}",
+            step=index,
+            field=field,
+            value=clock_ms,
+        )
+
+
+def _parse_invariants(raw: object) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not names:
+        raise ScenarioError("a list of invariant names", field="invariants", value=raw)
+    for name in names:
+        if name not in INVARIANT_NAMES:
+            raise ScenarioError(
+                f"unknown invariant; expected some of {', '.join(INVARIANT_NAMES)}",
+                field="invariants",
+                value=name,
+            )
+    return tuple(name for name in INVARIANT_NAMES if name in names)
+
+
+def _parse_config(raw: object) -> ScenarioConfig:
     if not isinstance(raw, Mapping):
         raise ScenarioError("config must be a mapping", field="config", value=raw)
     known = {f.name for f in fields(ScenarioConfig)}
-    unknown = sorted(set(raw) - known)
+    unknown = sorted(_shown(key) for key in raw if key not in known)
     if unknown:
         raise ScenarioError("unknown config field", field=f"config.{unknown[0]}", value=unknown[0])
     brokers = _broker_list(raw.get("brokers"), "config.brokers")
     replicas = _broker_list(raw.get("replicas"), "config.replicas")
-    for replica in replicas:
-        if replica not in brokers:
-            raise ScenarioError("replica is not a broker", field="config.replicas", value=replica)
     values: dict[str, Any] = {"brokers": brokers, "replicas": replicas}
     mode = raw.get("mode", "current")
-    if mode not in MODE_NAMES:
+    if not isinstance(mode, str) or mode not in MODE_NAMES:
         raise ScenarioError(
             f"unknown mode; expected one of {', '.join(MODE_NAMES)}",
             field="config.mode",
@@ -216,19 +533,22 @@ def _parse_config(raw: Any) -> ScenarioConfig:
     for name in ("maximal_isr", "leso_isr_join"):
         if raw.get(name) is not None:
             values[name] = _boolean(raw[name], f"config.{name}")
+    if "min_insync_replicas" in raw:
+        values["min_insync_replicas"] = _integer(
+            raw["min_insync_replicas"], "config.min_insync_replicas", 1, MAX_BROKERS
+        )
     for name, minimum in (
-        ("min_insync_replicas", 1),
         ("replica_lag_time_max_ms", 1),
         ("broker_session_timeout_ms", 1),
         ("request_timeout_ms", 1),
         ("alter_partition_delay_ms", 0),
     ):
         if name in raw:
-            values[name] = _integer(raw[name], f"config.{name}", minimum)
+            values[name] = _integer(raw[name], f"config.{name}", minimum, MAX_TIME_MS)
     return ScenarioConfig(**values)
 
 
-def _parse_step(index: int, raw: Any, config: ScenarioConfig) -> Step:
+def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
     if not isinstance(raw, Mapping):
         raise ScenarioError(
             "a step is a mapping like {fetch: 1}", step=index, field="step", value=raw
@@ -237,27 +557,31 @@ def _parse_step(index: int, raw: Any, config: ScenarioConfig) -> Step:
     if len(ops) != 1:
         unknown = [key for key in raw if key not in OPS and key not in _options_of_any()]
         if unknown:
-            raise ScenarioError("unknown op", step=index, field=str(unknown[0]), value=unknown[0])
+            shown = _shown(unknown[0])
+            raise ScenarioError("unknown op", step=index, field=shown, value=shown)
         raise ScenarioError(
-            "a step holds exactly one op", step=index, field="op", value=sorted(map(str, raw))
+            "a step holds exactly one op", step=index, field="op", value=sorted(map(_shown, raw))
         )
-    op = ops[0]
+    op = str(ops[0])
     allowed = _OP_OPTIONS.get(op, {})
     for key in raw:
         if key != op and key not in allowed and key not in _COMMON_OPTIONS:
             raise ScenarioError(
-                f"field not allowed on {op}", step=index, field=str(key), value=raw[key]
+                f"field not allowed on {op}", step=index, field=_shown(key), value=raw[key]
             )
     target = _parse_target(index, op, raw[op], config)
-    options: list[tuple[str, Any]] = []
+    options: list[tuple[str, OptionValue]] = []
     for key, default in allowed.items():
-        value = _parse_option(index, op, key, raw.get(key, default))
+        value = _parse_option(index, key, raw.get(key, default))
         if value is not None:
             options.append((key, value))
     if "at_ms" in raw:
-        options.append(("at_ms", _integer(raw["at_ms"], "at_ms", 0, step=index)))
+        options.append(("at_ms", _integer(raw["at_ms"], "at_ms", 0, MAX_TIME_MS, step=index)))
     if "comment" in raw:
-        options.append(("comment", str(raw["comment"])))
+        comment = raw["comment"]
+        if not isinstance(comment, str):
+            raise ScenarioError("must be text", step=index, field="comment", value=comment)
+        options.append(("comment", comment))
     return Step(op=op, target=target, options=tuple(options))
 
 
@@ -265,7 +589,19 @@ def _options_of_any() -> set[str]:
     return {key for options in _OP_OPTIONS.values() for key in options} | set(_COMMON_OPTIONS)
 
 
-def _parse_target(index: int, op: str, value: Any, config: ScenarioConfig) -> Any:
+def _identifier(value: str, field: str, step: int | None = None) -> str:
+    """A record value, consumer id or name: short text on one line."""
+    if len(value) > MAX_ID_CHARS or not value.isprintable():
+        raise ScenarioError(
+            f"must be printable text of at most {MAX_ID_CHARS} characters",
+            step=step,
+            field=field,
+            value=value,
+        )
+    return value
+
+
+def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) -> StepTarget:
     if op in BROKER_OPS:
         if isinstance(value, bool) or not isinstance(value, int) or value not in config.brokers:
             raise ScenarioError("unknown broker", step=index, field=op, value=value)
@@ -273,15 +609,15 @@ def _parse_target(index: int, op: str, value: Any, config: ScenarioConfig) -> An
     if op == "produce":
         if not isinstance(value, str | int) or isinstance(value, bool) or value == "":
             raise ScenarioError("produce needs a record value", step=index, field=op, value=value)
-        return str(value)
+        return _identifier(str(value), op, index)
     if op == "consume":
         if not isinstance(value, str) or not value:
             raise ScenarioError("consume needs a consumer id", step=index, field=op, value=value)
-        return value
+        return _identifier(value, op, index)
     if op == "advance_ms":
-        return _integer(value, op, 0, step=index)
+        return _integer(value, op, 0, MAX_TIME_MS, step=index)
     if op == "elect":
-        if value in ELECT_KINDS:
+        if isinstance(value, str) and value in ELECT_KINDS:
             return value
         if isinstance(value, int) and not isinstance(value, bool) and value in config.replicas:
             return value
@@ -294,21 +630,25 @@ def _parse_target(index: int, op: str, value: Any, config: ScenarioConfig) -> An
     return _parse_expect(index, value)
 
 
-def _parse_option(index: int, op: str, key: str, value: Any) -> Any:
+def _parse_option(index: int, key: str, value: object) -> OptionValue:
     if key == "acks":
+        if isinstance(value, bool):
+            raise ScenarioError(
+                'acks must be 0, 1, -1 or "all"', step=index, field=key, value=value
+            )
         if value in ("all", -1, "-1"):
             return "all"
-        if value in (0, 1, "0", "1") and not isinstance(value, bool):
+        if value in (0, 1, "0", "1") and isinstance(value, str | int):
             return int(value)
         raise ScenarioError('acks must be 0, 1, -1 or "all"', step=index, field=key, value=value)
     if key == "timeout_ms":
-        return None if value is None else _integer(value, key, 1, step=index)
+        return None if value is None else _integer(value, key, 1, MAX_TIME_MS, step=index)
     if key == "response":
-        if value not in ("ok", "lost"):
+        if not isinstance(value, str) or value not in ("ok", "lost"):
             raise ScenarioError("response must be ok or lost", step=index, field=key, value=value)
         return value
     if key == "unflushed":
-        if value not in ("keep", "lose"):
+        if not isinstance(value, str) or value not in ("keep", "lose"):
             raise ScenarioError(
                 "unflushed must be keep or lose", step=index, field=key, value=value
             )
@@ -319,7 +659,11 @@ def _parse_option(index: int, op: str, key: str, value: Any) -> Any:
         if value is None:
             return None
         modes = [value] if isinstance(value, str) else value
-        if not isinstance(modes, list) or not modes or any(m not in MODE_NAMES for m in modes):
+        if (
+            not isinstance(modes, list)
+            or not modes
+            or any(not isinstance(m, str) or m not in MODE_NAMES for m in modes)
+        ):
             raise ScenarioError(
                 f"modes lists some of {', '.join(MODE_NAMES)}", step=index, field=key, value=value
             )
@@ -327,31 +671,91 @@ def _parse_option(index: int, op: str, key: str, value: Any) -> Any:
     raise ScenarioError("unknown option", step=index, field=key, value=value)
 
 
-def _parse_expect(index: int, value: Any) -> tuple[tuple[str, Any], ...]:
+def _scalar(value: object) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+def _list_of(value: object, check: Any) -> bool:
+    return isinstance(value, list) and all(check(item) for item in value)
+
+
+def _int_value(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _mapping_of(value: object, check: Any) -> bool:
+    return isinstance(value, Mapping) and all(
+        _scalar(key) and check(item) for key, item in value.items()
+    )
+
+
+# what each expect field holds, and how to say it
+_EXPECT_TYPES: dict[str, tuple[Any, str]] = {
+    "acked": (lambda v: _list_of(v, _scalar), "a list of record values"),
+    "acked_lost": (lambda v: _list_of(v, _scalar), "a list of record values"),
+    "consumed": (
+        lambda v: _mapping_of(v, lambda item: _list_of(item, _scalar)),
+        "a mapping of consumer id to a list of record values",
+    ),
+    "diverged": (lambda v: isinstance(v, bool), "true or false"),
+    "elr": (lambda v: _list_of(v, _int_value), "a list of broker ids"),
+    "hw": (lambda v: v is None or _int_value(v), "an integer or null"),
+    "isr": (lambda v: _list_of(v, _int_value), "a list of broker ids"),
+    "leader": (_int_value, "a broker id (-1: none)"),
+    "leader_epoch": (_int_value, "an integer"),
+    "logs": (
+        lambda v: _mapping_of(v, lambda item: _list_of(item, _scalar)),
+        "a mapping of broker id to a list of record values",
+    ),
+    "results": (
+        lambda v: _mapping_of(v, lambda item: isinstance(item, str)),
+        "a mapping of record value to a produce result",
+    ),
+    "truncation_detected": (
+        lambda v: _mapping_of(v, lambda item: isinstance(item, bool)),
+        "a mapping of consumer id to true or false",
+    ),
+    "unclean_elections": (_int_value, "an integer"),
+    "violations": (
+        lambda v: _list_of(v, lambda item: isinstance(item, str) and item in INVARIANT_NAMES),
+        f"a list of invariant names ({', '.join(INVARIANT_NAMES)})",
+    ),
+}
+
+
+def _parse_expect(index: int, value: object) -> ExpectFields:
     if not isinstance(value, Mapping) or not value:
         raise ScenarioError(
             "expect takes a mapping of result fields", step=index, field="expect", value=value
         )
     for key in value:
         if key not in EXPECT_KEYS:
+            shown = _shown(key)
             raise ScenarioError(
-                "unknown expect field", step=index, field=f"expect.{key}", value=key
+                "unknown expect field", step=index, field=f"expect.{shown}", value=shown
             )
-    return tuple((key, _freeze(value[key])) for key in sorted(value))
+        check, what = _EXPECT_TYPES[key]
+        if not check(value[key]):
+            raise ScenarioError(
+                f"must be {what}", step=index, field=f"expect.{key}", value=value[key]
+            )
+    return tuple((str(key), _freeze(value[key])) for key in sorted(value))
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: object) -> Frozen:
     """Hashable, order-stable form of a decoded JSON/YAML value."""
     if isinstance(value, Mapping):
         return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
-    return value
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
 
 
-def _thaw(value: Any, as_mapping: bool = False) -> Any:
-    if as_mapping:
-        return {k: _thaw(v) for k, v in value}
+def _thaw(value: Frozen, as_mapping: bool = False) -> Any:
+    if as_mapping and isinstance(value, tuple):
+        return {k: _thaw(v) for k, v in value}  # type: ignore[misc]
     if isinstance(value, tuple):
         return [_thaw(v) for v in value]
     return value
@@ -362,29 +766,44 @@ _MAPPING_EXPECTS = ("consumed", "logs", "results", "truncation_detected")
 
 def expect_fields(step: Step) -> dict[str, Any]:
     """An expect step's fields as plain JSON values."""
+    if not isinstance(step.target, tuple):
+        return {}
     return {key: _thaw(value, key in _MAPPING_EXPECTS) for key, value in step.target}
 
 
-def _broker_list(value: Any, field: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or not value:
+def _broker_list(value: object, field: str) -> tuple[int, ...]:
+    if not isinstance(value, list | tuple) or not value:
         raise ScenarioError("must be a non-empty list of broker ids", field=field, value=value)
+    if len(value) > MAX_BROKERS:
+        raise ScenarioError(f"more than {MAX_BROKERS} brokers", field=field, value=len(value))
     for item in value:
-        if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-            raise ScenarioError("broker ids are non-negative integers", field=field, value=item)
+        if (
+            isinstance(item, bool)
+            or not isinstance(item, int)
+            or item < 0
+            or item > MAX_BROKER_ID
+        ):
+            raise ScenarioError(
+                f"broker ids are integers from 0 to {MAX_BROKER_ID}", field=field, value=item
+            )
     if len(set(value)) != len(value):
-        raise ScenarioError("broker ids must be unique", field=field, value=value)
+        raise ScenarioError("broker ids must be unique", field=field, value=list(value))
     return tuple(value)
 
 
-def _boolean(value: Any, field: str, step: int | None = None) -> bool:
+def _boolean(value: object, field: str, step: int | None = None) -> bool:
     if not isinstance(value, bool):
         raise ScenarioError("must be true or false", step=step, field=field, value=value)
     return value
 
 
-def _integer(value: Any, field: str, minimum: int, step: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ScenarioError(f"must be an integer >= {minimum}", step=step, field=field, value=value)
+def _integer(
+    value: object, field: str, minimum: int, maximum: int, step: int | None = None
+) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ScenarioError(
+            f"must be an integer from {minimum} to {maximum:,}", step=step, field=field, value=value
+        )
     return value
 
 
@@ -399,15 +818,15 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         if value is None:
             continue
         config[spec.name] = list(value) if isinstance(value, tuple) else value
-    steps: list[dict[str, Any]] = []
-    for step in scenario.steps:
-        entry: dict[str, Any] = {
-            step.op: expect_fields(step) if step.op == "expect" else step.target
-        }
-        for key, value in step.options:
-            entry[key] = list(value) if isinstance(value, tuple) else value
-        steps.append(entry)
-    return {"name": scenario.name, "config": config, "steps": steps}
+    steps = [step.to_dict() for step in scenario.steps]
+    document: dict[str, Any] = {"name": scenario.name}
+    if scenario.description is not None:
+        document["description"] = scenario.description
+    document["config"] = config
+    if scenario.invariants is not None:
+        document["invariants"] = list(scenario.invariants)
+    document["steps"] = steps
+    return document
 
 
 def scenario_to_text(scenario: Scenario, fmt: str = "json") -> str:
@@ -416,10 +835,9 @@ def scenario_to_text(scenario: Scenario, fmt: str = "json") -> str:
     if fmt == "yaml":
         return yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100)
     step_lines = ",\n".join("    " + json.dumps(step) for step in document["steps"])
-    return (
-        "{\n"
-        f'  "name": {json.dumps(document["name"])},\n'
-        f'  "config": {json.dumps(document["config"])},\n'
-        f'  "steps": [\n{step_lines}\n  ]\n'
-        "}\n"
+    header = "".join(
+        f"  {json.dumps(key)}: {json.dumps(value)},\n"
+        for key, value in document.items()
+        if key != "steps"
     )
+    return "{\n" + header + f'  "steps": [\n{step_lines}\n  ]\n' + "}\n"

@@ -30,12 +30,19 @@ is then elected, so the acknowledged m2 disappears; ``current`` keeps it:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from replication import invariants
 from replication.controller import Controller
+from replication.invariants import (
+    INVARIANT_NAMES,
+    INVARIANTS,
+    Invariant,
+    InvariantChecker,
+    log_matching,
+    select_invariants,
+)
 from replication.log import LogStorage, ReplicaLog
 from replication.modes import ProtocolMode, get_mode
 from replication.partition import (
@@ -54,9 +61,21 @@ from replication.scenario import (
     load_scenario,
     scenario_to_dict,
 )
+from replication.view import (
+    ClusterState,
+    ClusterView,
+    ConsumerView,
+    JsonObject,
+    JsonValue,
+    LeaderView,
+    ReplicaView,
+    TimelineEntry,
+    Violation,
+)
 
 __all__ = [
     "Cluster",
+    "Runner",
     "Scenario",
     "ScenarioResult",
     "StorageFactory",
@@ -172,6 +191,7 @@ class Cluster:
         self.consumers: dict[str, ConsumerState] = {}
         # offset -> value of every record a current leader ever had below its HW
         self.committed: dict[int, str] = {}
+        self._committed_view: tuple[tuple[int, str], ...] = ()
         self.lossy_shutdowns = 0
         self._propagate()
 
@@ -545,64 +565,86 @@ class Cluster:
         if leader is None:
             return
         log = leader.replica.log
+        committed = self.committed
+        before = len(committed)
         for record in log.records:
             if record.offset >= log.high_watermark:
                 break
-            self.committed.setdefault(record.offset, record.value)
+            committed.setdefault(record.offset, record.value)
+        if len(committed) != before:
+            self._committed_view = tuple(sorted(committed.items()))
 
-    def replica_view(self, broker_id: int) -> dict[str, Any]:
-        broker = self.brokers[broker_id]
-        log = broker.replica.log
-        return {
-            "log": [[r.offset, r.leader_epoch, r.value] for r in log.records],
-            "leo": log.log_end_offset,
-            "hw": log.high_watermark,
-            "epoch": broker.replica.leader_epoch,
-            "epoch_cache": [[e.epoch, e.start_offset] for e in log.epoch_cache.entries],
-            "online": broker.online,
-            "isolated": broker.isolated,
-        }
-
-    def acked_lost(self) -> list[str]:
-        """Acknowledged values the leader no longer has (with no leader: no replica has)."""
+    def view(self) -> ClusterView:
+        """A read-only snapshot of the cluster now, for the invariants."""
         leader = self.leader_broker()
+        leader_view = None
         if leader is not None:
-            present = set(leader.replica.log.values())
-        else:
-            present = {v for b in self.brokers.values() for v in b.replica.log.values()}
-        return [value for value in self.acked if value not in present]
+            replica = leader.replica
+            leader_view = LeaderView(
+                leader.broker_id,
+                replica.leader_epoch,
+                replica.partition_epoch,
+                replica.pending is not None,
+                replica.maximal_isr(),
+            )
+        replicas = []
+        for broker in self.brokers.values():
+            log = broker.replica.log
+            replicas.append(
+                ReplicaView(
+                    broker.broker_id,
+                    log.records,
+                    log.log_start_offset,
+                    log.high_watermark,
+                    broker.replica.leader_epoch,
+                    log.epoch_cache.entries,
+                    broker.online,
+                    broker.isolated,
+                )
+            )
+        return ClusterView(
+            self.step_index,
+            self.now_ms,
+            self.controller.registration,
+            tuple(replicas),
+            leader_view,
+            self._committed_view,
+            tuple(self.acked),
+            tuple(self.acked_all),
+            tuple(
+                ConsumerView(consumer_id, tuple(consumer.records), consumer.truncation_detected)
+                for consumer_id, consumer in sorted(self.consumers.items())
+            ),
+            self.lossy_shutdowns,
+            self.config.min_insync_replicas,
+            self.mode.eligible_leader_replicas,
+        )
 
-    def diverged(self) -> bool:
-        """Two replicas hold different records at an offset below both their HWs."""
-        logs = [b.replica.log for b in self.brokers.values()]
-        for index, first in enumerate(logs):
-            for second in logs[index + 1 :]:
-                limit = min(first.high_watermark, second.high_watermark)
-                if first.prefix(limit) != second.prefix(limit):
-                    return True
-        return False
+    def acked_lost(self, view: ClusterView | None = None) -> list[str]:
+        """Acknowledged values the leader no longer has (with no leader: no replica has)."""
+        view = view if view is not None else self.view()
+        return acked_lost(view)
 
-    def state(self) -> dict[str, Any]:
+    def state(self, view: ClusterView | None = None) -> ClusterState:
         """The result fields that describe the cluster now (spec/replication.md)."""
-        registration = self.controller.registration
-        leader = self.leader_broker()
-        return {
-            "leader": registration.leader,
-            "leader_epoch": registration.leader_epoch,
-            "isr": list(registration.isr),
-            "elr": list(registration.elr),
-            "hw": leader.replica.log.high_watermark if leader is not None else None,
-            "replicas": {str(b): self.replica_view(b) for b in self.brokers},
-            "acked": list(self.acked),
-            "acked_lost": self.acked_lost(),
-            "diverged": self.diverged(),
-            "consumed": {c: [v for _, v in s.records] for c, s in sorted(self.consumers.items())},
-            "truncation_detected": {
-                c: s.truncation_detected for c, s in sorted(self.consumers.items())
-            },
-            "results": {r.value: r.result for r in self.produces},
-            "unclean_elections": self.controller.unclean_elections,
-        }
+        view = view if view is not None else self.view()
+        registration = view.registration
+        leader = view.leader
+        return ClusterState(
+            leader=registration.leader,
+            leader_epoch=registration.leader_epoch,
+            isr=registration.isr,
+            elr=registration.elr,
+            hw=view.replica(leader.broker_id).high_watermark if leader is not None else None,
+            replicas=view.replicas,
+            acked=view.acked,
+            acked_lost=tuple(acked_lost(view)),
+            diverged=diverged(view),
+            consumed=tuple((c.consumer_id, tuple(v for _, v in c.records)) for c in view.consumers),
+            truncation_detected=tuple((c.consumer_id, c.truncation_detected) for c in view.consumers),
+            results=tuple({r.value: r.result for r in self.produces}.items()),
+            unclean_elections=self.controller.unclean_elections,
+        )
 
     def apply(self, step: Step) -> str:
         """Run one scenario step (``expect`` steps are checked by the caller)."""
@@ -630,43 +672,123 @@ class Cluster:
         return handler(target)
 
 
-@dataclass(slots=True)
+def acked_lost(view: ClusterView) -> list[str]:
+    """Acknowledged values the leader no longer has (with no leader: values no replica has)."""
+    if view.leader is not None:
+        present = set(view.replica(view.leader.broker_id).values())
+    else:
+        present = {value for replica in view.replicas for value in replica.values()}
+    return [value for value in view.acked if value not in present]
+
+
+def diverged(view: ClusterView) -> bool:
+    """Two replicas hold different records at an offset below both their HWs: the
+    ``LogMatching`` invariant fails."""
+    return bool(log_matching(view.replicas))
+
+
+class StepOutcome(NamedTuple):
+    """What one step did: its index, the cluster's answer, the view after it and the
+    violations that started with it."""
+
+    index: int
+    result: str
+    view: ClusterView
+    new_violations: tuple[Violation, ...]
+
+
+class Runner:
+    """The one run loop: apply a step, note what is committed, check the invariants.
+
+    ``run_scenario``, the explorer's schedule generator, the state machine and the matrix tests
+    all drive a cluster through this class, so a verdict reached in one is the verdict of a
+    replay in another.
+
+    >>> from replication.scenario import ScenarioConfig, Step
+    >>> runner = Runner(ScenarioConfig(brokers=(1, 2), replicas=(1, 2)), get_mode("current"))
+    >>> runner.step(Step("produce", "m1", (("acks", 1),))).result
+    'appended at 0: ok'
+    >>> runner.step(Step("fetch", 2)).view.replica(2).values(), runner.violations
+    (['m1'], [])
+    """
+
+    def __init__(
+        self,
+        config: ScenarioConfig,
+        mode: ProtocolMode,
+        *,
+        invariants: Sequence[Invariant] = INVARIANTS,
+        storage_factory: StorageFactory | None = None,
+    ) -> None:
+        self.cluster = Cluster(config, mode, storage_factory)
+        self.checker = InvariantChecker(invariants)
+        self.steps_run = 0
+
+    def step(self, step: Step) -> StepOutcome:
+        index = self.steps_run
+        cluster = self.cluster
+        cluster.step_index = index
+        result = cluster.apply(step)
+        cluster.note_committed()
+        view = cluster.view()
+        new = self.checker.check(view)
+        self.steps_run = index + 1
+        return StepOutcome(index, result, view, tuple(new))
+
+    @property
+    def violations(self) -> list[Violation]:
+        return self.checker.violations
+
+    def suspicious(self) -> bool:
+        """Did the run break an invariant, lose an acknowledged record or diverge?"""
+        if self.checker.violations:
+            return True
+        view = self.cluster.view()
+        return bool(acked_lost(view)) or diverged(view)
+
+
+@dataclass(frozen=True, slots=True)
 class ScenarioResult:
     """Everything a run produced: final state, violations, timeline and failed expectations."""
 
     name: str
     mode: str
-    final: dict[str, Any]
-    violations: list[dict[str, Any]]
-    timeline: list[dict[str, Any]]
-    expect_failures: list[str]
+    final: ClusterState
+    violations: tuple[Violation, ...]
+    timeline: tuple[TimelineEntry, ...]
+    expect_failures: tuple[str, ...]
     scenario: Scenario
+    # how many expect steps applied to this mode (0: the verdict checked nothing)
+    expectations_checked: int = 0
+    invariants: tuple[str, ...] = INVARIANT_NAMES
 
     @property
     def acked_lost(self) -> list[str]:
-        return list(self.final["acked_lost"])
+        return list(self.final.acked_lost)
 
     @property
     def diverged(self) -> bool:
-        return bool(self.final["diverged"])
+        return self.final.diverged
 
     @property
     def ok(self) -> bool:
         return not self.expect_failures
 
     def violation_names(self) -> list[str]:
-        return sorted({v["invariant"] for v in self.violations})
+        return sorted({v.invariant for v in self.violations})
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The result document of spec/replication.md (plus a few extra fields)."""
-        return {
-            "name": self.name,
-            "mode": self.mode,
-            **self.final,
-            "violations": list(self.violations),
-            "expect_failures": list(self.expect_failures),
-            "timeline": list(self.timeline),
-        }
+        document: JsonObject = {"name": self.name, "mode": self.mode}
+        if self.scenario.description is not None:
+            document["description"] = self.scenario.description
+        document.update(self.final.to_json())
+        if self.invariants != INVARIANT_NAMES:
+            document["invariants"] = list(self.invariants)
+        document["violations"] = [v.to_json() for v in self.violations]
+        document["expect_failures"] = list(self.expect_failures)
+        document["timeline"] = [entry.to_json() for entry in self.timeline]
+        return document
 
 
 def run_scenario(
@@ -674,77 +796,85 @@ def run_scenario(
     mode: str | ProtocolMode | None = None,
     *,
     storage_factory: StorageFactory | None = None,
+    invariants: Iterable[str] | None = None,
 ) -> ScenarioResult:
     """Run every step of ``scenario`` under ``mode`` (default: the scenario's), checking the
-    invariants after each step and every ``expect`` that applies to the mode."""
+    invariants after each step (``invariants`` names a subset; default: the scenario's own
+    list, else all) and every ``expect`` that applies to the mode."""
     protocol = effective_mode(scenario.config, mode)
-    cluster = Cluster(scenario.config, protocol, storage_factory)
-    checker = invariants.InvariantChecker(cluster)
-    timeline: list[dict[str, Any]] = []
+    chosen = select_invariants(invariants if invariants is not None else scenario.invariants)
+    runner = Runner(scenario.config, protocol, invariants=chosen, storage_factory=storage_factory)
+    timeline: list[TimelineEntry] = []
     expect_failures: list[str] = []
-    for index, step in enumerate(scenario.steps):
-        cluster.step_index = index
-        outcome = cluster.apply(step)
-        cluster.note_committed()
-        checker.check(index)
-        state = cluster.state()
+    expectations_checked = 0
+    for step in scenario.steps:
+        outcome = runner.step(step)
+        view = outcome.view
         if step.op == "expect":
             modes = step.option("modes")
             if modes is None or protocol.name in modes:
+                expectations_checked += 1
+                state = runner.cluster.state(view)
                 expect_failures.extend(
-                    check_expect(index, expect_fields(step), state, checker.violations)
+                    check_expect(outcome.index, expect_fields(step), state, runner.violations)
                 )
             continue
+        comment = step.option("comment")
         timeline.append(
-            {
-                "step": index,
-                "op": step.describe(),
-                "time_ms": cluster.now_ms,
-                "result": outcome,
-                "leader": state["leader"],
-                "leader_epoch": state["leader_epoch"],
-                "isr": state["isr"],
-                "replicas": {
-                    broker_id: {key: view[key] for key in ("leo", "hw", "epoch", "online")}
-                    for broker_id, view in state["replicas"].items()
-                },
-                "acked": state["acked"],
-            }
+            TimelineEntry(
+                step=outcome.index,
+                op=step.describe(),
+                time_ms=view.time_ms,
+                result=outcome.result,
+                leader=view.registration.leader,
+                leader_epoch=view.registration.leader_epoch,
+                isr=view.registration.isr,
+                replicas=view.replicas,
+                acked=view.acked,
+                comment=comment if isinstance(comment, str) else None,
+            )
         )
     return ScenarioResult(
         name=scenario.name,
         mode=protocol.name,
-        final=cluster.state(),
-        violations=list(checker.violations),
-        timeline=timeline,
-        expect_failures=expect_failures,
+        final=runner.cluster.state(),
+        violations=tuple(runner.violations),
+        timeline=tuple(timeline),
+        expect_failures=tuple(expect_failures),
         scenario=scenario,
+        expectations_checked=expectations_checked,
+        invariants=tuple(invariant.name for invariant in chosen),
     )
 
 
 def check_expect(
     index: int,
-    expected: dict[str, Any],
-    state: dict[str, Any],
-    violations: list[dict[str, Any]],
+    expected: JsonObject,
+    state: ClusterState,
+    violations: Sequence[Violation],
 ) -> list[str]:
     """Failed expectations of one ``expect`` step, each as one readable line."""
     failures: list[str] = []
+    document = state.to_json()
     for key, want in expected.items():
+        got: JsonValue
         if key == "violations":
-            got: Any = sorted({v["invariant"] for v in violations})
-            want = sorted(set(want))
+            got = sorted({v.invariant for v in violations})
+            want = sorted(set(want)) if isinstance(want, list) else want
         elif key == "logs":
+            wanted_logs = want if isinstance(want, dict) else {}
             got = {
-                broker_id: [record[2] for record in view["log"]]
-                for broker_id, view in state["replicas"].items()
-                if broker_id in want
+                str(replica.broker_id): replica.values()
+                for replica in state.replicas
+                if str(replica.broker_id) in wanted_logs
             }
-            want = {str(k): v for k, v in want.items()}
+            want = {str(k): v for k, v in wanted_logs.items()}
         elif key in ("consumed", "results", "truncation_detected"):
-            got = {k: v for k, v in state[key].items() if k in want}
+            have = document[key]
+            wanted_keys = want if isinstance(want, dict) else {}
+            got = {k: v for k, v in have.items() if k in wanted_keys} if isinstance(have, dict) else have
         else:
-            got = state[key]
+            got = document[key]
         if got != want:
             failures.append(f"step {index}: expect {key}: wanted {want!r}, got {got!r}")
     return failures
