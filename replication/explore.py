@@ -62,7 +62,6 @@ from replication.errors import InputError
 from replication.invariants import select_invariants
 from replication.modes import MODE_NAMES
 from replication.scenario import (
-    MAX_BROKERS,
     MAX_CLOCK_TICKS,
     MAX_TIME_MS,
     OptionValue,
@@ -671,12 +670,6 @@ def explore(
         raise InputError(
             f"unknown mode; expected one of {', '.join(MODE_NAMES)}", field="mode", value=mode
         )
-    _check_int(min_insync_replicas, "min_insync_replicas", 1, MAX_BROKERS)
-    for name, value in (
-        ("replica_lag_time_max_ms", replica_lag_time_max_ms),
-        ("broker_session_timeout_ms", broker_session_timeout_ms),
-    ):
-        _check_int(value, name, 1, MAX_TIME_MS)
     replica_ids = tuple(replicas) if replicas is not None else tuple(brokers)
     document = {
         "brokers": list(brokers),

@@ -12,7 +12,7 @@ import pytest
 
 from replication.modes import get_mode
 from replication.scenario import ScenarioConfig, Step, load_scenario, scenario_to_text
-from replication.sim import Cluster, run_scenario
+from replication.sim import Runner, run_scenario
 
 CONFIG = {
     "brokers": [1, 2, 3],
@@ -31,18 +31,15 @@ class ScheduleBuilder:
 
     def __init__(self, seed: int) -> None:
         self.random = random.Random(seed)
-        self.cluster = Cluster(
-            ScenarioConfig(brokers=(1, 2, 3), replicas=(1, 2, 3), min_insync_replicas=2),
-            get_mode("current"),
-        )
+        self.config = ScenarioConfig(brokers=(1, 2, 3), replicas=(1, 2, 3), min_insync_replicas=2)
+        self.runner = Runner(self.config, get_mode("current"))
+        self.cluster = self.runner.cluster
         self.steps: list[dict[str, Any]] = []
         self.produced = 0
 
     def step(self, entry: dict[str, Any]) -> None:
         self.steps.append(entry)
-        op = next(key for key in entry if key not in ("unflushed", "detected", "acks"))
-        options = tuple((k, v) for k, v in entry.items() if k != op)
-        self.cluster.apply(Step(op, entry[op], options))
+        self.runner.step(Step.from_dict(entry, self.config, len(self.steps) - 1))
 
     def leader(self) -> int:
         return self.cluster.controller.registration.leader
@@ -103,17 +100,17 @@ def test_no_acknowledged_record_is_lost_when_the_leader_fails(
     result = run_scenario(scenario)
     final = result.final
     replay = scenario_to_text(scenario, "json")
-    assert len(final["acked"]) >= 15, replay
-    assert final["acked_lost"] == [], replay
-    consumed = final["consumed"]["c1"]
-    assert sorted(set(final["acked"]) - set(consumed)) == [], replay
+    assert len(final.acked) >= 15, replay
+    assert final.acked_lost == (), replay
+    consumed = dict(final.consumed)["c1"]
+    assert sorted(set(final.acked) - set(consumed)) == [], replay
     assert len(consumed) == len(set(consumed)), replay
-    assert not final["diverged"]
-    assert result.violations == [], replay
+    assert not final.diverged
+    assert result.violations == (), replay
 
 
 def test_matrix_schedules_really_move_leadership() -> None:
     result = run_scenario(load_scenario(build("hard", "bounce", SEEDS[0])))
-    leaders = {entry["leader"] for entry in result.timeline}
+    leaders = {entry.leader for entry in result.timeline}
     assert len(leaders - {-1}) >= 2
-    assert result.final["leader_epoch"] >= BOUNCES
+    assert result.final.leader_epoch >= BOUNCES

@@ -5,29 +5,32 @@ replicas, min.insync.replicas=2, acks=all, unclean election off. Crashes keep th
 replicas; the explorer shows the loss without them).
 
 A failure prints the shrunk operation sequence as a scenario file that ``ktk replicate`` replays.
-The search is derandomized, so every run checks the same sequences.
+Every run searches new random sequences: the seed is drawn per run and printed (in the failure
+message too); ``KTK_STATE_MACHINE_SEED=N`` replays the run with seed N.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import random
+import time
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    get_state_machine_test,
     initialize,
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
-from replication.invariants import InvariantChecker
-from replication.scenario import load_scenario, scenario_to_text
-from replication.sim import Cluster, effective_mode, run_scenario
+from replication.scenario import Step, load_scenario, scenario_to_text
+from replication.sim import Runner, effective_mode, run_scenario
 
 SAFE_CURRENT = {
     "brokers": [1, 2, 3],
@@ -44,9 +47,29 @@ SETTINGS = settings(
     max_examples=200,
     stateful_step_count=40,
     deadline=None,
-    derandomize=True,
+    derandomize=False,
+    database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+TIME_BOUND_SECONDS = 30
+
+
+def run_seed() -> int:
+    """This run's seed: new each run unless KTK_STATE_MACHINE_SEED names one."""
+    given = os.environ.get("KTK_STATE_MACHINE_SEED")
+    return int(given) if given else random.SystemRandom().randrange(2**32)
+
+
+def run_machine(machine: type[RuleBasedStateMachine], run_settings: settings) -> int:
+    """Run ``machine`` with a fresh, printed seed; returns the seed."""
+    chosen = run_seed()
+    print(f"state machine seed {chosen} (replay: KTK_STATE_MACHINE_SEED={chosen})")
+    test = seed(chosen)(get_state_machine_test(machine, settings=run_settings))
+    try:
+        test()
+    except AssertionError as failure:
+        raise AssertionError(f"seed {chosen}: {failure}") from failure
+    return chosen
 
 
 def cluster_machine(
@@ -66,19 +89,15 @@ def cluster_machine(
         def start(self) -> None:
             document = {"name": "state-machine", "config": config, "steps": []}
             self.config = load_scenario(document).config
-            self.cluster = Cluster(self.config, effective_mode(self.config))
-            self.checker = InvariantChecker(self.cluster)
+            # the runner of run_scenario, so a failure here fails in a replay too
+            self.runner = Runner(self.config, effective_mode(self.config))
+            self.cluster = self.runner.cluster
             self.steps: list[dict[str, Any]] = []
             self.produced = 0
 
         def apply(self, step: dict[str, Any]) -> None:
             self.steps.append(step)
-            parsed = load_scenario({"name": "s", "config": config, "steps": [step]}).steps[0]
-            # the same sequence as run_scenario, so a failure here fails in a replay too
-            self.cluster.step_index = len(self.steps) - 1
-            self.cluster.apply(parsed)
-            self.cluster.note_committed()
-            self.checker.check(len(self.steps) - 1)
+            self.runner.step(Step.from_dict(step, self.config, len(self.steps) - 1))
 
         def counterexample(self) -> str:
             document = {
@@ -165,19 +184,30 @@ def cluster_machine(
 
         @invariant()
         def no_invariant_broke(self) -> None:
-            if not hasattr(self, "checker"):
+            if not hasattr(self, "runner"):
                 return
-            violations = [v["invariant"] for v in self.checker.violations]
+            violations = [v.invariant for v in self.runner.violations]
             assert not violations, f"{violations}\n{self.counterexample()}"
-            lost = self.cluster.acked_lost()
-            assert not lost, f"acknowledged {lost} lost\n{self.counterexample()}"
-            assert not self.cluster.diverged(), f"logs diverged\n{self.counterexample()}"
+            state = self.cluster.state()
+            assert not state.acked_lost, (
+                f"acknowledged {list(state.acked_lost)} lost\n{self.counterexample()}"
+            )
+            assert not state.diverged, f"logs diverged\n{self.counterexample()}"
 
     return ClusterMachine
 
 
 def test_safe_current_cluster_keeps_every_invariant() -> None:
-    run_state_machine_as_test(cluster_machine(SAFE_CURRENT), settings=SETTINGS)
+    started = time.monotonic()
+    run_machine(cluster_machine(SAFE_CURRENT), SETTINGS)
+    assert time.monotonic() - started < TIME_BOUND_SECONDS
+
+
+def test_each_run_draws_a_new_seed_unless_one_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KTK_STATE_MACHINE_SEED", raising=False)
+    assert len({run_seed() for _ in range(5)}) > 1
+    monkeypatch.setenv("KTK_STATE_MACHINE_SEED", "1234")
+    assert run_seed() == 1234
 
 
 @pytest.mark.slow
@@ -185,10 +215,11 @@ def test_the_machine_catches_a_lost_last_replica_and_prints_a_replayable_scenari
     # min ISR 1 and crashes that lose the page cache: the S5 loss the explorer finds at once
     unsafe = {**SAFE_CURRENT, "brokers": [1, 2], "replicas": [1, 2], "min_insync_replicas": 1}
     with pytest.raises(AssertionError) as raised:
-        run_state_machine_as_test(
+        run_machine(
             cluster_machine(unsafe, lossy_crashes=True),
-            settings=settings(SETTINGS, report_multiple_bugs=False),
+            settings(SETTINGS, report_multiple_bugs=False),
         )
+    assert str(raised.value).startswith("seed ")
     scenario_text = str(raised.value).split(MARKER, 1)[1]
     document, _ = json.JSONDecoder().raw_decode(scenario_text.lstrip())
     result = run_scenario(load_scenario(document))
