@@ -14,7 +14,8 @@ in between.
 A leader whose ISR member lacks a record below the HW breaks ``StrongIsr``:
 
 >>> from replication.log import ReplicaLog
->>> leader = ReplicaView.of_log(2, ReplicaLog.from_records([(0, "m1"), (0, "m2")], high_watermark=2))
+>>> leader_log = ReplicaLog.from_records([(0, "m1"), (0, "m2")], high_watermark=2)
+>>> leader = ReplicaView.of_log(2, leader_log)
 >>> follower = ReplicaView.of_log(1, ReplicaLog.from_records([(0, "m1")], high_watermark=1))
 >>> strong_isr(leader_id=2, leader=leader, isr=[follower])
 ['replica 1 lacks offset 1 (leader has m2) below leader HW 2']
@@ -290,9 +291,9 @@ BY_NAME: dict[str, Invariant] = {invariant.name: invariant for invariant in INVA
 LOG_MATCHING = BY_NAME["LogMatching"]
 
 
-def select_invariants(names: Iterable[str] | None, *, field_name: str = "invariants") -> tuple[
-    Invariant, ...
-]:
+def select_invariants(
+    names: Iterable[str] | None, *, field_name: str = "invariants"
+) -> tuple[Invariant, ...]:
     """The invariants named (all of them for None), in the canonical order; an unknown name
     is an ``InputError`` listing the known ones."""
     if names is None:

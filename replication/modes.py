@@ -81,7 +81,10 @@ current mode only (got 'kip-101')
                 field="eligible_leader_replicas",
                 value=self.name,
             )
-        return dataclasses.replace(self, **switches)
+        mode = self
+        for name, value in switches.items():
+            mode = dataclasses.replace(mode, **{name: value})  # type: ignore[arg-type]
+        return mode
 
     def switches(self) -> dict[str, bool]:
         return {name: getattr(self, name) for name in SWITCH_NAMES}

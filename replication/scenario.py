@@ -85,7 +85,7 @@ MAX_TIME_MS = 10**12
 MAX_CLOCK_TICKS = 100_000
 MAX_INTEGER_DIGITS = 19
 
-Frozen: TypeAlias = "None | bool | int | float | str | tuple[Frozen, ...]"
+Frozen: TypeAlias = "bool | int | float | str | tuple[Frozen, ...] | None"
 OptionValue: TypeAlias = "str | int | bool | tuple[str, ...] | None"
 ExpectFields: TypeAlias = "tuple[tuple[str, Frozen], ...]"
 StepTarget: TypeAlias = "int | str | ExpectFields"
@@ -104,10 +104,11 @@ _TOP_LEVEL = ("name", "description", "config", "invariants", "steps", "comment")
 class ScenarioConfig:
     """The cluster a scenario runs on; names as in the public scenario format.
 
-    >>> ScenarioConfig(brokers=(1,), replicas=(1,), min_insync_replicas=0)
+    >>> ScenarioConfig(brokers=(1,), replicas=(1,), replica_lag_time_max_ms=0)
     Traceback (most recent call last):
     ...
-    replication.errors.ScenarioError: config.min_insync_replicas: must be an integer from 1 to 32 (got 0)
+    replication.errors.ScenarioError: config.replica_lag_time_max_ms: must be an integer from 1 \
+to 1,000,000,000,000 (got 0)
     """
 
     brokers: tuple[int, ...]
@@ -318,8 +319,7 @@ class _BoundedLoader(yaml.SafeLoader):
             if self._aliases > MAX_VALUES // 1000:
                 event = self.peek_event()
                 raise yaml.YAMLError(
-                    f"line {event.start_mark.line + 1}: more than {MAX_VALUES // 1000} "
-                    "YAML aliases"
+                    f"line {event.start_mark.line + 1}: more than {MAX_VALUES // 1000} YAML aliases"
                 )
         return super().compose_node(parent, index)
 
@@ -399,8 +399,10 @@ def _tree_error(where: str, message: str, *value: object) -> ScenarioError:
         index, _, rest = where[len("steps[") :].partition("]")
         step = int(index)
         field = rest.lstrip(".") or None
-    return ScenarioError(message, step=step, field=field, value=value[0]) if value else (
-        ScenarioError(message, step=step, field=field)
+    return (
+        ScenarioError(message, step=step, field=field, value=value[0])
+        if value
+        else (ScenarioError(message, step=step, field=field))
     )
 
 
@@ -444,9 +446,7 @@ def _parse(document: object, source: str | None) -> Scenario:
     if not isinstance(raw_steps, list):
         raise ScenarioError("steps must be a list", field="steps", value=raw_steps)
     if len(raw_steps) > MAX_STEPS:
-        raise ScenarioError(
-            f"more than {MAX_STEPS:,} steps", field="steps", value=len(raw_steps)
-        )
+        raise ScenarioError(f"more than {MAX_STEPS:,} steps", field="steps", value=len(raw_steps))
     steps = []
     clock_ms = 0
     for index, raw in enumerate(raw_steps):
@@ -755,7 +755,11 @@ def _freeze(value: object) -> Frozen:
 
 def _thaw(value: Frozen, as_mapping: bool = False) -> Any:
     if as_mapping and isinstance(value, tuple):
-        return {k: _thaw(v) for k, v in value}  # type: ignore[misc]
+        mapping = {}
+        for pair in value:
+            if isinstance(pair, tuple) and len(pair) == 2:
+                mapping[str(pair[0])] = _thaw(pair[1])
+        return mapping
     if isinstance(value, tuple):
         return [_thaw(v) for v in value]
     return value
@@ -777,12 +781,7 @@ def _broker_list(value: object, field: str) -> tuple[int, ...]:
     if len(value) > MAX_BROKERS:
         raise ScenarioError(f"more than {MAX_BROKERS} brokers", field=field, value=len(value))
     for item in value:
-        if (
-            isinstance(item, bool)
-            or not isinstance(item, int)
-            or item < 0
-            or item > MAX_BROKER_ID
-        ):
+        if isinstance(item, bool) or not isinstance(item, int) or item < 0 or item > MAX_BROKER_ID:
             raise ScenarioError(
                 f"broker ids are integers from 0 to {MAX_BROKER_ID}", field=field, value=item
             )
@@ -797,9 +796,7 @@ def _boolean(value: object, field: str, step: int | None = None) -> bool:
     return value
 
 
-def _integer(
-    value: object, field: str, minimum: int, maximum: int, step: int | None = None
-) -> int:
+def _integer(value: object, field: str, minimum: int, maximum: int, step: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         raise ScenarioError(
             f"must be an integer from {minimum} to {maximum:,}", step=step, field=field, value=value

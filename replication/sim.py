@@ -30,9 +30,9 @@ is then elected, so the acknowledged m2 disappears; ``current`` keeps it:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple, cast
 
 from replication.controller import Controller
 from replication.invariants import (
@@ -66,7 +66,6 @@ from replication.view import (
     ClusterView,
     ConsumerView,
     JsonObject,
-    JsonValue,
     LeaderView,
     ReplicaView,
     TimelineEntry,
@@ -641,7 +640,9 @@ class Cluster:
             acked_lost=tuple(acked_lost(view)),
             diverged=diverged(view),
             consumed=tuple((c.consumer_id, tuple(v for _, v in c.records)) for c in view.consumers),
-            truncation_detected=tuple((c.consumer_id, c.truncation_detected) for c in view.consumers),
+            truncation_detected=tuple(
+                (c.consumer_id, c.truncation_detected) for c in view.consumers
+            ),
             results=tuple({r.value: r.result for r in self.produces}.items()),
             unclean_elections=self.controller.unclean_elections,
         )
@@ -649,27 +650,32 @@ class Cluster:
     def apply(self, step: Step) -> str:
         """Run one scenario step (``expect`` steps are checked by the caller)."""
         at_ms = step.option("at_ms")
-        if at_ms is not None:
+        if isinstance(at_ms, int):
             self.advance_to(at_ms)
         op, target = step.op, step.target
+        # a parsed (or generated) step's target has the type its op takes
         if op == "produce":
-            return self.produce(target, step.option("acks", "all"), step.option("timeout_ms"))
+            return self.produce(
+                cast(str, target),
+                cast("str | int", step.option("acks", "all")),
+                cast("int | None", step.option("timeout_ms")),
+            )
         if op == "fetch":
-            return self.fetch(target, response_lost=step.option("response") == "lost")
+            return self.fetch(cast(int, target), response_lost=step.option("response") == "lost")
         if op == "crash":
             return self.crash(
-                target,
+                cast(int, target),
                 lose_unflushed=step.option("unflushed") == "lose",
                 detected=bool(step.option("detected", False)),
             )
         if op == "advance_ms":
-            return self.advance(target)
+            return self.advance(cast(int, target))
         if op == "consume":
-            return self.consume(target)
+            return self.consume(cast(str, target))
         if op == "expect":
             return "expect"
-        handler: Callable[[Any], str] = getattr(self, op)
-        return handler(target)
+        handler: Callable[[str | int], str] = getattr(self, op)
+        return handler(cast("str | int", target))
 
 
 def acked_lost(view: ClusterView) -> list[str]:
@@ -691,7 +697,7 @@ class StepOutcome(NamedTuple):
     """What one step did: its index, the cluster's answer, the view after it and the
     violations that started with it."""
 
-    index: int
+    step_index: int
     result: str
     view: ClusterView
     new_violations: tuple[Violation, ...]
@@ -812,17 +818,17 @@ def run_scenario(
         view = outcome.view
         if step.op == "expect":
             modes = step.option("modes")
-            if modes is None or protocol.name in modes:
+            if not isinstance(modes, tuple) or protocol.name in modes:
                 expectations_checked += 1
                 state = runner.cluster.state(view)
                 expect_failures.extend(
-                    check_expect(outcome.index, expect_fields(step), state, runner.violations)
+                    check_expect(outcome.step_index, expect_fields(step), state, runner.violations)
                 )
             continue
         comment = step.option("comment")
         timeline.append(
             TimelineEntry(
-                step=outcome.index,
+                step=outcome.step_index,
                 op=step.describe(),
                 time_ms=view.time_ms,
                 result=outcome.result,
@@ -849,7 +855,7 @@ def run_scenario(
 
 def check_expect(
     index: int,
-    expected: JsonObject,
+    expected: Mapping[str, object],
     state: ClusterState,
     violations: Sequence[Violation],
 ) -> list[str]:
@@ -857,10 +863,10 @@ def check_expect(
     failures: list[str] = []
     document = state.to_json()
     for key, want in expected.items():
-        got: JsonValue
+        got: object
         if key == "violations":
             got = sorted({v.invariant for v in violations})
-            want = sorted(set(want)) if isinstance(want, list) else want
+            want = sorted({str(name) for name in want}) if isinstance(want, list) else want
         elif key == "logs":
             wanted_logs = want if isinstance(want, dict) else {}
             got = {
@@ -872,7 +878,11 @@ def check_expect(
         elif key in ("consumed", "results", "truncation_detected"):
             have = document[key]
             wanted_keys = want if isinstance(want, dict) else {}
-            got = {k: v for k, v in have.items() if k in wanted_keys} if isinstance(have, dict) else have
+            got = (
+                {k: v for k, v in have.items() if k in wanted_keys}
+                if isinstance(have, dict)
+                else have
+            )
         else:
             got = document[key]
         if got != want:

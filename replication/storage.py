@@ -177,14 +177,14 @@ def read_offset_index(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
     """The entries of an ``.index`` file as ``(relative offset, position)``."""
     data = Path(path).read_bytes()
     usable = len(data) - len(data) % _OFFSET_INDEX_ENTRY.size
-    return [tuple(entry) for entry in _OFFSET_INDEX_ENTRY.iter_unpack(data[:usable])]  # type: ignore[misc]
+    return [(first, second) for first, second in _OFFSET_INDEX_ENTRY.iter_unpack(data[:usable])]
 
 
 def read_time_index(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
     """The entries of a ``.timeindex`` file as ``(timestamp, relative offset)``."""
     data = Path(path).read_bytes()
     usable = len(data) - len(data) % _TIME_INDEX_ENTRY.size
-    return [tuple(entry) for entry in _TIME_INDEX_ENTRY.iter_unpack(data[:usable])]  # type: ignore[misc]
+    return [(first, second) for first, second in _TIME_INDEX_ENTRY.iter_unpack(data[:usable])]
 
 
 def format_epoch_checkpoint(epoch_entries: Iterable[tuple[int, int]]) -> str:

@@ -10,7 +10,8 @@ costs several times more to construct; both are immutable).
 ``to_json()`` giving the fields of the result document (spec/replication.md).
 
 >>> from replication.log import ReplicaLog
->>> replica = ReplicaView.of_log(2, ReplicaLog.from_records([(0, "m1"), (1, "m2")], high_watermark=1))
+>>> log = ReplicaLog.from_records([(0, "m1"), (1, "m2")], high_watermark=1)
+>>> replica = ReplicaView.of_log(2, log)
 >>> replica.log_end_offset, replica.values(), replica.prefix(1)
 (2, ['m1', 'm2'], (LogRecord(offset=0, leader_epoch=0, value='m1'),))
 >>> replica.timeline_json()

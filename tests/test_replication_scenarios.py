@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replication.errors import ScenarioError
+from replication.log import LogRecord
 from replication.modes import MODE_NAMES
 from replication.scenario import load_scenario, scenario_to_dict, scenario_to_text
-from replication.log import LogRecord
 from replication.sim import ScenarioResult, run_scenario
 from replication.view import Violation
 
@@ -86,7 +86,8 @@ def test_verdict_table_cell(name: str, mode: str) -> None:
 
 def test_s4_loss_is_detected_by_consumers_only_in_current_mode() -> None:
     detected = {
-        mode: dict(run("s4-unclean-election", mode).final.truncation_detected) for mode in MODE_NAMES
+        mode: dict(run("s4-unclean-election", mode).final.truncation_detected)
+        for mode in MODE_NAMES
     }
     assert detected == {
         "pre-0.11": {"c1": False},
@@ -250,7 +251,10 @@ BASE = '"name": "bad", "config": {"brokers": [1, 2], "replicas": [1, 2]}'
             '[{"advance_ms": 50}, {"fetch": 1, "at_ms": 10}]',
             "step 1: at_ms: time must not go backwards (clock is at 50 ms) (got 10)",
         ),
-        ('[{"advance_ms": -5}]', "step 0: advance_ms: must be an integer from 0 to 1,000,000,000,000 (got -5)"),
+        (
+            '[{"advance_ms": -5}]',
+            "step 0: advance_ms: must be an integer from 0 to 1,000,000,000,000 (got -5)",
+        ),
         (
             '[{"crash": 1, "unflushed": "maybe"}]',
             "step 0: unflushed: unflushed must be keep or lose",
