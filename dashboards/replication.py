@@ -16,6 +16,7 @@ True
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,199 @@ from dashboards.page import (
     format_number,
     write_atomically,
 )
+
+# ------------------------------------------------------------------------- reading and checking
+
+# Documented limits of a result document (docs/replication.md), checked before rendering.
+MAX_RESULT_BYTES = 64_000_000
+MAX_RESULT_DEPTH = 32
+MAX_TIMELINE_STEPS = 100_000
+MAX_REPLICAS = 1_000
+MAX_RESULT_TEXT_CHARS = 100_000
+# marks a page as ktk's own, so `--html` may replace it (ktkbase.outputs is_ours)
+GENERATOR_TAG = '<meta name="generator" content="ktk replication page">'
+
+
+class _ResultValueError(ValueError):
+    pass
+
+
+def _result_integer(text: str) -> int:
+    if len(text.lstrip("-")) > 19:
+        raise _ResultValueError(f"an integer of {len(text):,} digits")
+    return int(text)
+
+
+def _result_constant(text: str) -> float:
+    raise _ResultValueError(f"{text} is not a number JSON allows")
+
+
+def load_replication_result(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and check a `ktk replicate --json` result file: size, encoding, JSON, then every
+    field (:func:`check_replication_result`). Raises :class:`InputError` naming the file."""
+    source = str(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_RESULT_BYTES + 1)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except OSError as error:
+        raise InputError(f"cannot read the file: {error.strerror}", source=source) from None
+    if len(data) > MAX_RESULT_BYTES:
+        raise InputError(f"the result is over {MAX_RESULT_BYTES:,} bytes; the limit", source=source)
+    nul = data.find(b"\x00")
+    if nul != -1:
+        raise InputError("a NUL byte; a result is UTF-8 JSON", source=source, position=nul)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError("not UTF-8 text", source=source, position=error.start) from None
+    try:
+        result = json.loads(text, parse_int=_result_integer, parse_constant=_result_constant)
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"not a JSON replication result: {error.msg}", source=source, line=error.lineno
+        ) from None
+    except _ResultValueError as error:
+        raise InputError(f"not a JSON replication result: {error}", source=source) from None
+    except RecursionError:
+        raise InputError(f"nested deeper than {MAX_RESULT_DEPTH} levels", source=source) from None
+    try:
+        return check_replication_result(result)
+    except InputError as error:
+        raise error.located(source=source) from None
+
+
+def check_replication_result(result: object) -> dict[str, Any]:
+    """The result document if every field has the type and range the page needs; else an
+    :class:`InputError` naming the field (e.g. ``timeline[3].replicas.1.leo``).
+
+    >>> check_replication_result({"name": "s1", "timeline": [{"step": "x"}]})
+    Traceback (most recent call last):
+    ...
+    dashboards.errors.InputError: timeline[0].step: must be an integer (got 'x')
+    """
+    if not isinstance(result, dict):
+        raise InputError("a replication result must be a JSON object", value=type(result).__name__)
+    _check_values(result)
+    for key in ("name", "mode"):
+        if key in result and result[key] is not None and not isinstance(result[key], str):
+            raise InputError("must be text", field=key, value=result[key])
+    for key in ("acked", "acked_lost", "isr", "elr", "violations", "expect_failures"):
+        if key in result and result[key] is not None and not isinstance(result[key], list):
+            raise InputError("must be a list", field=key, value=result[key])
+    for key in ("results", "consumed"):
+        if key in result and result[key] is not None and not isinstance(result[key], dict):
+            raise InputError("must be an object", field=key, value=result[key])
+    _check_replica_map(result.get("replicas"), "replicas")
+    timeline = result.get("timeline")
+    if timeline is not None:
+        if not isinstance(timeline, list):
+            raise InputError("must be a list of steps", field="timeline", value=timeline)
+        if len(timeline) > MAX_TIMELINE_STEPS:
+            raise InputError(
+                f"more than {MAX_TIMELINE_STEPS:,} steps", field="timeline", value=len(timeline)
+            )
+        for position, entry in enumerate(timeline):
+            where = f"timeline[{position}]"
+            if not isinstance(entry, dict):
+                raise InputError("must be an object", field=where, value=entry)
+            for key in ("step", "time_ms", "leader_epoch"):
+                if entry.get(key) is not None and not _is_int(entry[key]):
+                    raise InputError("must be an integer", field=f"{where}.{key}", value=entry[key])
+            for key in ("isr", "acked"):
+                if entry.get(key) is not None and not isinstance(entry[key], list):
+                    raise InputError("must be a list", field=f"{where}.{key}", value=entry[key])
+            _check_replica_map(entry.get("replicas"), f"{where}.replicas")
+    for position, violation in enumerate(result.get("violations") or ()):
+        if not isinstance(violation, dict | str):
+            raise InputError(
+                "must be an object or a name", field=f"violations[{position}]", value=violation
+            )
+        if (
+            isinstance(violation, dict)
+            and violation.get("step") is not None
+            and not _is_int(violation["step"])
+        ):
+            raise InputError(
+                "must be an integer",
+                field=f"violations[{position}].step",
+                value=violation["step"],
+            )
+    return result
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_replica_map(replicas: object, where: str) -> None:
+    if replicas is None:
+        return
+    if not isinstance(replicas, dict):
+        raise InputError("must be an object of replicas", field=where, value=replicas)
+    if len(replicas) > MAX_REPLICAS:
+        raise InputError(f"more than {MAX_REPLICAS:,} replicas", field=where, value=len(replicas))
+    for replica_id, state in replicas.items():
+        if not isinstance(state, dict):
+            raise InputError("must be an object", field=f"{where}.{replica_id}", value=state)
+        for key in ("leo", "hw", "epoch", "leader_epoch"):
+            if state.get(key) is not None and not _is_int(state[key]):
+                raise InputError(
+                    "must be an integer", field=f"{where}.{replica_id}.{key}", value=state[key]
+                )
+        if state.get("log") is not None and not isinstance(state["log"], list):
+            raise InputError(
+                "must be a list", field=f"{where}.{replica_id}.log", value=state["log"]
+            )
+
+
+def _check_values(document: object) -> None:
+    """Plain JSON within the limits: nesting, text (no NUL, no lone surrogate), finite numbers
+    of at most 64 bits, text keys."""
+    stack: list[tuple[object, int, str]] = [(document, 0, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        field = where or None
+        if depth > MAX_RESULT_DEPTH:
+            raise InputError(f"nested deeper than {MAX_RESULT_DEPTH} levels", field=field)
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, str):
+            _check_result_text(value, field)
+        elif isinstance(value, int):
+            if value.bit_length() > 63:
+                raise InputError("an integer beyond 64 bits", field=field, value=value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InputError("not a finite number", field=field, value=value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise InputError("keys must be text", field=field, value=key)
+                _check_result_text(key, field)
+                shown = key if key.isprintable() and len(key) <= 60 else repr(key)[:60]
+                stack.append((item, depth + 1, f"{where}.{shown}" if where else shown))
+        elif isinstance(value, list):
+            for position, item in enumerate(value):
+                stack.append((item, depth + 1, f"{where}[{position}]"))
+        else:
+            raise InputError(f"not a JSON value ({type(value).__name__})", field=field)
+
+
+def _check_result_text(value: str, field: str | None) -> None:
+    if len(value) > MAX_RESULT_TEXT_CHARS:
+        raise InputError(
+            f"text longer than {MAX_RESULT_TEXT_CHARS:,} characters", field=field, value=value
+        )
+    if "\x00" in value:
+        raise InputError("text holds a NUL character", field=field, value=value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            "text holds a lone surrogate (not Unicode)", field=field, value=value
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,8 +755,7 @@ def _logs_section(result: Mapping[str, Any], acked_lost: frozenset[str]) -> str:
 
 def render_replication(result: dict[str, Any]) -> str:
     """The page for one replication result (the dict `ktk replicate --json` prints)."""
-    if not isinstance(result, Mapping):
-        raise InputError("a replication result must be a JSON object", value=type(result).__name__)
+    result = check_replication_result(result)
     rows = timeline_rows(result)
     replicas = replica_ids(result)
     acked_lost = frozenset(str(value) for value in result.get("acked_lost") or ())
@@ -596,7 +789,12 @@ def render_replication(result: dict[str, Any]) -> str:
     subtitle = (
         f"mode {_text(result.get('mode')) or '?'}, {len(rows)} steps, {len(replicas)} replicas"
     )
-    return document(f"Replication: {name}", subtitle, "\n".join(sections))
+    description = result.get("description")
+    if isinstance(description, str) and description:
+        sections.insert(0, f'<p class="note" id="description">{escape(description)}</p>')
+    page = document(f"Replication: {name}", subtitle, "\n".join(sections))
+    # the tag goes into <head>, within the first bytes an output check reads
+    return page.replace('<meta charset="utf-8">', '<meta charset="utf-8">\n' + GENERATOR_TAG, 1)
 
 
 def write_replication_page(result: dict[str, Any], path: str | os.PathLike[str]) -> Path:

@@ -1,5 +1,5 @@
-"""`ktk replicate`: run a replication scenario (`ktk replicate FILE`) or explore random fault
-schedules (`ktk replicate explore`)."""
+"""`ktk replicate`: run a replication scenario (`ktk replicate FILE`, the same as
+`ktk replicate run FILE`) or explore random fault schedules (`ktk replicate explore`)."""
 
 from __future__ import annotations
 
@@ -7,59 +7,97 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
+from typer.core import TyperGroup
 
+from ktk import __version__
 from ktk.console import err, escape, fail, is_interactive, out, reported_errors
 
+if TYPE_CHECKING:
+    from replication.explore import ExploreReport
+    from replication.sim import ScenarioResult
+
 EXIT_EXPECT_FAILED = 1
-EXPLORE = "explore"
+EXIT_VIOLATIONS_FOUND = 1
+RUN = "run"
+EXIT_CODES_RUN = (
+    "Exit status: 0 the scenario ran and every expect step for this mode held (or it has none "
+    "for this mode); 1 an expect step failed; 2 the file or an option is invalid, or an output "
+    "was refused (one line naming the file, the step or line, and the field)."
+)
+EXIT_CODES_EXPLORE = (
+    "Exit status: 0 no schedule broke anything; 1 some schedule broke an invariant, lost an "
+    "acknowledged record or diverged (each class is shrunk to a minimal scenario); 2 an option "
+    "is invalid or an output was refused."
+)
 HELP = (
     "Run a replication scenario and print its timeline and verdict, or explore fault schedules."
     "\n\n"
-    "ktk replicate FILE [--mode M] [--json] [--html page.html]: "
-    "exit 0 when every expect step held, 1 when one failed, 2 when the file is invalid."
-    "\n\n"
+    "ktk replicate FILE [--mode M] [--json] [--html page.html] [--invariants A,B]: the same as "
+    "ktk replicate run FILE. " + EXIT_CODES_RUN + "\n\n"
     "ktk replicate explore --mode M [--min-isr N] [--acks A] [--unclean] [--elr] "
     "--schedules N --seed S [--out DIR] [--json]: run seeded random fault schedules; each "
-    "violation class found is shrunk to a minimal scenario file that ktk replicate replays."
+    "violation class found is shrunk to a minimal scenario file that ktk replicate replays. "
+    + EXIT_CODES_EXPLORE
+)
+RUN_HELP = (
+    "Run a scenario file (JSON or YAML) and print its timeline and verdict.\n\n" + EXIT_CODES_RUN
+)
+EXPLORE_HELP = (
+    "Run seeded random fault schedules; classify what breaks (S1-S5) and shrink each class to "
+    "a minimal scenario file that `ktk replicate FILE` replays.\n\n" + EXIT_CODES_EXPLORE
+)
+HTML_GENERATOR = b'<meta name="generator" content="ktk'
+
+
+class _ReplicateGroup(TyperGroup):
+    """`ktk replicate FILE ...` is `ktk replicate run FILE ...`: anything that is not a
+    subcommand or a help option goes to `run`."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = [RUN, *args]
+        return super().parse_args(ctx, args)
+
+
+replicate_app = typer.Typer(
+    name="replicate",
+    cls=_ReplicateGroup,
+    help=HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
 )
 
 
-def replicate_command(
-    target: str = typer.Argument(
-        ...,
-        metavar="FILE|explore",
-        help="A scenario file (JSON or YAML), or 'explore' to search random fault schedules.",
-    ),
+def _invariant_names(option: str | None) -> list[str] | None:
+    if option is None:
+        return None
+    return [name.strip() for name in option.split(",") if name.strip()]
+
+
+INVARIANTS_HELP = (
+    "Check only these invariants (comma-separated names of spec section 8, e.g. "
+    "StrongIsr,LogMatching); default: the scenario's `invariants`, else all."
+)
+
+
+@replicate_app.command(RUN, help=RUN_HELP)
+def run_command(
+    path: str = typer.Argument(..., metavar="FILE", help="A scenario file (JSON or YAML)."),
     mode: str | None = typer.Option(
         None, "--mode", "-m", help="pre-0.11, kip-101, kip-279 or current (default: the file's)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result document as JSON."),
     html: str | None = typer.Option(None, "--html", help="Also write the timeline page here."),
-    min_isr: int = typer.Option(2, "--min-isr", help="explore: min.insync.replicas."),
-    acks: str = typer.Option("all", "--acks", help="explore: producer acks (0, 1 or all)."),
-    unclean: bool = typer.Option(
-        False, "--unclean/--no-unclean", help="explore: unclean leader election."
-    ),
-    elr: bool = typer.Option(False, "--elr", help="explore: eligible leader replicas (current)."),
-    schedules: int = typer.Option(1000, "--schedules", help="explore: how many schedules to run."),
-    seed: int = typer.Option(0, "--seed", help="explore: seed of the schedule generator."),
-    out_dir: str | None = typer.Option(
-        None, "--out", help="explore: write each counterexample scenario into this directory."
+    invariants: str | None = typer.Option(None, "--invariants", help=INVARIANTS_HELP),
+    force: bool = typer.Option(
+        False, "--force", help="Overwrite an --html file ktk did not write."
     ),
 ) -> None:
-    """Run a scenario, or explore fault schedules (help text: HELP)."""
-    if target == EXPLORE:
-        explore_dir = Path(out_dir) if out_dir else None
-        _explore(mode, min_isr, acks, unclean, elr, schedules, seed, explore_dir, as_json)
-        return
-    _run_file(target, mode, as_json, html)
-
-
-def _run_file(path: str, mode: str | None, as_json: bool, html: str | None) -> None:
     from replication.modes import get_mode
     from replication.scenario import load_scenario
     from replication.sim import run_scenario
@@ -67,29 +105,55 @@ def _run_file(path: str, mode: str | None, as_json: bool, html: str | None) -> N
     with reported_errors():
         if mode is not None:
             get_mode(mode)
+        if html is not None:
+            _check_html_target(html, [path], force)
         scenario = load_scenario(Path(path))
-        result = run_scenario(scenario, mode)
+        result = run_scenario(scenario, mode, invariants=_invariant_names(invariants))
     document = result.to_json()
     if as_json:
         typer.echo(json.dumps(document, indent=2))
     else:
         _print_timeline(document)
-        _print_verdict(document)
+        _print_verdict(document, result)
     if html is not None:
-        from dashboards.replication import write_replication_page
-
-        written = write_replication_page(document, html)
-        err.print(f"wrote {escape(str(written))}", highlight=False)
+        _write_html(document, html, [path], force)
     if result.expect_failures:
         for failure in result.expect_failures:
             err.print(f"[bold red]expect failed:[/] {escape(failure)}")
         raise typer.Exit(EXIT_EXPECT_FAILED)
 
 
+def _is_our_page(head: bytes) -> bool:
+    """A page ktk wrote: the generator tag the replication page carries."""
+    return HTML_GENERATOR in head
+
+
+def _check_html_target(html: str, inputs: list[str], force: bool) -> None:
+    from ktkbase.outputs import check_output_file
+
+    check_output_file(html, inputs=inputs, force=force, is_ours=_is_our_page)
+
+
+def _write_html(document: dict[str, Any], html: str, inputs: list[str], force: bool) -> None:
+    from dashboards.errors import InputError as PageInputError
+    from dashboards.replication import render_replication
+    from ktkbase.outputs import write_output_file
+
+    with reported_errors():
+        try:
+            page = render_replication(document)
+        except PageInputError as error:
+            raise fail(str(error)) from None
+        written = write_output_file(html, page, inputs=inputs, force=force, is_ours=_is_our_page)
+    err.print(f"wrote {escape(str(written))}", highlight=False)
+
+
 def _print_timeline(document: dict[str, Any]) -> None:
     broker_ids = list(document["replicas"])
+    if document.get("description"):
+        out.print(escape(document["description"]))
     table = Table(
-        title=f"{document['name']} ({document['mode']})",
+        title=f"{escape(document['name'])} ({document['mode']})",
         title_justify="left",
         caption="replica columns: LEO/HW/leader epoch, L = leader",
         caption_justify="left",
@@ -114,9 +178,12 @@ def _print_timeline(document: dict[str, Any]) -> None:
             cells.append(text)
         newly_acked = [v for v in entry["acked"] if v not in acked_before]
         acked_before.update(entry["acked"])
+        op = escape(entry["op"])
+        if entry.get("comment"):
+            op += f" [dim]# {escape(entry['comment'])}[/]"
         table.add_row(
             str(entry["step"]),
-            escape(entry["op"]),
+            op,
             *cells,
             escape(",".join(map(str, entry["isr"]))),
             escape(" ".join(newly_acked)),
@@ -125,7 +192,7 @@ def _print_timeline(document: dict[str, Any]) -> None:
     out.print(table)
 
 
-def _print_verdict(document: dict[str, Any]) -> None:
+def _print_verdict(document: dict[str, Any], result: ScenarioResult) -> None:
     for broker_id, view in document["replicas"].items():
         records = ", ".join(f"{offset}:e{epoch} {value}" for offset, epoch, value in view["log"])
         state = "" if view["online"] else " (down)"
@@ -141,27 +208,50 @@ def _print_verdict(document: dict[str, Any]) -> None:
             f"[yellow]violation[/] {escape(violation['invariant'])} at step {violation['step']}: "
             f"{escape(violation['detail'])}"
         )
+    checked = (
+        "invariants"
+        if "invariants" not in document
+        else ("invariants " + ", ".join(document["invariants"]))
+    )
     if not document["violations"]:
-        out.print("invariants: all held after every step")
+        out.print(f"{checked}: all held after every step")
     failures = document["expect_failures"]
-    out.print("expectations: " + ("[bold red]failed[/]" if failures else "all held"))
+    if failures:
+        out.print("expectations: [bold red]failed[/]")
+    elif result.expectations_checked:
+        out.print("expectations: all held")
+    else:
+        out.print("expectations: no expectations for this mode")
 
 
-def _explore(
-    mode: str | None,
-    min_isr: int,
-    acks: str,
-    unclean: bool,
-    elr: bool,
-    schedules: int,
-    seed: int,
-    out_dir: Path | None,
-    as_json: bool,
+@replicate_app.command("explore", help=EXPLORE_HELP)
+def explore_command(
+    mode: str = typer.Option(
+        "current", "--mode", "-m", help="pre-0.11, kip-101, kip-279 or current."
+    ),
+    min_isr: int = typer.Option(2, "--min-isr", help="min.insync.replicas."),
+    acks: str = typer.Option("all", "--acks", help="Producer acks: 0, 1 or all."),
+    unclean: bool = typer.Option(False, "--unclean/--no-unclean", help="Unclean leader election."),
+    elr: bool = typer.Option(False, "--elr", help="Eligible leader replicas (current only)."),
+    schedules: int = typer.Option(1000, "--schedules", help="How many schedules to run."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the schedule generator."),
+    invariants: str | None = typer.Option(None, "--invariants", help=INVARIANTS_HELP),
+    out_dir: str | None = typer.Option(
+        None,
+        "--out",
+        help="Write each counterexample scenario into this directory (created by ktk; a "
+        "directory ktk did not create is refused unless --force).",
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Write into an --out directory ktk did not create (its other files are kept).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     import time
 
     from replication.explore import explore
-    from replication.scenario import scenario_to_text
 
     acks_value: str | int = "all" if acks in ("all", "-1") else acks
     if acks_value != "all":
@@ -169,26 +259,53 @@ def _explore(
             raise fail(f"--acks: must be 0, 1 or all (got {acks!r})")
         acks_value = int(acks)
     with reported_errors(), _progress(schedules) as progress:
+        if out_dir is not None:
+            # refuse a foreign directory before running anything
+            from ktkbase.outputs import plan_output_directory
+
+            plan_output_directory(
+                out_dir, command="replicate explore", version=__version__, force=force
+            )
         report = explore(
-            mode or "current",
+            mode,
             min_insync_replicas=min_isr,
             acks=acks_value,
             unclean_leader_election=unclean,
             eligible_leader_replicas=elr,
             schedules=schedules,
             seed=seed,
-            out_dir=out_dir,
+            invariants=_invariant_names(invariants),
             timer=time.perf_counter,
             progress=progress,
         )
+        if out_dir is not None:
+            _write_findings(report, out_dir, force)
     if as_json:
         typer.echo(json.dumps(report.to_json(include_timing=True), indent=2))
-        return
-    out.print(escape(report.summary()))
-    if out_dir is None:
+    else:
+        from replication.scenario import scenario_to_text
+
+        out.print(escape(report.summary()))
+        if out_dir is None:
+            for finding in report.findings:
+                out.print(f"\n# {escape(finding.file_name)}")
+                typer.echo(scenario_to_text(finding.scenario, "json"), nl=False)
+    if report.violating_schedules:
+        raise typer.Exit(EXIT_VIOLATIONS_FOUND)
+
+
+def _write_findings(report: ExploreReport, out_dir: str, force: bool) -> None:
+    """Every finding's minimal scenario into ``out_dir`` through ktk's safe output directory."""
+    from ktkbase.outputs import output_directory
+    from replication.scenario import scenario_to_text
+
+    with output_directory(
+        out_dir, command="replicate explore", version=__version__, force=force
+    ) as staging:
         for finding in report.findings:
-            out.print(f"\n# {escape(finding.file_name)}")
-            typer.echo(scenario_to_text(finding.scenario, "json"), nl=False)
+            (staging / finding.file_name).write_text(
+                scenario_to_text(finding.scenario), encoding="utf-8"
+            )
 
 
 @contextmanager
@@ -209,4 +326,4 @@ def _progress(total: int) -> Iterator[Callable[[int, int], None] | None]:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("replicate", help=HELP)(replicate_command)
+    app.add_typer(replicate_app, name="replicate")
