@@ -83,7 +83,8 @@ MAX_STEPS = 10_000
 MAX_TIME_MS = 10**12
 # ISR-expiry checks the clock runs through (simulated time / (replica.lag.time.max.ms / 2))
 MAX_CLOCK_TICKS = 100_000
-MAX_INTEGER_DIGITS = 19
+# longer integer literals are refused while decoding (Python converts at most 4,300 digits)
+MAX_INTEGER_DIGITS = 4_000
 
 Frozen: TypeAlias = "bool | int | float | str | tuple[Frozen, ...] | None"
 OptionValue: TypeAlias = "str | int | bool | tuple[str, ...] | None"
@@ -349,8 +350,10 @@ def _decode(text: str, source: str | None) -> object:
     except RecursionError:
         message = f"nested deeper than {MAX_DEPTH} levels"
     except ValueError as error:
-        # e.g. a YAML integer longer than Python converts
+        # a YAML integer longer than Python converts, or a value YAML's constructors reject
         message = f"not valid YAML: {error}"
+        if "digits" in str(error):
+            message = "not valid YAML: an integer of more than 4,300 digits"
     raise ScenarioError(message.splitlines()[0], source=source, line=line) from None
 
 
