@@ -113,7 +113,7 @@ def test_explore_reports_classes_and_replayable_scenarios(tmp_path: Path):
         "explore", "--mode", "kip-101", "--min-isr", "1", "--schedules", "120", "--seed", "3",
         "--json",
     )  # fmt: skip
-    assert outcome.exit_code == 0, outcome.output
+    assert outcome.exit_code == 1, outcome.output
     report = json.loads(outcome.stdout)
     assert report["mode"] == "kip-101" and report["schedules"] == 120
     assert report["findings"], report
@@ -127,8 +127,8 @@ def test_explore_writes_files_into_out_dir(tmp_path: Path):
         "explore", "--mode", "pre-0.11", "--min-isr", "1", "--schedules", "60", "--seed", "7",
         "--out", str(tmp_path),
     )  # fmt: skip
-    assert outcome.exit_code == 0, outcome.output
-    written = sorted(tmp_path.glob("*.json"))
+    assert outcome.exit_code == 1, outcome.output
+    written = sorted(path for path in tmp_path.glob("*.json") if not path.name.startswith("."))
     assert written
     assert all(invoke(str(path)).exit_code == 0 for path in written)
 
@@ -137,3 +137,168 @@ def test_explore_rejects_bad_acks():
     outcome = invoke("explore", "--acks", "2", "--schedules", "1")
     assert outcome.exit_code == 2
     assert "--acks" in outcome.stderr
+
+
+# ---------------------------------------------------------------------- verbs, help, exit codes
+
+
+def test_replicate_run_is_the_same_as_replicate_file():
+    direct = invoke(str(S1), "--json")
+    explicit = invoke("run", str(S1), "--json")
+    assert direct.exit_code == explicit.exit_code == 0
+    assert direct.stdout == explicit.stdout
+
+
+def test_explore_help_documents_explores_own_options_and_exit_codes():
+    outcome = invoke("explore", "--help")
+    assert outcome.exit_code == 0
+    text = " ".join(outcome.stdout.split())
+    for option in ("--schedules", "--seed", "--out", "--force", "--min-isr", "--invariants"):
+        assert option in text
+    assert "Exit status: 0 no schedule broke anything; 1" in text
+    assert "Arguments" not in text
+
+
+@pytest.mark.parametrize("verb", [(), ("run",), ("explore",)], ids=["replicate", "run", "explore"])
+def test_every_replicate_verb_documents_exit_codes_0_1_2(verb):
+    text = " ".join(invoke(*verb, "--help").stdout.split())
+    assert "Exit status: 0" in text and "; 1 " in text and "; 2 " in text
+
+
+def test_explore_exits_1_when_it_found_violations_and_0_when_none():
+    found = invoke(
+        "explore", "--mode", "pre-0.11", "--min-isr", "1", "--schedules", "60", "--seed", "7"
+    )
+    assert found.exit_code == 1, found.output
+    clean = invoke("explore", "--mode", "current", "--acks", "0", "--schedules", "20")
+    assert clean.exit_code == 0, clean.output
+    assert "no violation found" in clean.stdout
+
+
+def test_no_expectations_for_this_mode_is_said_not_all_held(tmp_path: Path):
+    path = write(tmp_path, [{"produce": "m1"}, {"expect": {"acked": []}, "modes": ["kip-101"]}])
+    outcome = invoke(str(path), "--mode", "current")
+    assert outcome.exit_code == 0
+    assert "expectations: no expectations for this mode" in outcome.stdout
+    assert "all held" not in outcome.stdout.split("expectations:")[1]
+    checked = invoke(str(path), "--mode", "kip-101")
+    assert "expectations: all held" in checked.stdout
+
+
+# ---------------------------------------------------------------------- descriptions
+
+
+def test_description_and_step_comments_reach_the_output_and_the_json(tmp_path: Path):
+    path = tmp_path / "described.yaml"
+    path.write_text(
+        "name: described\n"
+        "description: Follower 2 fetches once.\n"
+        "config: {brokers: [1, 2], replicas: [1, 2]}\n"
+        "steps:\n"
+        "  - {produce: m1, comment: first}\n"
+        "  - {fetch: 2}\n"
+    )
+    text = invoke(str(path))
+    assert text.exit_code == 0
+    assert "Follower 2 fetches once." in text.stdout
+    assert "# first" in text.stdout
+    document = json.loads(invoke(str(path), "--json").stdout)
+    assert document["description"] == "Follower 2 fetches once."
+    assert document["timeline"][0]["comment"] == "first"
+    assert "comment" not in document["timeline"][1]
+
+
+def test_documents_without_description_or_comments_have_no_new_fields():
+    document = json.loads(invoke(str(S1), "--json").stdout)
+    assert "description" not in document and "invariants" not in document
+    assert all("comment" not in entry for entry in document["timeline"])
+
+
+# ---------------------------------------------------------------------- invariant selection
+
+
+def test_invariants_option_checks_only_the_named_invariants():
+    outcome = invoke(str(S1), "--mode", "pre-0.11", "--json", "--invariants", "LogMatching")
+    assert outcome.exit_code == 1  # the file expects StrongIsr, which is no longer checked
+    document = json.loads(outcome.stdout)
+    assert document["invariants"] == ["LogMatching"]
+    assert {v["invariant"] for v in document["violations"]} == {"LogMatching"}
+
+
+def test_scenario_invariants_field_picks_a_subset(tmp_path: Path):
+    import yaml
+
+    document = yaml.safe_load(S1.read_text())
+    document["steps"] = [step for step in document["steps"] if "expect" not in step]
+    everything = tmp_path / "all.json"
+    everything.write_text(json.dumps(document))
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({**document, "invariants": ["LogMatching"]}))
+    all_names = {
+        v["invariant"] for v in json.loads(invoke(str(everything), "--json").stdout)["violations"]
+    }
+    some = json.loads(invoke(str(subset), "--json").stdout)
+    assert some["invariants"] == ["LogMatching"]
+    assert {v["invariant"] for v in some["violations"]} == {"LogMatching"}
+    assert {"StrongIsr", "LogMatching"} <= all_names
+
+
+def test_explore_invariants_option_names_them_in_the_report_and_the_scenarios():
+    outcome = invoke(
+        "explore", "--mode", "kip-101", "--min-isr", "1", "--schedules", "80", "--seed", "3",
+        "--invariants", "LogMatching", "--json",
+    )  # fmt: skip
+    report = json.loads(outcome.stdout)
+    assert report["invariants"] == ["LogMatching"]
+    for finding in report["findings"]:
+        assert set(finding["violations"]) <= {"LogMatching"}
+        assert finding["scenario"]["invariants"] == ["LogMatching"]
+
+
+# ---------------------------------------------------------------------- outputs
+
+
+def test_explore_out_refuses_a_directory_ktk_did_not_create(tmp_path: Path):
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    args = ("explore", "--mode", "pre-0.11", "--min-isr", "1", "--schedules", "60", "--seed", "7")
+    refused = invoke(*args, "--out", str(target))
+    assert refused.exit_code == 2
+    assert "Traceback" not in refused.output
+    assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
+    forced = invoke(*args, "--out", str(target), "--force")
+    assert forced.exit_code == 1, forced.output
+    names = sorted(p.name for p in target.iterdir())
+    assert "notes.txt" in names and any(name.endswith(".json") for name in names)
+    assert (target / "notes.txt").read_text() == "keep me"
+
+
+def test_explore_out_replaces_its_own_directory(tmp_path: Path):
+    target = tmp_path / "found"
+    args = ("explore", "--mode", "pre-0.11", "--min-isr", "1", "--schedules", "60", "--out")
+    assert invoke(*args, str(target), "--seed", "7").exit_code == 1
+    assert (target / ".ktk-output.json").is_file()
+    assert invoke(*args, str(target), "--seed", "7").exit_code == 1
+    assert (target / ".ktk-output.json").is_file()
+
+
+def test_html_refuses_a_file_ktk_did_not_write_and_replaces_its_own_page(tmp_path: Path):
+    page = tmp_path / "page.html"
+    page.write_text("<html>someone's notes</html>")
+    refused = invoke(str(S1), "--html", str(page))
+    assert refused.exit_code == 2
+    assert "refusing to overwrite" in refused.stderr
+    assert page.read_text() == "<html>someone's notes</html>"
+    assert invoke(str(S1), "--html", str(page), "--force").exit_code == 0
+    assert '<meta name="generator" content="ktk' in page.read_text()
+    again = invoke(str(S1), "--html", str(page))
+    assert again.exit_code == 0, again.output
+
+
+def test_html_never_overwrites_the_scenario_file(tmp_path: Path):
+    path = write(tmp_path, [{"produce": "m1"}])
+    before = path.read_text()
+    outcome = invoke(str(path), "--html", str(path), "--force")
+    assert outcome.exit_code == 2
+    assert path.read_text() == before

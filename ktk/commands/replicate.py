@@ -180,7 +180,7 @@ def _print_timeline(document: dict[str, Any]) -> None:
         acked_before.update(entry["acked"])
         op = escape(entry["op"])
         if entry.get("comment"):
-            op += f" [dim]# {escape(entry['comment'])}[/]"
+            op += f"\n[dim]# {escape(entry['comment'])}[/]"
         table.add_row(
             str(entry["step"]),
             op,
