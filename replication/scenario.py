@@ -608,6 +608,11 @@ def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) ->
     if op in BROKER_OPS:
         if isinstance(value, bool) or not isinstance(value, int) or value not in config.brokers:
             raise ScenarioError("unknown broker", step=index, field=op, value=value)
+        if value not in config.replicas:
+            # only the partition's replicas are simulated
+            raise ScenarioError(
+                "broker holds no replica of the partition", step=index, field=op, value=value
+            )
         return value
     if op == "produce":
         if not isinstance(value, str | int) or isinstance(value, bool) or value == "":

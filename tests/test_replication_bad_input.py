@@ -74,6 +74,15 @@ def test_fields_of_the_wrong_type_are_refused_naming_step_and_field(
     assert_refused(steps_file(tmp_path, steps), *expected)
 
 
+def test_an_op_on_a_broker_without_a_replica_is_refused(tmp_path: Path) -> None:
+    # once: KeyError: 2
+    path = json_file(
+        tmp_path,
+        '{"name": "x", "config": {"brokers": [1, 2], "replicas": [1]}, "steps": [{"crash": 2}]}',
+    )
+    assert_refused(path, "step 0", "crash", "no replica")
+
+
 def test_booleans_are_not_integers(tmp_path: Path) -> None:
     assert_refused(steps_file(tmp_path, '{"advance_ms": true}'), "step 0", "advance_ms")
     assert_refused(steps_file(tmp_path, '{"fetch": true}'), "step 0", "fetch")
