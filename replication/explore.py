@@ -56,7 +56,6 @@ import random
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from replication.errors import InputError
 from replication.invariants import select_invariants
@@ -73,6 +72,7 @@ from replication.scenario import (
     scenario_to_text,
 )
 from replication.sim import Cluster, Runner, ScenarioResult, effective_mode, run_scenario
+from replication.view import JsonObject
 
 CLASS_NAMES: tuple[str, ...] = ("S1", "S2", "S3", "S4", "S5")
 CLASS_DESCRIPTIONS: dict[str, str] = {
@@ -171,7 +171,7 @@ class Finding:
         """Operations left in the shrunk scenario (its ``expect`` steps not counted)."""
         return sum(1 for step in self.scenario.steps if step.op != "expect")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "class": self.violation_class,
             "schedule": self.schedule,
@@ -212,9 +212,9 @@ class ExploreReport:
             return None
         return self.schedules / self.elapsed_seconds
 
-    def to_json(self, *, include_timing: bool = False) -> dict[str, Any]:
+    def to_json(self, *, include_timing: bool = False) -> JsonObject:
         """The report as JSON data; timing only on request, so equal seeds give equal bytes."""
-        document: dict[str, Any] = {
+        document: JsonObject = {
             "mode": self.mode,
             "config": scenario_to_dict(Scenario("config", self.config, ()))["config"],
             "seed": self.seed,
@@ -372,7 +372,7 @@ class _Generator:
     def cluster(self) -> Cluster:
         return self.runner.cluster
 
-    def run(self, max_steps: int) -> list[dict[str, Any]]:
+    def run(self, max_steps: int) -> list[JsonObject]:
         for _ in range(max_steps):
             self._do(self._random_step())
         self._settle()
@@ -509,7 +509,7 @@ def generate_schedule(
     acks: str | int = "all",
     max_lossy_crashes: int = 1,
     max_crashes: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """Schedule ``index`` of the exploration with ``seed``, as scenario step dicts."""
     return _generate(config, seed, index, max_steps, acks, max_lossy_crashes, max_crashes)[0]
 
@@ -523,7 +523,7 @@ def _generate(
     max_lossy_crashes: int,
     max_crashes: int | None,
     invariants: tuple[str, ...] | None = None,
-) -> tuple[list[dict[str, Any]], bool]:
+) -> tuple[list[JsonObject], bool]:
     """A schedule and whether running it broke anything (checked while generating)."""
     # string seeds hash the same on every platform and Python run
     rng = random.Random(f"ktk-explore/{seed}/{index}")
@@ -535,7 +535,7 @@ def _generate(
 def build_scenario(
     name: str,
     config: ScenarioConfig,
-    steps: Iterable[dict[str, Any]],
+    steps: Iterable[JsonObject],
     invariants: tuple[str, ...] | None = None,
 ) -> Scenario:
     """A validated scenario from a config and step dicts in the file format."""
@@ -547,9 +547,7 @@ def build_scenario(
 # ------------------------------------------------------------------------- shrinking
 
 
-def shrink(
-    steps: list[dict[str, Any]], holds: Callable[[list[dict[str, Any]]], bool]
-) -> list[dict[str, Any]]:
+def shrink(steps: list[JsonObject], holds: Callable[[list[JsonObject]], bool]) -> list[JsonObject]:
     """The smallest schedule found for which ``holds`` is still true (delta debugging).
 
     ``holds(steps)`` must be true on entry. Drops chunks (ddmin), then single steps, then
@@ -568,9 +566,7 @@ def shrink(
             return _renumber(current, holds)
 
 
-def _ddmin(
-    steps: list[dict[str, Any]], holds: Callable[[list[dict[str, Any]]], bool]
-) -> list[dict[str, Any]]:
+def _ddmin(steps: list[JsonObject], holds: Callable[[list[JsonObject]], bool]) -> list[JsonObject]:
     chunks = 2
     while len(steps) >= 2:
         size = -(-len(steps) // chunks)
@@ -588,8 +584,8 @@ def _ddmin(
 
 
 def _simplify(
-    steps: list[dict[str, Any]], holds: Callable[[list[dict[str, Any]]], bool]
-) -> list[dict[str, Any]]:
+    steps: list[JsonObject], holds: Callable[[list[JsonObject]], bool]
+) -> list[JsonObject]:
     for index in range(len(steps)):
         for simpler in _simpler_versions(steps[index]):
             candidate = [*steps[:index], simpler, *steps[index + 1 :]]
@@ -599,8 +595,8 @@ def _simplify(
     return steps
 
 
-def _simpler_versions(step: dict[str, Any]) -> list[dict[str, Any]]:
-    simpler: list[dict[str, Any]] = []
+def _simpler_versions(step: JsonObject) -> list[JsonObject]:
+    simpler: list[JsonObject] = []
     if step.get("unflushed") == "lose":
         simpler.append({key: value for key, value in step.items() if key != "unflushed"})
     if step.get("detected"):
@@ -609,21 +605,23 @@ def _simpler_versions(step: dict[str, Any]) -> list[dict[str, Any]]:
         simpler.append({key: value for key, value in step.items() if key != "response"})
     if "elect" in step and step["elect"] != "auto":
         simpler.append({"elect": "auto"})
-    if "advance_ms" in step and step["advance_ms"] > 1:
-        simpler.append({"advance_ms": step["advance_ms"] // 2})
+    duration = step.get("advance_ms")
+    if isinstance(duration, int) and duration > 1:
+        simpler.append({"advance_ms": duration // 2})
     return simpler
 
 
 def _renumber(
-    steps: list[dict[str, Any]], holds: Callable[[list[dict[str, Any]]], bool]
-) -> list[dict[str, Any]]:
+    steps: list[JsonObject], holds: Callable[[list[JsonObject]], bool]
+) -> list[JsonObject]:
     """Record values m1, m2, ... in the order they are produced (kept only if it still holds)."""
     names: dict[str, str] = {}
     renamed = []
     for step in steps:
-        if "produce" in step:
-            names.setdefault(step["produce"], f"m{len(names) + 1}")
-            step = {**step, "produce": names[step["produce"]]}
+        value = step.get("produce")
+        if isinstance(value, str):
+            names.setdefault(value, f"m{len(names) + 1}")
+            step = {**step, "produce": names[value]}
         renamed.append(step)
     if renamed != steps and holds(renamed):
         return renamed
@@ -775,7 +773,7 @@ def _all_found(wanted: Collection[str], class_counts: dict[str, int]) -> bool:
 
 def _shrink_finding(
     config: ScenarioConfig,
-    steps: list[dict[str, Any]],
+    steps: list[JsonObject],
     index: int,
     signature: Signature,
     number: int,
@@ -783,7 +781,7 @@ def _shrink_finding(
 ) -> Finding:
     violation_class = signature[0]
 
-    def same_class(candidate: list[dict[str, Any]]) -> bool:
+    def same_class(candidate: list[JsonObject]) -> bool:
         try:
             scenario = build_scenario("candidate", config, candidate, invariants)
         except InputError:
@@ -795,7 +793,7 @@ def _shrink_finding(
     minimal = shrink(steps, same_class)
     name = f"{violation_class}-{number}"
     result = run_scenario(build_scenario(name, config, minimal, invariants))
-    expect: dict[str, Any] = {
+    expect: JsonObject = {
         "acked_lost": list(result.acked_lost),
         "diverged": result.diverged,
         "violations": result.violation_names(),

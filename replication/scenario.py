@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -36,6 +36,7 @@ import yaml
 
 from replication.errors import ScenarioError
 from replication.modes import MODE_NAMES
+from replication.view import JsonObject, JsonValue
 
 ELECT_KINDS = ("auto", "preferred", "unclean")
 EXPECT_KEYS = (
@@ -187,11 +188,9 @@ class Step:
         """
         return _parse_step(index, raw, config)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The step in the file format (``from_dict`` of the result gives it back)."""
-        entry: dict[str, Any] = {
-            self.op: expect_fields(self) if self.op == "expect" else self.target
-        }
+        entry: JsonObject = {self.op: expect_fields(self) if self.op == "expect" else self.target}
         for key, value in self.options:
             entry[key] = list(value) if isinstance(value, tuple) else value
         return entry
@@ -683,7 +682,7 @@ def _scalar(value: object) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool)
 
 
-def _list_of(value: object, check: Any) -> bool:
+def _list_of(value: object, check: Callable[[object], bool]) -> bool:
     return isinstance(value, list) and all(check(item) for item in value)
 
 
@@ -691,14 +690,14 @@ def _int_value(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _mapping_of(value: object, check: Any) -> bool:
+def _mapping_of(value: object, check: Callable[[object], bool]) -> bool:
     return isinstance(value, Mapping) and all(
         _scalar(key) and check(item) for key, item in value.items()
     )
 
 
 # what each expect field holds, and how to say it
-_EXPECT_TYPES: dict[str, tuple[Any, str]] = {
+_EXPECT_TYPES: dict[str, tuple[Callable[[object], bool], str]] = {
     "acked": (lambda v: _list_of(v, _scalar), "a list of record values"),
     "acked_lost": (lambda v: _list_of(v, _scalar), "a list of record values"),
     "consumed": (
@@ -761,9 +760,9 @@ def _freeze(value: object) -> Frozen:
     return str(value)
 
 
-def _thaw(value: Frozen, as_mapping: bool = False) -> Any:
+def _thaw(value: Frozen, as_mapping: bool = False) -> JsonValue:
     if as_mapping and isinstance(value, tuple):
-        mapping = {}
+        mapping: JsonObject = {}
         for pair in value:
             if isinstance(pair, tuple) and len(pair) == 2:
                 mapping[str(pair[0])] = _thaw(pair[1])
@@ -776,7 +775,7 @@ def _thaw(value: Frozen, as_mapping: bool = False) -> Any:
 _MAPPING_EXPECTS = ("consumed", "logs", "results", "truncation_detected")
 
 
-def expect_fields(step: Step) -> dict[str, Any]:
+def expect_fields(step: Step) -> JsonObject:
     """An expect step's fields as plain JSON values."""
     if not isinstance(step.target, tuple):
         return {}
@@ -815,16 +814,16 @@ def _integer(value: object, field: str, minimum: int, maximum: int, step: int | 
 # ---------------------------------------------------------------------------- writing
 
 
-def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
+def scenario_to_dict(scenario: Scenario) -> JsonObject:
     """The scenario in the file format (``load_scenario`` of the result gives it back)."""
-    config: dict[str, Any] = {}
+    config: JsonObject = {}
     for spec in fields(ScenarioConfig):
         value = getattr(scenario.config, spec.name)
         if value is None:
             continue
         config[spec.name] = list(value) if isinstance(value, tuple) else value
     steps = [step.to_dict() for step in scenario.steps]
-    document: dict[str, Any] = {"name": scenario.name}
+    document: JsonObject = {"name": scenario.name}
     if scenario.description is not None:
         document["description"] = scenario.description
     document["config"] = config
@@ -839,7 +838,8 @@ def scenario_to_text(scenario: Scenario, fmt: str = "json") -> str:
     document = scenario_to_dict(scenario)
     if fmt == "yaml":
         return yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100)
-    step_lines = ",\n".join("    " + json.dumps(step) for step in document["steps"])
+    steps = [step.to_dict() for step in scenario.steps]
+    step_lines = ",\n".join("    " + json.dumps(step) for step in steps)
     header = "".join(
         f"  {json.dumps(key)}: {json.dumps(value)},\n"
         for key, value in document.items()

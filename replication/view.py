@@ -22,14 +22,18 @@ costs several times more to construct; both are immutable).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from replication.controller import PartitionRegistration
 from replication.log import EpochEntry, LogRecord, ReplicaLog
 
-JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
-JsonObject = dict[str, JsonValue]
+JsonValue: TypeAlias = (
+    "bool | int | float | str | Sequence[JsonValue] | Mapping[str, JsonValue] | None"
+)
+# a JSON object being built (the result document, a report, a step in the file format)
+JsonObject: TypeAlias = dict[str, JsonValue]
 
 
 class ReplicaView(NamedTuple):
