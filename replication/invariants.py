@@ -41,10 +41,10 @@ class InvariantMemory:
 
     def observe(self, view: ClusterView) -> None:
         leader = view.leader
-        if leader is None:
+        if leader is None or view.leader_replica is None:
             return
         key = (leader.broker_id, leader.leader_epoch)
-        high_watermark = view.replica(leader.broker_id).high_watermark
+        high_watermark = view.leader_replica.high_watermark
         before = self.leader_high_watermarks.get(key, high_watermark)
         self.leader_high_watermarks[key] = max(before, high_watermark)
 
@@ -80,7 +80,7 @@ def strong_isr(leader_id: int, leader: ReplicaView, isr: Iterable[ReplicaView]) 
 
 def first_difference(first: ReplicaView, second: ReplicaView, limit: int) -> int | None:
     """The first offset below ``limit`` where the two logs differ (a missing record counts)."""
-    if first.prefix(limit) == second.prefix(limit):
+    if limit <= 0 or first.prefix(limit) == second.prefix(limit):
         return None
     for offset in range(limit):
         if first.record_at(offset) != second.record_at(offset):
@@ -116,22 +116,19 @@ def _leader_in_isr(view: ClusterView, _memory: InvariantMemory) -> list[str]:
 
 
 def _strong_isr(view: ClusterView, _memory: InvariantMemory) -> list[str]:
-    leader = view.leader
-    if leader is None:
+    leader = view.leader_replica
+    if leader is None or leader.high_watermark <= 0:
         return []
-    isr = [
-        replica
-        for replica in view.replicas
-        if replica.broker_id in view.registration.isr and replica.online
-    ]
-    return strong_isr(leader.broker_id, view.replica(leader.broker_id), isr)
+    isr = view.registration.isr
+    members = [r for r in view.replicas if r.online and r.broker_id in isr]
+    return strong_isr(leader.broker_id, leader, members)
 
 
 def _leader_completeness(view: ClusterView, _memory: InvariantMemory) -> list[str]:
-    leader = view.leader
-    if leader is None:
+    leader = view.leader_replica
+    if leader is None or not (view.committed or view.acked_all):
         return []
-    values = view.replica(leader.broker_id).values()
+    values = leader.values()
     missing = [
         f"leader {leader.broker_id} lacks committed {value} at offset {offset}"
         for offset, value in view.committed
@@ -148,18 +145,22 @@ def _leader_completeness(view: ClusterView, _memory: InvariantMemory) -> list[st
 
 
 def _leader_candidate_completeness(view: ClusterView, _memory: InvariantMemory) -> list[str]:
+    if not view.committed:
+        return []
     registration = view.registration
-    true_high_watermark = view.committed[-1][0] + 1 if view.committed else 0
-    candidates = sorted(set(registration.isr) | set(registration.elr))
-    problems = []
-    for broker_id in candidates:
-        replica = view.replica(broker_id)
-        if replica.online and replica.log_end_offset < true_high_watermark:
-            problems.append(
-                f"candidate {broker_id} has LEO {replica.log_end_offset} below true HW "
-                f"{true_high_watermark}"
-            )
-    return problems
+    true_high_watermark = view.committed[-1][0] + 1
+    candidates = set(registration.isr) | set(registration.elr)
+    lagging = sorted(
+        (replica.broker_id, replica.log_end_offset)
+        for replica in view.replicas
+        if replica.broker_id in candidates
+        and replica.online
+        and replica.log_end_offset < true_high_watermark
+    )
+    return [
+        f"candidate {broker_id} has LEO {end_offset} below true HW {true_high_watermark}"
+        for broker_id, end_offset in lagging
+    ]
 
 
 def _replication_quorum_superset(view: ClusterView, _memory: InvariantMemory) -> list[str]:
@@ -183,10 +184,9 @@ def _log_matching(view: ClusterView, _memory: InvariantMemory) -> list[str]:
 
 
 def _consistent_read(view: ClusterView, _memory: InvariantMemory) -> list[str]:
-    leader = view.leader
-    if leader is None:
+    leader_log = view.leader_replica
+    if leader_log is None or not view.consumers:
         return []
-    leader_log = view.replica(leader.broker_id)
     return [
         f"consumer {consumer.consumer_id} read {value} at {offset}, leader now has "
         f"{record.value if record else None}"
@@ -223,10 +223,10 @@ def _valid_controller_isr_and_elr(view: ClusterView, _memory: InvariantMemory) -
 
 def _monotonic_high_watermark(view: ClusterView, memory: InvariantMemory) -> list[str]:
     leader = view.leader
-    if leader is None:
+    if leader is None or view.leader_replica is None:
         return []
     key = (leader.broker_id, leader.leader_epoch)
-    high_watermark = view.replica(leader.broker_id).high_watermark
+    high_watermark = view.leader_replica.high_watermark
     before = memory.leader_high_watermarks.get(key, high_watermark)
     if high_watermark < before:
         return [f"leader {key[0]} HW fell from {before} to {high_watermark} in epoch {key[1]}"]

@@ -80,16 +80,20 @@ class LeaderEpochCache:
     (EpochEntry(epoch=0, start_offset=0), EpochEntry(epoch=3, start_offset=1))
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_snapshot")
 
     def __init__(self, entries: Iterable[EpochEntry] = ()) -> None:
         self._entries: list[EpochEntry] = []
+        # the entries as a tuple, built once per change (views read it after every step)
+        self._snapshot: tuple[EpochEntry, ...] | None = None
         for entry in entries:
             self.assign(entry.epoch, entry.start_offset)
 
     @property
     def entries(self) -> tuple[EpochEntry, ...]:
-        return tuple(self._entries)
+        if self._snapshot is None:
+            self._snapshot = tuple(self._entries)
+        return self._snapshot
 
     @property
     def latest_epoch(self) -> int:
@@ -106,6 +110,7 @@ class LeaderEpochCache:
         ):
             self._entries.pop()
         self._entries.append(EpochEntry(epoch, start_offset))
+        self._snapshot = None
         return True
 
     def truncate_from_end(self, end_offset: int) -> bool:
@@ -113,6 +118,7 @@ class LeaderEpochCache:
         kept = [entry for entry in self._entries if entry.start_offset < end_offset]
         changed = len(kept) != len(self._entries)
         self._entries = kept
+        self._snapshot = None
         return changed
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
@@ -176,6 +182,7 @@ class ReplicaLog:
         "_flushed",
         "_high_watermark",
         "_records",
+        "_snapshot",
         "epoch_cache",
         "log_start_offset",
         "storage",
@@ -190,6 +197,8 @@ class ReplicaLog:
         storage: LogStorage | None = None,
     ) -> None:
         self._records: list[LogRecord] = []
+        # the records as a tuple, built once per change (views read it after every step)
+        self._snapshot: tuple[LogRecord, ...] | None = None
         self.log_start_offset = 0
         self.storage = storage
         self.epoch_cache = LeaderEpochCache()
@@ -220,7 +229,9 @@ class ReplicaLog:
 
     @property
     def records(self) -> tuple[LogRecord, ...]:
-        return tuple(self._records)
+        if self._snapshot is None:
+            self._snapshot = tuple(self._records)
+        return self._snapshot
 
     @property
     def log_end_offset(self) -> int:
@@ -282,6 +293,7 @@ class ReplicaLog:
         if end_offset >= self.log_end_offset:
             return
         del self._records[end_offset - self.log_start_offset :]
+        self._snapshot = None
         self._flushed = min(self._flushed, end_offset)
         if self.storage is not None:
             self.storage.truncate_to(end_offset)
@@ -313,6 +325,7 @@ class ReplicaLog:
             high_watermark = self._high_watermark
             entries = list(self.epoch_cache.entries)
         self._records = list(records)
+        self._snapshot = None
         end = self.log_end_offset
         self.epoch_cache = LeaderEpochCache(entry for entry in entries if entry.start_offset < end)
         self._flushed = end
@@ -320,6 +333,7 @@ class ReplicaLog:
 
     def _store(self, record: LogRecord) -> None:
         self._records.append(record)
+        self._snapshot = None
         if self.storage is not None:
             self.storage.append(record.offset, record.leader_epoch, record.value)
 

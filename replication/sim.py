@@ -587,33 +587,39 @@ class Cluster:
                 replica.maximal_isr(),
             )
         replicas = []
+        leader_replica = None
         for broker in self.brokers.values():
             log = broker.replica.log
-            replicas.append(
-                ReplicaView(
-                    broker.broker_id,
-                    log.records,
-                    log.log_start_offset,
-                    log.high_watermark,
-                    broker.replica.leader_epoch,
-                    log.epoch_cache.entries,
-                    broker.online,
-                    broker.isolated,
-                )
+            replica_view = ReplicaView(
+                broker.broker_id,
+                log.records,
+                log.log_start_offset,
+                log.high_watermark,
+                broker.replica.leader_epoch,
+                log.epoch_cache.entries,
+                broker.online,
+                broker.isolated,
             )
+            replicas.append(replica_view)
+            if broker is leader:
+                leader_replica = replica_view
+        consumers = self.consumers
         return ClusterView(
             self.step_index,
             self.now_ms,
             self.controller.registration,
             tuple(replicas),
             leader_view,
+            leader_replica,
             self._committed_view,
             tuple(self.acked),
             tuple(self.acked_all),
             tuple(
                 ConsumerView(consumer_id, tuple(consumer.records), consumer.truncation_detected)
-                for consumer_id, consumer in sorted(self.consumers.items())
-            ),
+                for consumer_id, consumer in sorted(consumers.items())
+            )
+            if consumers
+            else (),
             self.lossy_shutdowns,
             self.config.min_insync_replicas,
             self.mode.eligible_leader_replicas,

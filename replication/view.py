@@ -135,6 +135,8 @@ class ClusterView(NamedTuple):
     # in assignment order
     replicas: tuple[ReplicaView, ...]
     leader: LeaderView | None
+    # the leader's replica (None when no broker leads)
+    leader_replica: ReplicaView | None
     # (offset, value) of every record a current leader ever had below its HW, by offset
     committed: tuple[tuple[int, str], ...]
     acked: tuple[str, ...]
