@@ -5,7 +5,16 @@ assigns: the topics with their partition counts (and, optionally, the racks of e
 replicas and a load weight per partition) and the members with their subscriptions, the
 partitions they owned before this rebalance, their generation, rack and static instance id.
 
-Values are frozen. A group is normalised on construction: members sorted by member id, topics by
+Values are frozen and check themselves: a negative partition count, per-partition lists of the
+wrong length or a duplicated topic or member raise :class:`~assignors.errors.InputError` (a
+ValueError) naming the field.
+
+>>> Topic("orders", -1)
+Traceback (most recent call last):
+...
+assignors.errors.InputError: num_partitions: topic 'orders': num_partitions must be >= 0 (got -1)
+
+A group is normalised on construction: members sorted by member id, topics by
 name, subscriptions deduplicated, so an assignor's answer cannot depend on the order the request
 listed them in.
 
@@ -36,6 +45,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from assignors.errors import InputError
+
 NO_GENERATION = -1
 
 
@@ -59,13 +70,26 @@ class Topic:
     weights: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise InputError("topic name must be a string", field="name", value=self.name)
+        if isinstance(self.num_partitions, bool) or not isinstance(self.num_partitions, int):
+            raise InputError(
+                f"topic {self.name!r}: num_partitions must be an integer",
+                field="num_partitions",
+                value=self.num_partitions,
+            )
         if self.num_partitions < 0:
-            raise ValueError(f"topic {self.name!r}: num_partitions must be >= 0")
+            raise InputError(
+                f"topic {self.name!r}: num_partitions must be >= 0",
+                field="num_partitions",
+                value=self.num_partitions,
+            )
         for label, values in (("replica_racks", self.replica_racks), ("weights", self.weights)):
             if values is not None and len(values) != self.num_partitions:
-                raise ValueError(
+                raise InputError(
                     f"topic {self.name!r}: {label} has {len(values)} entries "
-                    f"for {self.num_partitions} partitions"
+                    f"for {self.num_partitions} partitions",
+                    field=label,
                 )
 
     def to_json(self) -> dict[str, object]:
@@ -120,10 +144,18 @@ class Group:
         members = tuple(sorted(self.members, key=lambda member: member.member_id))
         by_name = {topic.name: topic for topic in topics}
         if len(by_name) != len(topics):
-            raise ValueError("duplicate topic name in group")
+            for previous_topic, current_topic in itertools.pairwise(topics):
+                if previous_topic.name == current_topic.name:
+                    raise InputError(
+                        "duplicate topic name in group", field="topics", value=current_topic.name
+                    )
         for previous, current in itertools.pairwise(members):
             if previous.member_id == current.member_id:
-                raise ValueError(f"duplicate member id {current.member_id!r}")
+                raise InputError(
+                    f"duplicate member id {current.member_id!r}",
+                    field="members",
+                    value=current.member_id,
+                )
         object.__setattr__(self, "topics", topics)
         object.__setattr__(self, "members", members)
         object.__setattr__(self, "_topic_by_name", by_name)

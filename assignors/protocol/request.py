@@ -24,12 +24,26 @@ in.jsonl:1: topics[0].partitions: a topic needs at least one partition (got 0)
 
 Owned partitions of topics the request does not list, or beyond a topic's partition count, are
 dropped without error: they are what members report after a topic was deleted or shrank.
+
+Limits are checked before any work, so a request that cannot fit in memory is refused at once
+rather than after gigabytes were allocated: at most :data:`MAX_PARTITIONS` (10,000,000)
+partitions summed over a request's topics (each topic at most Kafka's int32 maximum) and
+:data:`MAX_MEMBERS` (1,000,000) members. Text is decoded by :mod:`ktkbase.jsonsafe` (no NaN,
+integers of at most 20 digits, nesting at most 64 deep, no duplicated keys, no NUL or lone
+surrogates), so a request line is at most 64 MiB.
+
+>>> [big] = read_requests('{"assignor": "range", "topics": [{"name": "t0", "partitions": 8000000},'
+...                       ' {"name": "t1", "partitions": 8000000}], "members": []}', source="r")
+>>> print(big.error)
+r:1: topics[1].partitions: the topics hold 16000000 partitions; a request may hold at most \
+10000000 (got 8000000)
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -38,11 +52,17 @@ from assignors import registry
 from assignors.base import Assignor
 from assignors.errors import InputError
 from assignors.model import NO_GENERATION, Assignment, Group, Member, Topic, TopicPartition
+from ktkbase import jsonsafe
 
 REQUEST_FIELDS = frozenset({"name", "assignor", "topics", "members"})
 TOPIC_FIELDS = frozenset({"name", "partitions", "racks", "weights"})
 INT32_MAX = 2**31 - 1  # Kafka's partition counts and generation ids are int32
 MEMBER_FIELDS = frozenset({"id", "topics", "owned", "generation", "rack", "instance_id"})
+MAX_PARTITIONS = 10_000_000
+"""Most partitions one request may hold, summed over its topics (about 2 GB of work at most)."""
+MAX_MEMBERS = 1_000_000
+"""Most members one request may list."""
+_UNWRITABLE = re.compile("[\x00\ud800-\udfff]")  # NUL, lone surrogates: not in ids or names
 
 
 class Request(NamedTuple):
@@ -105,6 +125,8 @@ def parse_request(
     name = obj.get("name")
     if name is not None and not isinstance(name, str):
         raise _fail("name must be a string", "name", name)
+    if name:
+        _check_writable(name, "name")
 
     known = tuple(registry.names()) if known_assignors is None else tuple(known_assignors)
     if assignor_override is not None:
@@ -133,6 +155,7 @@ def _parse_topics(raw: object) -> tuple[Topic, ...]:
         raise _fail("topics must be a list of topic objects", "topics", _preview(raw))
     topics: list[Topic] = []
     seen: set[str] = set()
+    total = 0
     for index, entry in enumerate(raw):
         path = f"topics[{index}]"
         if not isinstance(entry, dict):
@@ -141,6 +164,7 @@ def _parse_topics(raw: object) -> tuple[Topic, ...]:
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise _fail("a topic needs a non-empty string name", f"{path}.name", name)
+        _check_writable(name, f"{path}.name")
         if name in seen:
             raise _fail("duplicate topic name", f"{path}.name", name)
         seen.add(name)
@@ -155,6 +179,13 @@ def _parse_topics(raw: object) -> tuple[Topic, ...]:
             raise _fail("a topic needs at least one partition", f"{path}.partitions", count)
         if count > INT32_MAX:
             raise _fail("partitions is a 32-bit integer in Kafka", f"{path}.partitions", count)
+        total += count
+        if total > MAX_PARTITIONS:
+            raise _fail(
+                f"the topics hold {total} partitions; a request may hold at most {MAX_PARTITIONS}",
+                f"{path}.partitions",
+                count,
+            )
         racks = _parse_per_partition(entry, "racks", count, path, _parse_rack_set)
         weights = _parse_per_partition(entry, "weights", count, path, _parse_weight)
         topics.append(Topic(name, count, racks, weights))
@@ -198,6 +229,10 @@ def _parse_members(raw: object, topics: Mapping[str, Topic]) -> tuple[Member, ..
         raise _fail("missing; list the members (may be empty)", "members")
     if not isinstance(raw, list):
         raise _fail("members must be a list of member objects", "members", _preview(raw))
+    if len(raw) > MAX_MEMBERS:
+        raise _fail(
+            f"{len(raw)} members; a request may list at most {MAX_MEMBERS}", "members", len(raw)
+        )
     members: list[Member] = []
     seen_ids: set[str] = set()
     seen_instances: set[str] = set()
@@ -209,6 +244,7 @@ def _parse_members(raw: object, topics: Mapping[str, Topic]) -> tuple[Member, ..
         member_id = entry.get("id")
         if not isinstance(member_id, str) or not member_id:
             raise _fail("a member needs a non-empty string id", f"{path}.id", member_id)
+        _check_writable(member_id, f"{path}.id")
         if member_id in seen_ids:
             raise _fail("duplicate member id", f"{path}.id", member_id)
         seen_ids.add(member_id)
@@ -250,6 +286,8 @@ def _optional_name(entry: Mapping[str, Any], key: str, path: str) -> str | None:
     value = entry.get(key)
     if value is not None and not isinstance(value, str):
         raise _fail(f"{key} must be a string", f"{path}.{key}", value)
+    if value:
+        _check_writable(value, f"{path}.{key}")
     return value or None  # Kafka treats an empty rack or instance id as absent
 
 
@@ -279,6 +317,12 @@ def _parse_owned(
     return tuple(owned)
 
 
+def _check_writable(text: str, field: str) -> None:
+    """Ids and names are echoed in results: no NUL, no lone surrogate (not writable as UTF-8)."""
+    if _UNWRITABLE.search(text):
+        raise _fail("must not contain NUL or lone surrogate characters", field, text)
+
+
 def _preview(value: object, limit: int = 60) -> object:
     """The bad value itself when short, else its start (error lines stay one line)."""
     text = json.dumps(value, ensure_ascii=False, default=str)
@@ -287,7 +331,8 @@ def _preview(value: object, limit: int = 60) -> object:
 
 def _request_name(obj: object) -> str | None:
     if isinstance(obj, dict) and isinstance(obj.get("name"), str):
-        return obj["name"]
+        name: str = obj["name"]
+        return None if _UNWRITABLE.search(name) else name
     return None
 
 
@@ -322,6 +367,15 @@ def read_requests(
     return entries
 
 
+def _decode_error(error: jsonsafe.JSONInputError, prefix: str) -> InputError:
+    """The decoder's error as this package's, worded as before for syntax errors."""
+    if error.field is None and error.message.startswith("not valid JSON: "):
+        return InputError(f"{prefix}: {error.reason}", source=error.source, line=error.line)
+    return InputError(
+        error.message, source=error.source, line=error.line, field=error.field, value=error.value
+    )
+
+
 def _decode(text: str, source: str | None) -> Iterator[tuple[int, object]]:
     """(line, decoded object or InputError) for each request of the text."""
     stripped = text.lstrip()
@@ -333,29 +387,19 @@ def _decode(text: str, source: str | None) -> Iterator[tuple[int, object]]:
         if not raw_line.strip():
             continue
         try:
-            yield number, json.loads(raw_line)
-        except json.JSONDecodeError as error:
-            yield (
-                number,
-                InputError(
-                    f"malformed JSON: {error.msg} at column {error.colno}",
-                    source=source,
-                    line=number,
-                ),
-            )
+            yield number, jsonsafe.loads(raw_line, source=source, line=number)
+        except jsonsafe.JSONInputError as error:
+            yield number, _decode_error(error, "malformed JSON")
 
 
 def _decode_array(text: str, source: str | None) -> Iterator[tuple[int, object]]:
-    """The elements of a JSON array, each with the line it starts on."""
-    decoder = json.JSONDecoder()
+    """The elements of a JSON array, each with the line it starts on. The whole array is
+    checked first (a broken array is no input at all), then each element is decoded again
+    with the limits of one request."""
     try:
-        json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"malformed JSON array: {error.msg} at column {error.colno}",
-            source=source,
-            line=error.lineno,
-        ) from None
+        jsonsafe.loads(text, source=source, max_chars=len(text), max_depth=jsonsafe.MAX_DEPTH + 1)
+    except jsonsafe.JSONInputError as error:
+        raise _decode_error(error, "malformed JSON array") from None
     position = text.index("[") + 1
     line, counted_to = 1, 0
     while True:
@@ -366,8 +410,19 @@ def _decode_array(text: str, source: str | None) -> Iterator[tuple[int, object]]
             position = _skip_blank(text, position + 1)
         line += text.count("\n", counted_to, position)  # counted incrementally: linear overall
         counted_to = position
-        obj, position = decoder.raw_decode(text, position)
+        try:
+            obj, position = jsonsafe.decode_at(text, position, source=source, line=line)
+        except jsonsafe.JSONInputError as error:
+            # the element parsed as part of the array: only a per-request limit can fail here
+            yield line, _decode_error(error, "malformed JSON")
+            position = _skip_value(text, position)
+            continue
         yield line, obj
+
+
+def _skip_value(text: str, position: int) -> int:
+    """The end of the JSON value at ``position`` (already known to be valid JSON)."""
+    return json.JSONDecoder().raw_decode(text, position)[1]
 
 
 def _skip_blank(text: str, position: int) -> int:
