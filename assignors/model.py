@@ -48,6 +48,14 @@ from typing import NamedTuple
 from assignors.errors import InputError
 
 NO_GENERATION = -1
+INT32_MAX = 2**31 - 1
+"""Kafka's partition counts and generation ids are int32."""
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MAX_PARTITIONS = 10_000_000
+"""Most partitions one group (a request, a trace generation) may hold, summed over its topics:
+checked before any work, so input that cannot fit in memory is refused at once."""
+MAX_MEMBERS = 1_000_000
+"""Most members one group (a request, a trace generation) may list."""
 
 
 class TopicPartition(NamedTuple):

@@ -23,15 +23,16 @@ decodes ``"\\ud800"`` into a string that cannot be written as UTF-8. :func:`load
 >>> loads('{"weights": [NaN]}', source="r.jsonl", line=4)
 Traceback (most recent call last):
 ...
-ktkbase.jsonsafe.JSONInputError: r.jsonl:4: not valid JSON: NaN is not a JSON number
+ktkbase.jsonsafe.JSONInputError: r.jsonl:4: weights[0]: not valid JSON: NaN is not a JSON number
 >>> loads('[1e999]', source="r.jsonl", line=2)
 Traceback (most recent call last):
 ...
-ktkbase.jsonsafe.JSONInputError: r.jsonl:2: not valid JSON: number 1e999 is out of range
+ktkbase.jsonsafe.JSONInputError: r.jsonl:2: [0]: not valid JSON: number 1e999 is out of range
 >>> loads('{"partitions": ' + "9" * 5001 + '}', source="r.jsonl", line=1)
 Traceback (most recent call last):
 ...
-ktkbase.jsonsafe.JSONInputError: r.jsonl:1: not valid JSON: integer of 5001 digits (at most 20)
+ktkbase.jsonsafe.JSONInputError: r.jsonl:1: partitions: not valid JSON: integer of 5001 digits (at \
+most 20)
 >>> loads("[" * 100_000, source="deep.jsonl", line=1)
 Traceback (most recent call last):
 ...
@@ -109,24 +110,13 @@ class _Refused(Exception):
         self.field = field
 
 
-def _refuse_constant(name: str) -> Any:
-    raise _Refused(f"{name} is not a JSON number")
+class _BadNumber:
+    """Stands in for a number the decoder refuses, so the error can name its field."""
 
+    __slots__ = ("reason",)
 
-def _checked_int(text: str) -> int:
-    digits = len(text) - text.startswith("-")
-    if digits > MAX_INT_DIGITS:
-        raise _Refused(f"integer of {digits} digits (at most {MAX_INT_DIGITS})")
-    return int(text)
-
-
-def _checked_float(text: str) -> float:
-    if len(text) > 400:  # a float's meaningful digits end long before; keep error lines short
-        raise _Refused(f"number of {len(text)} characters")
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Refused(f"number {text} is out of range")
-    return value
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -140,12 +130,56 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-_DECODER = json.JSONDecoder(
-    parse_int=_checked_int,
-    parse_float=_checked_float,
-    parse_constant=_refuse_constant,
-    object_pairs_hook=_unique_keys,
-)
+def _decoder(refused: list[_BadNumber]) -> json.JSONDecoder:
+    """A decoder whose refused numbers become :class:`_BadNumber` (also kept in ``refused``)."""
+
+    def bad(reason: str) -> _BadNumber:
+        number = _BadNumber(reason)
+        refused.append(number)
+        return number
+
+    def constant(name: str) -> Any:
+        return bad(f"{name} is not a JSON number")
+
+    def integer(text: str) -> Any:
+        digits = len(text) - text.startswith("-")
+        if digits > MAX_INT_DIGITS:
+            return bad(f"integer of {digits} digits (at most {MAX_INT_DIGITS})")
+        return int(text)
+
+    def real(text: str) -> Any:
+        if len(text) > 400:  # meaningful digits end long before; keeps error lines short
+            return bad(f"number of {len(text)} characters")
+        value = float(text)
+        if not math.isfinite(value):
+            return bad(f"number {text} is out of range")
+        return value
+
+    return json.JSONDecoder(
+        parse_int=integer,
+        parse_float=real,
+        parse_constant=constant,
+        object_pairs_hook=_unique_keys,
+    )
+
+
+def _path_of(value: object, target: object, path: str = "") -> str | None:
+    """The field path of ``target`` (by identity) within ``value``."""
+    if value is target:
+        return path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _path_of(item, target, f"{path}.{key}" if path else key)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _path_of(item, target, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
@@ -230,8 +264,9 @@ def decode_at(
             field=field,
         )
 
+    bad_numbers: list[_BadNumber] = []
     try:
-        value, end = _DECODER.raw_decode(text, position)
+        value, end = _decoder(bad_numbers).raw_decode(text, position)
     except json.JSONDecodeError as error:
         if len(text) - position > max_chars:
             raise refused(f"text longer than {max_chars} characters", None) from None
@@ -252,6 +287,9 @@ def decode_at(
         nesting_depth(text[position:end]) > max_depth
     ):
         raise refused(f"nested deeper than {max_depth}", None)
+    if bad_numbers:
+        first = bad_numbers[0]
+        raise refused(first.reason, None, _path_of(value, first) or None)
     if _SUSPECT.search(text, position, end):
         bad = _bad_string(value, "")
         if bad is not None:

@@ -51,17 +51,22 @@ from typing import Any, NamedTuple
 from assignors import registry
 from assignors.base import Assignor
 from assignors.errors import InputError
-from assignors.model import NO_GENERATION, Assignment, Group, Member, Topic, TopicPartition
+from assignors.model import (
+    INT32_MAX,
+    MAX_MEMBERS,
+    MAX_PARTITIONS,
+    NO_GENERATION,
+    Assignment,
+    Group,
+    Member,
+    Topic,
+    TopicPartition,
+)
 from ktkbase import jsonsafe
 
 REQUEST_FIELDS = frozenset({"name", "assignor", "topics", "members"})
 TOPIC_FIELDS = frozenset({"name", "partitions", "racks", "weights"})
-INT32_MAX = 2**31 - 1  # Kafka's partition counts and generation ids are int32
 MEMBER_FIELDS = frozenset({"id", "topics", "owned", "generation", "rack", "instance_id"})
-MAX_PARTITIONS = 10_000_000
-"""Most partitions one request may hold, summed over its topics (about 2 GB of work at most)."""
-MAX_MEMBERS = 1_000_000
-"""Most members one request may list."""
 _UNWRITABLE = re.compile("[\x00\ud800-\udfff]")  # NUL, lone surrogates: not in ids or names
 
 

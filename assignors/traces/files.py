@@ -22,9 +22,10 @@ import gzip
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,6 +41,7 @@ from assignors.traces.format import (
     parse_generation,
     traces_table,
 )
+from ktkbase import jsonsafe
 from ktkbase.files import data_files
 from ktkbase.outputs import atomic_file
 
@@ -59,34 +61,86 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return data_files(paths, TRACE_SUFFIXES)
 
 
+MAX_LINE_BYTES = jsonsafe.MAX_TEXT_CHARS
+"""Longest line of a JSON Lines trace file (64 MiB); a longer line is reported, not read whole."""
+
+_TOO_LONG = object()
+
+
+def _bounded_lines(handle: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[bytes | object]:
+    """The file's lines (``\n`` ends a line), each at most ``limit`` bytes, or ``_TOO_LONG`` in
+    place of a longer line, whose bytes are skipped without being held in memory."""
+    while True:
+        chunk = handle.readline(limit + 1)
+        if not chunk:
+            return
+        if len(chunk) <= limit or chunk.endswith(b"\n"):
+            yield chunk
+            continue
+        while chunk and not chunk.endswith(b"\n"):
+            chunk = handle.readline(limit + 1)
+        yield _TOO_LONG
+
+
 def _json_lines(
-    lines: Iterable[str], source: str, bad_lines: list[InputError] | None
+    lines: Iterable[str | bytes | object], source: str, bad_lines: list[InputError] | None
 ) -> Iterator[tuple[str, int, Any]]:
-    for line, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        try:
-            row = json.loads(text)
-        except json.JSONDecodeError as error:
-            guessed = _TRACE_ID_PATTERN.search(text)
+    """Rows of JSON Lines (text or bytes lines; ``_TOO_LONG`` for a line over the limit), every
+    line decoded by :mod:`ktkbase.jsonsafe`."""
+    for line, raw in enumerate(lines, start=1):
+        problem: InputError | None = None
+        text = ""
+        if raw is _TOO_LONG:
             problem = InputError(
-                f"not valid JSON: {error.msg} at column {error.colno}",
-                source=source,
-                line=line,
-                field="row",
-                trace_id=guessed.group(1) if guessed else None,
+                f"line longer than {MAX_LINE_BYTES} bytes", source=source, line=line, field="row"
             )
-            if bad_lines is None:
-                raise problem from None
-            bad_lines.append(problem)
-            continue
-        yield source, line, row
+        elif isinstance(raw, bytes):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                problem = InputError(
+                    f"not UTF-8 text (byte {error.start + 1} of the line)",
+                    source=source,
+                    line=line,
+                    field="row",
+                )
+        else:
+            text = str(raw)
+        if problem is None:
+            if not text.strip():
+                continue
+            try:
+                row = jsonsafe.loads(text, source=source, line=line)
+            except jsonsafe.JSONInputError as error:
+                guessed = _TRACE_ID_PATTERN.search(text)
+                problem = InputError(
+                    error.message,
+                    source=source,
+                    line=line,
+                    field=error.field or "row",
+                    value=error.value,
+                    trace_id=guessed.group(1) if guessed else None,
+                )
+            else:
+                yield source, line, row
+                continue
+        if bad_lines is None:
+            raise problem
+        bad_lines.append(problem)
 
 
 def _parquet_rows(parquet: pq.ParquetFile, source: str) -> Iterator[tuple[str, int, Any]]:
     line = 0
     for batch in parquet.iter_batches(batch_size=4096):
-        for row in batch.to_pylist():
+        try:
+            rows = batch.to_pylist()
+        except (ValueError, OverflowError) as error:  # e.g. a timestamp beyond Python's years
+            raise InputError(
+                f"rows {line + 1}-{line + batch.num_rows} cannot be read: {error}",
+                source=source,
+                line=line + 1,
+            ) from None
+        for row in rows:
             line += 1
             yield source, line, row
 
@@ -96,7 +150,8 @@ def iter_trace_rows(
 ) -> Iterator[tuple[str, int, Any]]:
     """Yield ``(source, line, row)`` for every row of a .jsonl, .jsonl.gz or .parquet file.
 
-    Blank lines are skipped. A line that is not JSON raises InputError naming it, or, when
+    Blank lines are skipped. A line that is not JSON (by the rules of :mod:`ktkbase.jsonsafe`),
+    not UTF-8 or longer than :data:`MAX_LINE_BYTES` raises InputError naming it, or, when
     ``bad_lines`` is given, is appended there (with the trace id it seems to name, if any) and
     skipped. Parquet rows are numbered from 1 and come back as plain dicts.
     """
@@ -105,9 +160,9 @@ def iter_trace_rows(
     if name.endswith(".parquet"):
         yield from _parquet_rows(pq.ParquetFile(path), source)
         return
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
-        yield from _json_lines(handle, source, bad_lines)
+    opener: Any = gzip.open if name.endswith(".gz") else open
+    with opener(path, "rb") as handle:
+        yield from _json_lines(_bounded_lines(handle), source, bad_lines)
 
 
 class RawRow(NamedTuple):
@@ -150,8 +205,10 @@ def file_raw_rows(path: str | os.PathLike[str]) -> Iterator[tuple[str | None, Ra
                 yield None, RawRow(source, line, None, f"{source}:{line}: row has no trace_id")
                 continue
             yield trace_id, RawRow(source, line, row)
-    except (OSError, EOFError, UnicodeDecodeError, pa.ArrowException) as error:
+    except (OSError, EOFError, zlib.error, pa.ArrowException) as error:
         yield None, RawRow(source, None, None, f"{path}: unreadable file: {error}")
+    except InputError as error:  # Parquet rows Python cannot represent
+        yield None, RawRow(source, error.line, None, str(error))
     for problem in bad_lines:
         yield problem.trace_id, RawRow(source, problem.line, None, str(problem))
 

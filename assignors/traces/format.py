@@ -26,14 +26,23 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 import pyarrow as pa
 
 from assignors.errors import InputError
-from assignors.model import Topic, TopicPartition
+from assignors.model import (
+    INT32_MAX,
+    INT64_MAX,
+    INT64_MIN,
+    MAX_MEMBERS,
+    MAX_PARTITIONS,
+    Topic,
+    TopicPartition,
+)
 
 FORMAT_VERSION = 1
 
@@ -124,8 +133,23 @@ class _RowContext(NamedTuple):
     trace_id: str | None
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+_UNWRITABLE = re.compile("[\x00\ud800-\udfff]")  # NUL and lone surrogates
+
+
+def _writable(value: str, where: _RowContext, field_name: str) -> str:
+    """Text is written back out (results, Parquet): no NUL, no lone surrogate."""
+    if _UNWRITABLE.search(value):
+        raise _fail("must not contain NUL or lone surrogate characters", where, field_name, value)
+    return value
+
+
+def _is_list(value: object) -> TypeGuard[Sequence[Any]]:
+    """A JSON array or an Arrow list (not a string, bytes or mapping)."""
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray)
 
 
 def _optional_str(
@@ -134,7 +158,12 @@ def _optional_str(
     value = row.get(key)
     if value is not None and not isinstance(value, str):
         raise _fail("must be a string or null", where, field_name, value)
-    return value
+    return None if value is None else _writable(value, where, field_name)
+
+
+def _names(value: object) -> TypeGuard[Sequence[str]]:
+    """A list of strings (topic or rack names)."""
+    return _is_list(value) and all(isinstance(name, str) for name in value)
 
 
 def _parse_topic(raw: object, index: int, where: _RowContext) -> Topic:
@@ -144,14 +173,17 @@ def _parse_topic(raw: object, index: int, where: _RowContext) -> Topic:
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise _fail("must be a non-empty string", where, f"{prefix}.name", name)
+    _writable(name, where, f"{prefix}.name")
     count = raw.get("partitions")
     if not _is_int(count) or count < 0:
         raise _fail("must be an integer >= 0", where, f"{prefix}.partitions", count)
+    if count > INT32_MAX:
+        raise _fail("must fit in 32 bits (Kafka's int32)", where, f"{prefix}.partitions", count)
     replica_racks = None
     racks = raw.get("racks")
     if racks is not None:
-        if not isinstance(racks, Sequence) or isinstance(racks, str) or len(racks) != count:
-            shown = len(racks) if isinstance(racks, Sequence) else racks
+        if not _is_list(racks) or len(racks) != count:
+            shown = len(racks) if _is_list(racks) else racks
             raise _fail(
                 f"must list the replica racks of each of the {count} partitions",
                 where,
@@ -160,24 +192,22 @@ def _parse_topic(raw: object, index: int, where: _RowContext) -> Topic:
             )
         parsed_racks = []
         for partition, partition_racks in enumerate(racks):
-            if (
-                not isinstance(partition_racks, Sequence)
-                or isinstance(partition_racks, str)
-                or not all(isinstance(rack, str) for rack in partition_racks)
-            ):
+            if not _names(partition_racks):
                 raise _fail(
                     "must be a list of rack names",
                     where,
                     f"{prefix}.racks[{partition}]",
                     partition_racks,
                 )
+            for rack in partition_racks:
+                _writable(rack, where, f"{prefix}.racks[{partition}]")
             parsed_racks.append(frozenset(partition_racks))
         replica_racks = tuple(parsed_racks)
     weights = raw.get("weights")
     parsed_weights = None
     if weights is not None:
-        if not isinstance(weights, Sequence) or isinstance(weights, str) or len(weights) != count:
-            shown = len(weights) if isinstance(weights, Sequence) else weights
+        if not _is_list(weights) or len(weights) != count:
+            shown = len(weights) if _is_list(weights) else weights
             raise _fail(
                 f"must hold one weight for each of the {count} partitions",
                 where,
@@ -202,11 +232,11 @@ def _parse_pair(raw: object) -> TopicPartition | None:
     """["orders", 3] (JSON) or {"topic": "orders", "partition": 3} (Parquet struct)."""
     if isinstance(raw, Mapping):
         topic, partition = raw.get("topic"), raw.get("partition")
-    elif isinstance(raw, Sequence) and not isinstance(raw, str) and len(raw) == 2:
+    elif _is_list(raw) and len(raw) == 2:
         topic, partition = raw[0], raw[1]
     else:
         return None
-    if not isinstance(topic, str) or not _is_int(partition):
+    if not isinstance(topic, str) or not _is_int(partition) or _UNWRITABLE.search(topic):
         return None
     return TopicPartition(topic, partition)
 
@@ -220,6 +250,7 @@ def _parse_member(
     member_id = raw.get("member_id")
     if not isinstance(member_id, str) or not member_id:
         raise _fail("must be a non-empty string", where, f"{prefix}.member_id", member_id)
+    _writable(member_id, where, f"{prefix}.member_id")
     instance_id = _optional_str(raw, "instance_id", where, f"{prefix}.instance_id")
     if instance_id == "":
         raise _fail(
@@ -227,16 +258,14 @@ def _parse_member(
         )
     rack = _optional_str(raw, "rack", where, f"{prefix}.rack")
     topics = raw.get("topics")
-    if (
-        not isinstance(topics, Sequence)
-        or isinstance(topics, str)
-        or not all(isinstance(topic, str) and topic for topic in topics)
-    ):
+    if not _names(topics) or not all(topics):
         raise _fail("must be a list of topic names", where, f"{prefix}.topics", topics)
+    for topic in topics:
+        _writable(topic, where, f"{prefix}.topics")
     assigned_raw = raw.get("assigned")
     assigned = None
     if assigned_raw is not None:
-        if not isinstance(assigned_raw, Sequence) or isinstance(assigned_raw, str):
+        if not _is_list(assigned_raw):
             raise _fail(
                 "must be a list of [topic, partition]", where, f"{prefix}.assigned", assigned_raw
             )
@@ -270,33 +299,55 @@ twice in this generation (got 'a')
     trace_id = row.get("trace_id")
     if not isinstance(trace_id, str) or not trace_id:
         raise _fail("must be a non-empty string", where, "trace_id", trace_id)
+    _writable(trace_id, where, "trace_id")
     where = _RowContext(source, line, trace_id)
     generation = row.get("generation")
     if not _is_int(generation):
         raise _fail("must be an integer", where, "generation", generation)
+    if not INT64_MIN <= generation <= INT64_MAX:
+        raise _fail("must fit in 64 bits", where, "generation", generation)
     timestamp_ms = row.get("timestamp_ms")
     if timestamp_ms is not None and not _is_int(timestamp_ms):
         raise _fail("must be an integer or null", where, "timestamp_ms", timestamp_ms)
+    if timestamp_ms is not None and not INT64_MIN <= timestamp_ms <= INT64_MAX:
+        raise _fail("must fit in 64 bits", where, "timestamp_ms", timestamp_ms)
     protocol = _optional_str(row, "protocol", where, "protocol")
     reason = _optional_str(row, "reason", where, "reason")
 
     topics_raw = row.get("topics")
-    if not isinstance(topics_raw, Sequence) or isinstance(topics_raw, str):
+    if not _is_list(topics_raw):
         raise _fail("must be a list of topics", where, "topics", topics_raw)
     topics: list[Topic] = []
     partition_counts: dict[str, int] = {}
+    total_partitions = 0
     for index, raw in enumerate(topics_raw):
         topic = _parse_topic(raw, index, where)
         if topic.name in partition_counts:
             raise _fail(
                 "topic appears twice in this generation", where, f"topics[{index}].name", topic.name
             )
+        total_partitions += topic.num_partitions
+        if total_partitions > MAX_PARTITIONS:
+            raise _fail(
+                f"the topics hold {total_partitions} partitions; a generation may hold at most "
+                f"{MAX_PARTITIONS}",
+                where,
+                f"topics[{index}].partitions",
+                topic.num_partitions,
+            )
         partition_counts[topic.name] = topic.num_partitions
         topics.append(topic)
 
     members_raw = row.get("members")
-    if not isinstance(members_raw, Sequence) or isinstance(members_raw, str):
+    if not _is_list(members_raw):
         raise _fail("must be a list of members", where, "members", members_raw)
+    if len(members_raw) > MAX_MEMBERS:
+        raise _fail(
+            f"{len(members_raw)} members; a generation may list at most {MAX_MEMBERS}",
+            where,
+            "members",
+            len(members_raw),
+        )
     members: list[TraceMember] = []
     seen_ids: set[str] = set()
     for index, raw in enumerate(members_raw):
