@@ -229,10 +229,10 @@ def _bad_string(value: object, path: str) -> tuple[str, str, str] | None:
 
 
 def _line_and_column(text: str, start: int, position: int, line: int | None) -> tuple[int, int]:
-    """Line (counted from ``line``, default 1) and 1-based column of ``position``."""
-    line_start = text.rfind("\n", start, position) + 1
-    lines_before = text.count("\n", start, position)
-    return (line or 1) + lines_before, position - max(line_start, start) + 1
+    """Line (``line``, default 1, is the line of ``start``) and 1-based column within that line
+    of ``position``."""
+    line_start = text.rfind("\n", 0, position) + 1
+    return (line or 1) + text.count("\n", start, position), position - line_start + 1
 
 
 def decode_at(

@@ -17,7 +17,6 @@ far in the trace.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any
 
 from assignors.errors import InputError
 from assignors.traces.format import TraceMember
+from ktkbase import jsonsafe
 
 log = logging.getLogger("assignors.traces.importers")
 
@@ -167,10 +167,14 @@ def parse_topics_file(text: str, source: str) -> TopicCatalog:
     assignors.errors.InputError: t.json: orders.partitions: must be an integer >= 0 (got -1)
     """
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
+        document = jsonsafe.loads(text, source=source)
+    except jsonsafe.JSONInputError as error:
         raise InputError(
-            f"not valid JSON: {error.msg}", source=source, line=error.lineno, field="topics file"
+            error.message,
+            source=source,
+            line=error.line,
+            field="topics file" if error.field is None else f"topics file: {error.field}",
+            value=error.value,
         ) from None
     if not isinstance(document, Mapping):
         raise InputError(

@@ -28,7 +28,6 @@ Unknown record type N at offset M, skipping.`` (skipped here with that reason). 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -43,12 +42,12 @@ from assignors.traces.importers.common import (
     note,
 )
 from assignors.traces.importers.offsets import GROUP_METADATA, CoordinatorRecord, import_records
+from ktkbase import jsonsafe
 
 _KEY = re.compile(r"(?:^|\s)key: ")
 _PAYLOAD = re.compile(r"\s*payload: ")
 _TIMESTAMP = re.compile(r"\b(?:CreateTime|LogAppendTime): (-?\d+)")
 _TOMBSTONE = "<DELETE>"
-_DECODER = json.JSONDecoder()
 
 
 def _version_number(raw: object, record_field: str, source: str, line: int) -> int:
@@ -157,13 +156,17 @@ def _record_time(line: str, key_start: int) -> int | None:
 
 def _json_at(text: str, start: int, what: str, source: str, line: int) -> tuple[Any, int]:
     try:
-        return _DECODER.raw_decode(text, start)
-    except json.JSONDecodeError as error:
+        return jsonsafe.decode_at(text, start, source=source, line=line)
+    except jsonsafe.JSONInputError as error:
+        if error.field is None and error.message.startswith("not valid JSON: "):
+            message = f"{what} is not valid JSON: {error.reason}"
+            raise InputError(message, source=source, line=line, field=what) from None
         raise InputError(
-            f"{what} is not valid JSON: {error.msg} at column {error.colno}",
+            error.message,
             source=source,
             line=line,
-            field=what,
+            field=what if error.field is None else f"{what}.{error.field}",
+            value=error.value,
         ) from None
 
 

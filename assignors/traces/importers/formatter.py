@@ -34,7 +34,6 @@ formatter print KIP-848 record types, they go through the same path as kafka-dum
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -47,8 +46,8 @@ from assignors.traces.importers.common import (
     note,
 )
 from assignors.traces.importers.offsets import CoordinatorRecord, import_records
+from ktkbase import jsonsafe
 
-_DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"
 _RECORD_START = '{"key"'
 
@@ -89,13 +88,14 @@ def iter_json_objects(
         if position >= len(text):
             return
         try:
-            value, end = _DECODER.raw_decode(text, position)
-        except json.JSONDecodeError as error:
+            value, end = jsonsafe.decode_at(text, position, source=source, line=line)
+        except jsonsafe.JSONInputError as error:
             problem = InputError(
-                f"not valid JSON: {error.msg} at column {error.colno}",
+                error.message,
                 source=source,
-                line=error.lineno,
-                field="record",
+                line=error.line,
+                field="record" if error.field is None else f"record: {error.field}",
+                value=error.value,
             )
             if on_error is None:
                 raise problem from None
