@@ -76,8 +76,10 @@ MAX_INT_DIGITS = 20
 
 
 class JSONInputError(InputError):
-    """JSON text ktk refuses; ``reason`` is the problem alone, ``column`` where it is (1-based,
-    within the line) when known."""
+    """JSON text ktk refuses; ``reason`` is the problem alone. ``column`` (1-based, within the
+    line) is set for text that is not JSON at all (a syntax error, a NUL byte); ``end`` is set
+    for JSON that was read whole but refused (a bad number, too deep, a key twice, a bad
+    string): where the refused value ends, so a reader of many values can go on after it."""
 
     def __init__(
         self,
@@ -89,9 +91,11 @@ class JSONInputError(InputError):
         field: str | None = None,
         value: object = InputError._NO_VALUE,
         syntax: bool = True,
+        end: int | None = None,
     ) -> None:
         self.reason = reason
         self.column = column
+        self.end = end
         super().__init__(
             f"not valid JSON: {reason}" if syntax else reason,
             source=source,
@@ -99,15 +103,6 @@ class JSONInputError(InputError):
             field=field,
             value=value,
         )
-
-
-class _Refused(Exception):
-    """Raised by the decoder hooks; turned into a JSONInputError with the place."""
-
-    def __init__(self, reason: str, field: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.field = field
 
 
 class _BadNumber:
@@ -119,19 +114,23 @@ class _BadNumber:
         self.reason = reason
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _Refused("key appears twice in one object", key)
-            seen.add(key)
-    return obj
+def _decoder(
+    refused: list[_BadNumber], duplicated: list[tuple[dict[str, Any], str]]
+) -> json.JSONDecoder:
+    """A decoder whose refused numbers become :class:`_BadNumber` (also kept in ``refused``)
+    and which keeps (object, key) of keys given twice in ``duplicated``: every refusal is
+    raised after the whole value was read, so its end and the field are known."""
 
-
-def _decoder(refused: list[_BadNumber]) -> json.JSONDecoder:
-    """A decoder whose refused numbers become :class:`_BadNumber` (also kept in ``refused``)."""
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs) and not duplicated:
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    duplicated.append((obj, key))
+                    break
+                seen.add(key)
+        return obj
 
     def bad(reason: str) -> _BadNumber:
         number = _BadNumber(reason)
@@ -159,7 +158,7 @@ def _decoder(refused: list[_BadNumber]) -> json.JSONDecoder:
         parse_int=integer,
         parse_float=real,
         parse_constant=constant,
-        object_pairs_hook=_unique_keys,
+        object_pairs_hook=unique_keys,
     )
 
 
@@ -252,9 +251,11 @@ def decode_at(
     ({'b': 2}, 16)
     """
 
-    def refused(reason: str, at: int | None, field: str | None = None) -> JSONInputError:
+    def refused(
+        reason: str, at: int | None, field: str | None = None, end: int | None = None
+    ) -> JSONInputError:
         if at is None:
-            return JSONInputError(reason, source=source, line=line, field=field)
+            return JSONInputError(reason, source=source, line=line, field=field, end=end)
         where_line, column = _line_and_column(text, position, at, line)
         return JSONInputError(
             f"{reason} at column {column}" if field is None else reason,
@@ -265,31 +266,30 @@ def decode_at(
         )
 
     bad_numbers: list[_BadNumber] = []
+    duplicated: list[tuple[dict[str, Any], str]] = []
     try:
-        value, end = _decoder(bad_numbers).raw_decode(text, position)
+        value, end = _decoder(bad_numbers, duplicated).raw_decode(text, position)
     except json.JSONDecodeError as error:
-        if len(text) - position > max_chars:
-            raise refused(f"text longer than {max_chars} characters", None) from None
-        if text.count("[", position) + text.count("{", position) > max_depth and (
-            nesting_depth(text[position : error.pos]) > max_depth
-        ):
-            raise refused(f"nested deeper than {max_depth}", None) from None
         if text.startswith("\x00", error.pos):
             raise refused("NUL byte", error.pos) from None
         raise refused(error.msg, error.pos) from None
     except RecursionError:
         raise refused(f"nested deeper than {max_depth}", None) from None
-    except _Refused as problem:
-        raise refused(problem.reason, None, problem.field) from None
     if end - position > max_chars:
-        raise refused(f"text longer than {max_chars} characters", None)
+        raise refused(f"text longer than {max_chars} characters", None, end=end)
     if text.count("[", position, end) + text.count("{", position, end) > max_depth and (
         nesting_depth(text[position:end]) > max_depth
     ):
-        raise refused(f"nested deeper than {max_depth}", None)
+        raise refused(f"nested deeper than {max_depth}", None, end=end)
     if bad_numbers:
         first = bad_numbers[0]
-        raise refused(first.reason, None, _path_of(value, first) or None)
+        raise refused(first.reason, None, _path_of(value, first) or None, end)
+    if duplicated:
+        obj, key = duplicated[0]
+        path = _path_of(value, obj)
+        raise refused(
+            "key appears twice in one object", None, f"{path}.{key}" if path else key, end
+        )
     if _SUSPECT.search(text, position, end):
         bad = _bad_string(value, "")
         if bad is not None:
@@ -301,6 +301,7 @@ def decode_at(
                 field=path or None,
                 value=string,
                 syntax=False,
+                end=end,
             )
     return value, end
 

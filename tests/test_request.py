@@ -246,3 +246,72 @@ def test_json_lines_split_only_at_newlines_not_at_unicode_line_separators():
     text = json.dumps(with_change("name", "a\u2028b"), ensure_ascii=False) + "\r\n"
     [entry] = read_requests(text)
     assert entry.name == "a\u2028b" and entry.request is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# regressions found by fuzzing (tests/test_fuzz_requests.py): each was a traceback, a memory
+# blow-up or a hang before
+
+
+def _line_with(path: str, raw_json: str) -> str:
+    """VALID as one JSON line with the value at ``path`` replaced by raw JSON text."""
+    return json.dumps(with_change(path, "@@here@@")).replace('"@@here@@"', raw_json)
+
+
+def test_deeply_nested_request_is_refused_naming_the_line_not_a_recursion_error():
+    text = json.dumps(VALID) + "\n" + _line_with("name", "[" * 100_000 + "]" * 100_000)
+    entries = read_requests(text, source="req.jsonl")
+    assert entries[0].request is not None
+    assert str(entries[1].error) == "req.jsonl:2: malformed JSON: nested deeper than 64"
+
+
+def test_integer_of_5001_digits_is_refused_naming_line_and_field():
+    text = _line_with("topics.0.partitions", "9" * 5001)
+    [entry] = read_requests(text, source="req.jsonl")
+    assert str(entry.error) == (
+        "req.jsonl:1: topics[0].partitions: malformed JSON: integer of 5001 digits (at most 20)"
+    )
+
+
+def test_infinity_and_overflowing_numbers_are_refused_naming_the_field():
+    [entry] = read_requests(_line_with("topics.0.weights", "[1, 1e999, 2]"), source="r")
+    assert str(entry.error) == (
+        "r:1: topics[0].weights[1]: malformed JSON: number 1e999 is out of range"
+    )
+
+
+def test_lone_surrogate_in_an_id_is_refused_and_results_stay_writable_as_utf8():
+    [entry] = read_requests(_line_with("members.0.id", '"c\\ud800"'), source="r")
+    assert str(entry.error) == (
+        "r:1: members[0].id: lone surrogate \\ud800: not writable as UTF-8 (got 'c\\ud800')"
+    )
+    dumps(run(entry)).encode("utf-8")  # the error result itself can be printed
+    surrogate = with_change("members.0.id", "c\ud800")
+    assert "NUL or lone surrogate" in error_of(surrogate).message
+
+
+def test_duplicated_key_is_refused_naming_it():
+    text = json.dumps(VALID).replace('"assignor": "range"', '"assignor": "range", "assignor": "x"')
+    [entry] = read_requests(text, source="r")
+    assert str(entry.error) == "r:1: assignor: malformed JSON: key appears twice in one object"
+
+
+def test_partitions_beyond_the_request_limit_are_refused_before_any_allocation():
+    request = with_change("topics.0", {"name": "t0", "partitions": 2**31 - 1})
+    error = error_of(request)
+    assert error.field == "topics[0].partitions"
+    assert "at most 10000000" in error.message
+    assert (
+        "topics hold 2147483649 partitions"
+        in error_of(
+            with_change("topics.1", {"name": "t1", "partitions": 2**31 - 1})
+            | {"topics": [{"name": "t0", "partitions": 2}, {"name": "t1", "partitions": 2**31 - 1}]}
+        ).message
+    )
+
+
+def test_members_beyond_the_request_limit_are_refused_before_reading_them():
+    request = {**VALID, "members": [{"id": "m", "topics": []}] * 1_000_001}
+    error = error_of(request)
+    assert error.field == "members"
+    assert error.message == "1000001 members; a request may list at most 1000000"

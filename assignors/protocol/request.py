@@ -345,17 +345,19 @@ def read_requests(
     text: str, *, source: str | None = None, assignor_override: str | None = None
 ) -> list[Entry]:
     """Every request of a JSON Lines text or a JSON array text, in order, each parsed or carrying
-    its error. Raises InputError when the text is not JSON at all (no line decodes, or an array
-    that does not)."""
+    its error. Raises InputError when the text is not JSON at all (no line is JSON text, or an
+    array that is not); JSON the decoder refuses (NaN, nesting, ...) fails its request only."""
     known = tuple(registry.names())
     decoded = list(_decode(text, source))
-    if decoded and all(isinstance(obj, InputError) for _, obj in decoded):
+    if decoded and all(isinstance(obj, _NotJSONError) for _, obj in decoded):
         first = decoded[0][1]
-        assert isinstance(first, InputError)
+        assert isinstance(first, _NotJSONError)
         raise InputError(
             "input is not JSON Lines or a JSON array: " + first.message,
             source=source,
             line=first.line,
+            field=first.field,
+            value=first.value,
         )
     entries: list[Entry] = []
     for line, obj in decoded:
@@ -372,10 +374,20 @@ def read_requests(
     return entries
 
 
+class _NotJSONError(InputError):
+    """A line (or array) that is not JSON text at all, as opposed to JSON ktk refuses."""
+
+
 def _decode_error(error: jsonsafe.JSONInputError, prefix: str) -> InputError:
     """The decoder's error as this package's, worded as before for syntax errors."""
-    if error.field is None and error.message.startswith("not valid JSON: "):
-        return InputError(f"{prefix}: {error.reason}", source=error.source, line=error.line)
+    if error.column is not None:  # a syntax error, at a place in the text
+        return _NotJSONError(
+            f"{prefix}: {error.reason}", source=error.source, line=error.line, field=error.field
+        )
+    if error.message.startswith("not valid JSON: "):
+        return InputError(
+            f"{prefix}: {error.reason}", source=error.source, line=error.line, field=error.field
+        )
     return InputError(
         error.message, source=error.source, line=error.line, field=error.field, value=error.value
     )
@@ -404,7 +416,8 @@ def _decode_array(text: str, source: str | None) -> Iterator[tuple[int, object]]
     try:
         jsonsafe.loads(text, source=source, max_chars=len(text), max_depth=jsonsafe.MAX_DEPTH + 1)
     except jsonsafe.JSONInputError as error:
-        raise _decode_error(error, "malformed JSON array") from None
+        if error.column is not None:  # not JSON at all; refusals fail only their request
+            raise _decode_error(error, "malformed JSON array") from None
     position = text.index("[") + 1
     line, counted_to = 1, 0
     while True:
@@ -418,16 +431,25 @@ def _decode_array(text: str, source: str | None) -> Iterator[tuple[int, object]]
         try:
             obj, position = jsonsafe.decode_at(text, position, source=source, line=line)
         except jsonsafe.JSONInputError as error:
-            # the element parsed as part of the array: only a per-request limit can fail here
+            # the array is JSON text: an element can only be refused, not broken
             yield line, _decode_error(error, "malformed JSON")
-            position = _skip_value(text, position)
+            position = error.end if error.end is not None else _container_end(text, position)
             continue
         yield line, obj
 
 
-def _skip_value(text: str, position: int) -> int:
-    """The end of the JSON value at ``position`` (already known to be valid JSON)."""
-    return json.JSONDecoder().raw_decode(text, position)[1]
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _container_end(text: str, position: int) -> int:
+    """The end of the array or object at ``position`` in valid JSON text, found by counting
+    brackets outside strings (for values nested too deep to decode)."""
+    depth = 0
+    for token in _TOKEN.finditer(text, position):
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(token.group(), 0)
+        if depth == 0:
+            return token.end()
+    return len(text)
 
 
 def _skip_blank(text: str, position: int) -> int:

@@ -18,12 +18,13 @@ far in the trace.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from assignors.errors import InputError
-from assignors.traces.format import TraceMember
+from assignors.traces.format import TraceMember, parse_generation
 from ktkbase import jsonsafe
 
 log = logging.getLogger("assignors.traces.importers")
@@ -65,6 +66,33 @@ class ImportOptions:
 
     def wants(self, group: object) -> bool:
         return self.groups is None or group in self.groups
+
+
+# ---------------------------------------------------------------------------------------------
+# numbers printed as text
+
+_DECIMAL = re.compile(r"-?\d{1,19}")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def integer_text(text: str, *, source: str, line: int | None, field: str) -> int:
+    """A decimal integer a Kafka tool printed (a timestamp, a generation, a record type), checked
+    before ``int()``: at most 19 digits and within int64, so a corrupt capture gives an error
+    naming its line instead of Python's 4,300-digit ValueError.
+
+    >>> integer_text("-17", source="d.txt", line=2, field="CreateTime")
+    -17
+    >>> integer_text("9" * 5001, source="d.txt", line=2, field="CreateTime")
+    Traceback (most recent call last):
+    ...
+    assignors.errors.InputError: d.txt:2: CreateTime: must be a 64-bit integer (got '99999999999...
+    """
+    if _DECIMAL.fullmatch(text) is None or not INT64_MIN <= int(text) <= INT64_MAX:
+        shown = text if len(text) <= 14 else text[:11] + "..."
+        raise InputError(
+            "must be a 64-bit integer", source=source, line=line, field=field, value=shown
+        )
+    return int(text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,6 +325,29 @@ class TraceAssembler:
         self._before_last = None
 
     def add(self, snapshot: Snapshot, source: str, line: int | None) -> None:
+        """Add the row of one snapshot. A snapshot whose row would break the trace format
+        raises InputError naming ``source:line`` and leaves the assembler as it was."""
+        kept = len(self.rows) - 1  # _add replaces at most the last row, then appends
+        saved = (
+            self.rows[kept:] if kept >= 0 else [],
+            len(self.skipped),
+            self._incarnation,
+            dict(self._counts),
+            self._last,
+            self._before_last,
+        )
+        try:
+            self._add(snapshot, source, line)
+        except InputError:
+            last_row, skipped, self._incarnation, self._counts, self._last, self._before_last = (
+                saved
+            )
+            del self.rows[max(kept, 0) :]
+            self.rows.extend(last_row)
+            del self.skipped[skipped:]
+            raise
+
+    def _add(self, snapshot: Snapshot, source: str, line: int | None) -> None:
         if self._last is not None and snapshot.generation < self._last.generation:
             self.end_incarnation(
                 source,
@@ -315,7 +366,10 @@ class TraceAssembler:
             previous = self._before_last
         else:
             self._before_last = previous
-        self.rows.append(self._row(snapshot, previous, source, line))
+        row = self._row(snapshot, previous, source, line)
+        # the row must pass the trace reader's checks; a failure names the capture's line
+        parse_generation(row, source, line)
+        self.rows.append(row)
         self._last = snapshot
 
     def _partition_count(

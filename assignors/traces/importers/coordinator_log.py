@@ -56,6 +56,7 @@ from assignors.traces.importers.common import (
     TopicCatalog,
     TraceAssembler,
     collect,
+    integer_text,
     lines_of,
     note,
 )
@@ -415,6 +416,10 @@ _MEMBER_ASSIGNMENT = re.compile(
 _TOPIC_PARTITIONS = re.compile(r"(?P<topic_id>[^\s=,]+)=\[(?P<numbers>[\d, ]*)\]")
 
 
+def _number(fields: dict[str, str], name: str, event: LogEvent) -> int:
+    return integer_text(fields[name], source=event.source, line=event.line, field=name)
+
+
 def _target_assignment(text: str, event: LogEvent) -> dict[str, list[tuple[str, int]]]:
     """``{m1=MemberAssignment(partitions={topicId=[0, 1]}), ...}`` (the DEBUG suffix) by member.
 
@@ -426,7 +431,10 @@ def _target_assignment(text: str, event: LogEvent) -> dict[str, list[tuple[str, 
     members: dict[str, list[tuple[str, int]]] = {}
     for found in _MEMBER_ASSIGNMENT.finditer(text):
         members[found.group("member")] = [
-            (topic.group("topic_id"), int(number))
+            (
+                topic.group("topic_id"),
+                integer_text(number, source=event.source, line=event.line, field="assignment"),
+            )
             for topic in _TOPIC_PARTITIONS.finditer(found.group("partitions"))
             for number in topic.group("numbers").replace(" ", "").split(",")
             if number
@@ -535,20 +543,26 @@ class _LogImporter:
         parts = [state.reason] if state.reason else []
         if state.rebalance_started_ms is not None and event.timestamp_ms is not None:
             parts.append(f"rebalance took {event.timestamp_ms - state.rebalance_started_ms} ms")
-        logged = int(fields["count"])
+        logged = _number(fields, "count", event)
         if logged != len(state.members):
             parts.append(
                 f"the coordinator counted {logged} members, the log names {len(state.members)}"
             )
         self.snapshot(
-            event.group, state, int(fields["generation"]), event, "; ".join(parts) or None
+            event.group,
+            state,
+            _number(fields, "generation", event),
+            event,
+            "; ".join(parts) or None,
         )
         state.reason = None
         state.rebalance_started_ms = None
 
     def on_empty(self, event: LogEvent, state: _GroupState, fields: dict[str, str]) -> None:
         state.members.clear()
-        self.snapshot(event.group, state, int(fields["generation"]), event, "group is empty")
+        self.snapshot(
+            event.group, state, _number(fields, "generation", event), event, "group is empty"
+        )
         state.reason = None
         state.rebalance_started_ms = None
 
@@ -608,7 +622,7 @@ class _LogImporter:
         self.snapshot(
             event.group,
             state,
-            int(fields["epoch"]),
+            _number(fields, "epoch", event),
             event,
             reason,
             fields.get("assignor"),

@@ -38,6 +38,7 @@ from assignors.traces.importers.common import (
     ImportResult,
     Skipped,
     TopicCatalog,
+    integer_text,
     lines_of,
     note,
 )
@@ -53,7 +54,7 @@ _TOMBSTONE = "<DELETE>"
 def _version_number(raw: object, record_field: str, source: str, line: int) -> int:
     """Kafka prints the key type and value version as JSON strings ("2"); accept numbers too."""
     if isinstance(raw, str) and re.fullmatch(r"-?\d+", raw):
-        return int(raw)
+        return integer_text(raw, source=source, line=line, field=record_field)
     if isinstance(raw, int) and not isinstance(raw, bool):
         return raw
     raise InputError(
@@ -123,7 +124,8 @@ def _legacy_group_metadata(
                     field="payload.assignment",
                     value=text_partition,
                 )
-            entries.append({"topic": topic, "partitions": [int(number)]})
+            partition = integer_text(number, source=source, line=line, field="payload.assignment")
+            entries.append({"topic": topic, "partitions": [partition]})
         members.append(
             {
                 "memberId": found.group("member").strip(),
@@ -149,9 +151,11 @@ def _legacy_group_metadata(
     return group, value
 
 
-def _record_time(line: str, key_start: int) -> int | None:
+def _record_time(line: str, key_start: int, source: str, line_number: int) -> int | None:
     timestamp = _TIMESTAMP.search(line, 0, key_start + 1)
-    return int(timestamp.group(1)) if timestamp else None
+    if timestamp is None:
+        return None
+    return integer_text(timestamp.group(1), source=source, line=line_number, field="CreateTime")
 
 
 def _json_at(text: str, start: int, what: str, source: str, line: int) -> tuple[Any, int]:
@@ -215,7 +219,7 @@ def _record(
         key["data"],
         value,
         value_version,
-        _record_time(line, key_start),
+        _record_time(line, key_start, source, line_number),
         source,
         line_number,
     )
@@ -247,7 +251,7 @@ def parse_dump_log(
                     {"group": legacy[0]},
                     legacy[1],
                     None,
-                    _record_time(line, key_match.start()),
+                    _record_time(line, key_match.start(), source, line_number),
                     source,
                     line_number,
                 )

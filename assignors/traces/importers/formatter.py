@@ -43,6 +43,7 @@ from assignors.traces.importers.common import (
     ImportResult,
     Skipped,
     TopicCatalog,
+    integer_text,
     note,
 )
 from assignors.traces.importers.offsets import CoordinatorRecord, import_records
@@ -61,7 +62,7 @@ def _integer(
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
             if isinstance(value, str) and value.lstrip("-").isdigit():
-                return int(value)
+                return integer_text(value, source=source, line=line, field=f"{where}.{name}")
             raise InputError(
                 "must be an integer", source=source, line=line, field=f"{where}.{name}", value=value
             )
