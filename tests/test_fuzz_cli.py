@@ -5,6 +5,7 @@ click's own words)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -154,7 +155,8 @@ def _materialised(args: Sequence[str], directory: Path) -> list[str]:
 def check_command_line(args: list[str]) -> None:
     with tempfile.TemporaryDirectory() as directory:
         resolved = _materialised(args, Path(directory))
-        with bounded_rss():
+        # relative garbage (--out 1.5) lands in the temporary directory, not the checkout
+        with contextlib.chdir(directory), bounded_rss():
             result = CliRunner().invoke(app, resolved)
     exception = result.exception
     if exception is not None and not isinstance(exception, SystemExit):
@@ -185,3 +187,29 @@ def test_long_fuzzed_command_lines(command: str):
 
 
 SURVEY = {f"cli {command}": (check_command_line, command_lines(command)) for command in COMMANDS}
+
+
+# ---------------------------------------------------------------------------------------------
+# regressions found by fuzzing the command line: each was a traceback before
+
+
+@pytest.mark.parametrize("name", ["x" * 300, "9" * 5001])
+def test_file_name_too_long_exits_2_naming_it(name: str):
+    result = CliRunner().invoke(app, ["assign", name])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {name[:50]}")
+    assert "File name too long" in result.stderr
+
+
+def test_file_name_with_a_nul_byte_exits_2():
+    result = CliRunner().invoke(app, ["assign", "requests\x00.jsonl"])
+    assert (result.exit_code, result.stderr) == (2, "error: a file name holds a NUL byte\n")
+
+
+def test_out_naming_an_existing_file_exits_2_naming_it(tmp_path: Path):
+    taken = tmp_path / "taken"
+    taken.write_text("mine\n")
+    result = CliRunner().invoke(app, ["traces", "generate", "--out", str(taken), "-n", "1"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {taken}")
+    assert taken.read_text() == "mine\n"

@@ -1131,3 +1131,101 @@ def test_any_coordinator_lines_import_or_raise_a_located_input_error(messages: l
         import_coordinator_log([("a.log", text)], TopicCatalog({"t": TopicInfo("t", 1)}))
     except InputError as error:
         assert error.source == "a.log" and error.line is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# regressions found by fuzzing (tests/test_fuzz_importers.py): each was a traceback or an error
+# blaming the output file before
+
+
+def _error(call: Any) -> str:
+    with pytest.raises(InputError) as caught:
+        call()
+    return str(caught.value)
+
+
+def test_dump_log_numbers_of_5001_digits_are_refused_naming_file_line_and_field() -> None:
+    good = dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0])]))
+    huge_time = good.replace("CreateTime: 1762000000000", "CreateTime: " + "9" * 5001)
+    assert _error(lambda: import_dump_log([("d.txt", huge_time)])).startswith(
+        "d.txt:1: CreateTime: must be a 64-bit integer (got '99999999999...')"
+    )
+    huge_type = good.replace('"type":"2"', '"type":"' + "9" * 5001 + '"')
+    assert _error(lambda: import_dump_log([("d.txt", "\n" + huge_type)])).startswith(
+        "d.txt:2: key.type: must be a 64-bit integer"
+    )
+
+
+def test_json_of_5001_digit_integers_or_deep_nesting_is_refused_in_every_json_input() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    payload = dump_line(GROUP_KEY, {"version": "3", "data": {"x": "@@"}}).replace('"@@"', deep)
+    assert _error(lambda: import_dump_log([("d.txt", payload)])) == (
+        "d.txt:1: payload: payload is not valid JSON: nested deeper than 64"
+    )
+    record = '{"key":{"type":2,"data":{"group":"g"}},"value":{"version":' + "9" * 5001 + "}}"
+    assert _error(lambda: import_formatter([("f.json", record)])) == (
+        "f.json:1: record: value.version: not valid JSON: integer of 5001 digits (at most 20)"
+    )
+    assert _error(lambda: parse_topics_file('{"orders": ' + deep + "}", "t.json")) == (
+        "t.json:1: topics file: not valid JSON: nested deeper than 64"
+    )
+
+
+def test_formatter_text_numbers_of_5001_digits_are_refused_naming_the_field() -> None:
+    record = '{"key":{"type":"' + "9" * 5001 + '","data":{"group":"g"}},"value":null}'
+    assert _error(lambda: import_formatter([("f.json", record)])).startswith(
+        "f.json:1: key.type: must be a 64-bit integer"
+    )
+
+
+def test_coordinator_log_numbers_of_5001_digits_are_refused_naming_file_and_line() -> None:
+    line = (
+        "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
+        + "9" * 5001
+        + " with 3 members (kafka.coordinator.group.GroupCoordinator)"
+    )
+    topics = TopicCatalog({"t": TopicInfo("t", 1)})
+    assert _error(lambda: import_coordinator_log([("a.log", line)], topics)).startswith(
+        "a.log:1: generation: must be a 64-bit integer"
+    )
+
+
+def test_generation_breaking_the_trace_format_is_blamed_on_the_capture_line() -> None:
+    good = dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0])]))
+    nameless = good.replace('"group":"g"', '"group":""')
+    assert _error(lambda: import_dump_log([("d.txt", good + "\n" + nameless)])) == (
+        "d.txt:2: trace_id: must be a non-empty string (got '')"
+    )
+    line = (
+        "[2026-01-05 10:00:05,000] INFO [GroupCoordinator 2]: Stabilized group g generation "
+        f"{2**63} with 0 members (kafka.coordinator.group.GroupCoordinator)"
+    )
+    topics = TopicCatalog({"t": TopicInfo("t", 1)})
+    assert _error(lambda: import_coordinator_log([("a.log", line)], topics)) == (
+        "a.log:1: generation: must be a 64-bit integer (got '92233720368...')"
+    )
+    from assignors.traces.format import TraceMember
+    from assignors.traces.importers.common import Snapshot, TraceAssembler
+
+    assembler = TraceAssembler("g", TopicCatalog.empty())
+    snapshot = Snapshot(2**63, (TraceMember("a\x00", frozenset({"t"})),))
+    assert _error(lambda: assembler.add(snapshot, "x.txt", 3)) == (
+        "x.txt:3: trace g: generation: must fit in 64 bits (got 9223372036854775808)"
+    )
+    assert assembler.rows == []
+
+
+def test_lenient_import_skips_a_bad_generation_and_keeps_the_trace_consistent() -> None:
+    first = dump_line(GROUP_KEY, classic_value(1, [classic_member("a", [0])]))
+    bad = dump_line(GROUP_KEY, classic_value(2, [classic_member("", [0])]), offset=1)
+    last = dump_line(GROUP_KEY, classic_value(3, [classic_member("b", [0])]), offset=2)
+    result = import_dump_log([("d.txt", "\n".join([first, bad, last]))], None, LENIENT)
+    assert [row["generation"] for row in result.rows] == [1, 3]
+    assert [row["reason"] for row in result.rows] == [
+        "first generation seen: 1 member",
+        "joined: b; left: a",
+    ]
+    assert [
+        (note.line, "member_id: must be a non-empty string" in note.reason)
+        for note in result.skipped
+    ] == [(2, True)]

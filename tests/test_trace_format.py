@@ -288,3 +288,136 @@ def test_assemble_trace_fails_on_a_row_that_could_not_be_read():
         assemble_trace("orders-app", rows)
     assert str(caught.value) == "s:2: row: not valid JSON"
     assert (caught.value.source, caught.value.line) == ("s", 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# regressions found by fuzzing (tests/test_fuzz_traces.py): each was a traceback, a memory
+# blow-up or a hang before
+
+
+def _only_failure(tmp_path: Path, lines: list[Any], name: str = "t.jsonl") -> str:
+    """Read ``lines`` after one good trace; the good trace is read, the one failure's reason
+    comes back."""
+    path = _write_lines(tmp_path / name, [_row("good"), *lines])
+    traces, failures = read_traces([path])
+    assert [trace.trace_id for trace in traces] == ["good"]
+    [failure] = failures
+    assert failure.file == str(path)
+    return failure.reason
+
+
+def _with_raw(raw_json: str, field: str = "generation") -> str:
+    row = _row("bad")
+    row[field] = "@@here@@"
+    return json.dumps(row).replace('"@@here@@"', raw_json)
+
+
+def test_deeply_nested_line_fails_its_trace_naming_the_line_not_a_recursion_error(tmp_path):
+    reason = _only_failure(tmp_path, [_with_raw("[" * 100_000 + "]" * 100_000, "reason")])
+    assert reason.endswith("t.jsonl:2: trace bad: row: not valid JSON: nested deeper than 64")
+
+
+def test_integer_of_5001_digits_fails_its_trace_naming_line_and_field(tmp_path):
+    reason = _only_failure(tmp_path, [_with_raw("9" * 5001)])
+    assert reason.endswith(
+        "t.jsonl:2: trace bad: generation: not valid JSON: integer of 5001 digits (at most 20)"
+    )
+
+
+def test_generation_and_timestamp_beyond_64_bits_are_refused(tmp_path):
+    assert "generation: must fit in 64 bits" in _only_failure(
+        tmp_path, [_row("bad", generation=2**63)]
+    )
+    assert "timestamp_ms: must fit in 64 bits" in _only_failure(
+        tmp_path, [_row("bad", timestamp_ms=-(2**63) - 1)], "u.jsonl"
+    )
+
+
+def test_lone_surrogate_in_an_id_fails_its_trace_and_replay_can_write_the_reason(tmp_path):
+    from assignors.traces.results import errors_jsonl
+
+    line = json.dumps(_row("bad")).replace('"c-1"', '"c-\\ud800"')
+    path = _write_lines(tmp_path / "t.jsonl", [_row("good"), line])
+    _, failures = read_traces([path])
+    [failure] = failures
+    assert failure.reason.endswith(
+        "t.jsonl:2: trace bad: members[0].member_id: lone surrogate \\ud800: not writable as "
+        "UTF-8 (got 'c-\\ud800')"
+    )
+    errors_jsonl(failures).encode("utf-8")  # the errors file can be written
+    with pytest.raises(InputError, match="NUL or lone surrogate"):
+        parse_generation(_row(members=[{"member_id": "c\x00", "topics": []}]), "p.parquet", 1)
+
+
+def test_partition_counts_beyond_int32_or_the_generation_limit_are_refused_before_replay(
+    tmp_path,
+):
+    huge = _row("bad", topics=[{"name": "orders", "partitions": 2**31}])
+    assert "topics[0].partitions: must fit in 32 bits" in _only_failure(tmp_path, [huge])
+    many = _row(
+        "bad",
+        topics=[
+            {"name": "orders", "partitions": 9_000_000},
+            {"name": "b", "partitions": 2_000_000},
+        ],
+        members=[],
+    )
+    reason = _only_failure(tmp_path, [many], "u.jsonl")
+    assert (
+        "topics[1].partitions: the topics hold 11000000 partitions; a generation may hold at "
+        "most 10000000" in reason
+    )
+
+
+def test_members_beyond_the_generation_limit_are_refused_before_reading_them():
+    row = _row(members=[{"member_id": "m", "topics": []}] * 1_000_001)
+    with pytest.raises(InputError, match="1000001 members; a generation may list at most 1000000"):
+        parse_generation(row, "t.jsonl", 1)
+
+
+def test_line_that_is_not_utf8_fails_its_line_and_the_rest_is_read(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(
+        json.dumps(_row("good")).encode()
+        + b"\n"
+        + json.dumps(_row("bad")).encode()[:-2]
+        + b"\xff\xfe}\n"
+        + json.dumps(_row("also-good")).encode()
+        + b"\n"
+    )
+    traces, failures = read_traces([path])
+    assert [trace.trace_id for trace in traces] == ["also-good", "good"]
+    [failure] = failures
+    assert (failure.trace_id, failure.line) == ("bad", 2)
+    assert "t.jsonl:2: trace bad: row: not UTF-8 text" in failure.reason
+
+
+def test_line_longer_than_the_limit_is_skipped_without_being_held_whole():
+    import io
+
+    from assignors.traces.files import _TOO_LONG, _bounded_lines
+
+    handle = io.BytesIO(b"short\n" + b"x" * 100 + b"\nlast")
+    assert list(_bounded_lines(handle, limit=10)) == [b"short\n", _TOO_LONG, b"last"]
+
+
+def test_corrupt_gzip_is_an_unreadable_file_not_a_zlib_crash(tmp_path):
+    data = gzip.compress(json.dumps(_row("a")).encode() * 50, mtime=0)
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(data[:20] + bytes(byte ^ 0x55 for byte in data[20:60]) + data[60:])
+    traces, failures = read_traces([path])
+    assert traces == []
+    assert [failure.reason.split(": ")[1] for failure in failures] == ["unreadable file"]
+
+
+def test_parquet_timestamp_beyond_python_dates_is_a_failure_not_a_crash(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t.parquet"
+    table = pa.table({"trace_id": ["a"], "generation": pa.array([2**62], pa.timestamp("ms"))})
+    pq.write_table(table, path)
+    traces, failures = read_traces([path])
+    assert traces == []
+    [failure] = failures
+    assert failure.reason.startswith(f"{path}:1: rows 1-1 cannot be read:")

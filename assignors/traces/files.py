@@ -98,11 +98,13 @@ def _json_lines(
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
+                guessed = _TRACE_ID_PATTERN.search(raw.decode("utf-8", "replace"))
                 problem = InputError(
                     f"not UTF-8 text (byte {error.start + 1} of the line)",
                     source=source,
                     line=line,
                     field="row",
+                    trace_id=guessed.group(1) if guessed else None,
                 )
         else:
             text = str(raw)
