@@ -168,22 +168,22 @@ TOPICS_BYTES = (IMPORTERS / "topics.json").read_bytes()
 
 
 def test_fuzzed_dump_logs_import_cleanly_naming_file_and_line():
-    run_examples(lambda data: check_import(data, "dump-log"), dump_logs(), 80)
+    run_examples(lambda data: check_import(data, "dump-log"), dump_logs(), 200)
 
 
 def test_fuzzed_formatter_output_imports_cleanly_naming_file_and_line():
-    run_examples(lambda data: check_import(data, "formatter"), formatter_outputs(), 80)
+    run_examples(lambda data: check_import(data, "formatter"), formatter_outputs(), 200)
 
 
 def test_fuzzed_coordinator_logs_import_cleanly_naming_file_and_line():
     run_examples(
-        lambda data: check_import(data, "coordinator-log", TOPICS_BYTES), coordinator_logs(), 60
+        lambda data: check_import(data, "coordinator-log", TOPICS_BYTES), coordinator_logs(), 200
     )
 
 
 def test_fuzzed_topics_files_are_refused_naming_the_file():
     capture = COORDINATOR_LOGS.encode()
-    run_examples(lambda data: check_import(capture, "coordinator-log", data), topics_files(), 60)
+    run_examples(lambda data: check_import(capture, "coordinator-log", data), topics_files(), 200)
 
 
 @pytest.mark.fuzz_long

@@ -84,15 +84,15 @@ def request_arrays(draw: st.DrawFn) -> bytes:
 
 
 def test_fuzzed_request_lines_exit_cleanly_naming_file_and_line():
-    run_examples(check_assign, mutated_json_lines(REQUESTS), 120)
+    run_examples(check_assign, mutated_json_lines(REQUESTS), 300)
 
 
 def test_fuzzed_request_arrays_exit_cleanly_naming_file_and_line():
-    run_examples(lambda data: check_assign(data, array=True), request_arrays(), 60)
+    run_examples(lambda data: check_assign(data, array=True), request_arrays(), 150)
 
 
 def test_fuzzed_requests_on_stdin_exit_cleanly_naming_stdin():
-    run_examples(lambda data: check_assign(data, stdin=True), mutated_json_lines(REQUESTS[1:]), 30)
+    run_examples(lambda data: check_assign(data, stdin=True), mutated_json_lines(REQUESTS[1:]), 50)
 
 
 @pytest.mark.fuzz_long

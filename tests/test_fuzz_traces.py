@@ -186,11 +186,11 @@ def check_parquet(data: bytes, replay: bool) -> None:
 
 
 def test_fuzzed_trace_lines_read_into_failures_naming_file_and_line():
-    run_examples(lambda data: check_jsonl(data, replay=False), mutated_json_lines(ROWS), 150)
+    run_examples(lambda data: check_jsonl(data, replay=False), mutated_json_lines(ROWS), 300)
 
 
 def test_fuzzed_trace_lines_replay_exit_cleanly():
-    run_examples(lambda data: check_jsonl(data, replay=True), mutated_json_lines(ROWS), 40)
+    run_examples(lambda data: check_jsonl(data, replay=True), mutated_json_lines(ROWS), 100)
 
 
 def test_fuzzed_gzipped_trace_lines_read_cleanly():
@@ -199,7 +199,7 @@ def test_fuzzed_gzipped_trace_lines_read_cleanly():
     run_examples(
         lambda data: check_jsonl(gzip.compress(data, mtime=0), False, "history.jsonl.gz"),
         mutated_json_lines(ROWS),
-        20,
+        40,
     )
 
 
@@ -209,16 +209,16 @@ def test_corrupt_gzip_trace_files_are_unreadable_files_not_crashes():
     run_examples(
         lambda data: check_jsonl(data, False, "history.jsonl.gz"),
         mutated_bytes(gzip.compress(b"\n".join(json.dumps(r).encode() for r in ROWS), mtime=0)),
-        40,
+        60,
     )
 
 
 def test_fuzzed_parquet_traces_read_into_failures_naming_file():
-    run_examples(lambda data: check_parquet(data, replay=False), parquet_files(), 80)
+    run_examples(lambda data: check_parquet(data, replay=False), parquet_files(), 200)
 
 
 def test_fuzzed_parquet_traces_replay_exit_cleanly():
-    run_examples(lambda data: check_parquet(data, replay=True), parquet_files(), 25)
+    run_examples(lambda data: check_parquet(data, replay=True), parquet_files(), 60)
 
 
 @pytest.mark.fuzz_long
