@@ -109,7 +109,7 @@ def _legacy_group_metadata(
             field="payload",
             value=payload,
         )
-    members = []
+    members: list[dict[str, Any]] = []
     for found in _LEGACY_MEMBER.finditer(payload["assignment"]):
         entries = []
         for text_partition in filter(
