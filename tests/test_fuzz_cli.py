@@ -213,3 +213,9 @@ def test_out_naming_an_existing_file_exits_2_naming_it(tmp_path: Path):
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {taken}")
     assert taken.read_text() == "mine\n"
+
+
+def test_file_name_with_a_lone_surrogate_exits_2():
+    result = CliRunner().invoke(app, ["assign", "requests\ud800.jsonl"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: a file name is not valid text: surrogates not allowed")

@@ -315,3 +315,16 @@ def test_members_beyond_the_request_limit_are_refused_before_reading_them():
     error = error_of(request)
     assert error.field == "members"
     assert error.message == "1000001 members; a request may list at most 1000000"
+
+
+def test_json_array_with_a_too_deep_element_fails_only_that_request_and_a_cut_one_is_unreadable():
+    ok = json.dumps(VALID)
+    deep = "[" * 3000 + '"]]"' + "]" * 3000
+    entries = read_requests(f"[\n{ok},\n{deep},\n{ok}\n]", source="r.json")
+    assert [(entry.line, str(entry.error) if entry.error else None) for entry in entries] == [
+        (2, None),
+        (3, "r.json:3: malformed JSON: nested deeper than 64"),
+        (4, None),
+    ]
+    with pytest.raises(InputError, match=r"r\.json:3: malformed JSON array: Expecting value"):
+        read_requests(f"[\n{ok},\n" + "[" * 3000, source="r.json")

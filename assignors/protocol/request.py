@@ -422,16 +422,17 @@ def _decode_array(text: str, source: str | None) -> Iterator[tuple[int, object]]
     line, counted_to = 1, 0
     while True:
         position = _skip_blank(text, position)
-        if text[position] == "]":
+        if position < len(text) and text[position] == "]":
             return
-        if text[position] == ",":
+        if position < len(text) and text[position] == ",":
             position = _skip_blank(text, position + 1)
         line += text.count("\n", counted_to, position)  # counted incrementally: linear overall
         counted_to = position
         try:
             obj, position = jsonsafe.decode_at(text, position, source=source, line=line)
         except jsonsafe.JSONInputError as error:
-            # the array is JSON text: an element can only be refused, not broken
+            if error.column is not None:  # only reachable when the array was too deep to check
+                raise _decode_error(error, "malformed JSON array") from None
             yield line, _decode_error(error, "malformed JSON")
             position = error.end if error.end is not None else _container_end(text, position)
             continue
@@ -453,7 +454,7 @@ def _container_end(text: str, position: int) -> int:
 
 
 def _skip_blank(text: str, position: int) -> int:
-    while text[position] in " \t\r\n":
+    while position < len(text) and text[position] in " \t\r\n":
         position += 1
     return position
 
