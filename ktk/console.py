@@ -166,6 +166,12 @@ def reported_errors(code: int = EXIT_BAD_INPUT) -> Iterator[None]:
         raise  # not a file problem: the edge (see `guarded`) knows what they mean
     except OSError as error:
         raise fail(describe_os_error(error), code) from None
+    except UnicodeEncodeError as error:  # a file name holding a lone surrogate
+        raise fail(f"a file name is not valid text: {error.reason}", code) from None
+    except ValueError as error:
+        if "embedded null byte" not in str(error):
+            raise
+        raise fail("a file name holds a NUL byte", code) from None
 
 
 # -- the edge of every command --------------------------------------------------------------

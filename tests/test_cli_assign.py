@@ -216,21 +216,22 @@ SURROGATE_REQUEST = json.dumps(
 )
 
 
-def test_surrogate_ids_are_printed_as_json_escapes_by_assign():
+SURROGATE_ERROR = (
+    "<stdin>:1: name: lone surrogate \\ud800: not writable as UTF-8 (got 'broken-\\ud800')"
+)
+
+
+def test_surrogate_ids_are_refused_with_an_error_result_assign_can_print():
     outcome = invoke(stdin=SURROGATE_REQUEST)
-    assert outcome.exit_code == 0, outcome.output
-    assert json.loads(outcome.stdout) == {
-        "name": "broken-\ud800",
-        "assignor": "range",
-        "assignment": {"member-\udcff": [["t", 0], ["t", 1]]},
-    }
+    assert outcome.exit_code == 1, outcome.output
+    assert json.loads(outcome.stdout) == {"name": None, "error": SURROGATE_ERROR}
 
 
 def test_surrogate_ids_survive_a_real_stdout_and_error_lines(tmp_path):
     process = ktk_process("assign", cwd=tmp_path, stdin=subprocess.PIPE)
     stdout, stderr = process.communicate(SURROGATE_REQUEST.encode(), timeout=120)
-    assert process.returncode == 0, stderr.decode()
-    assert json.loads(stdout)["assignment"] == {"member-\udcff": [["t", 0], ["t", 1]]}
+    assert process.returncode == 1, stderr.decode()
+    assert json.loads(stdout)["error"] == SURROGATE_ERROR
     bad = SURROGATE_REQUEST.replace('"range"', '"nope\\ud800"')
     process = ktk_process("assign", "--assignor", "x\udcff", cwd=tmp_path, stdin=subprocess.PIPE)
     stdout, stderr = process.communicate(bad.encode(), timeout=120)
@@ -246,6 +247,6 @@ def test_closed_output_pipe_ends_quietly(tmp_path):
     first = process.stdout.readline()
     process.stdout.close()
     _, stderr = process.communicate(timeout=120)
-    assert json.loads(first)["name"] == "broken-\ud800"
+    assert json.loads(first)["error"].endswith("(got 'broken-\\ud800')")
     assert process.returncode == 141
     assert stderr == b""
