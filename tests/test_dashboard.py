@@ -18,17 +18,14 @@ from dashboard_data import s1_like_result, synthetic_scores, write_results
 from typer.testing import CliRunner
 
 from dashboards import errors as dashboard_errors
-from dashboards import page, rebalance, replication
+from dashboards import page, replication
 from dashboards.errors import InputError
-from dashboards.rebalance import (
-    RebalanceResults,
+from dashboards.rebalance import aggregation, reading
+from dashboards.rebalance.aggregation import (
     best_assignors,
     infer_protocols,
-    normalise_scores,
-    read_results,
     rebalance_rows,
     recorded_comparison,
-    render_rebalance,
     revoked_distribution,
     rounds_distribution,
     scatter_points,
@@ -36,8 +33,9 @@ from dashboards.rebalance import (
     summarise_traces,
     timeline_index,
     worst_traces,
-    write_rebalance_page,
 )
+from dashboards.rebalance.page import render_rebalance, write_rebalance_page
+from dashboards.rebalance.reading import RebalanceResults, normalise_scores, read_results
 from dashboards.replication import render_replication, timeline_rows, write_replication_page
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -128,7 +126,7 @@ def test_single_file_and_assignor_partitioned_directory_read_the_same(tmp_path: 
     partitioned = read_results(write_results(tmp_path / "parts", scores, partitioned=True))
     assert partitioned.scores["assignor"].dtype == object
     pd.testing.assert_frame_equal(single.scores, partitioned.scores)
-    assert list(single.scores.columns) == list(rebalance.SCORE_COLUMNS)
+    assert list(single.scores.columns) == list(reading.SCORE_COLUMNS)
 
 
 def test_reading_keeps_skipped_traces_from_errors_jsonl(tmp_path: Path) -> None:
@@ -375,7 +373,7 @@ def test_twenty_thousand_traces_render_well_under_ten_megabytes_in_seconds(
     assert elapsed < 10.0, elapsed
     html = written.path.read_text(encoding="utf-8")
     index = json.loads(re.search(r'id="timeline-data">(.*?)</script>', html, re.S).group(1))
-    assert len(index["traces"]) == rebalance.DEFAULT_TIMELINE_TRACES
+    assert len(index["traces"]) == aggregation.DEFAULT_TIMELINE_TRACES
 
 
 def test_atomic_write_replaces_the_page_and_leaves_no_temporary_files(tmp_path: Path) -> None:
@@ -486,7 +484,7 @@ def test_cli_reports_unreadable_results_in_one_line_with_exit_2(
 # --- worked examples -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [page, dashboard_errors, rebalance, replication])
+@pytest.mark.parametrize("module", [page, dashboard_errors, reading, aggregation, replication])
 def test_module_examples_hold(module: object) -> None:
     outcome = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]
     assert outcome.attempted > 0 and outcome.failed == 0

@@ -19,12 +19,8 @@ from conftest import EXAMPLES, REPO_ROOT
 from dashboard_data import s1_like_result, synthetic_scores, write_results
 
 from dashboards.page import write_atomically
-from dashboards.rebalance import (
-    RebalanceResults,
-    normalise_scores,
-    render_rebalance,
-    write_rebalance_page,
-)
+from dashboards.rebalance import render_rebalance, write_rebalance_page
+from dashboards.rebalance.reading import RebalanceResults, normalise_scores
 from dashboards.replication import write_replication_page
 
 pytestmark = pytest.mark.browser
