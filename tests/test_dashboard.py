@@ -14,7 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import typer
-from dashboard_data import s1_like_result, synthetic_scores, write_results
+from dashboard_data import (
+    results_of,
+    s1_like_result,
+    summary_frame,
+    synthetic_scores,
+    write_results,
+)
 from typer.testing import CliRunner
 
 from dashboards import errors as dashboard_errors
@@ -23,7 +29,6 @@ from dashboards.errors import InputError
 from dashboards.rebalance import aggregation, reading
 from dashboards.rebalance.aggregation import (
     best_assignors,
-    infer_protocols,
     rebalance_rows,
     recorded_comparison,
     revoked_distribution,
@@ -35,7 +40,7 @@ from dashboards.rebalance.aggregation import (
     worst_traces,
 )
 from dashboards.rebalance.page import render_rebalance, write_rebalance_page
-from dashboards.rebalance.reading import RebalanceResults, normalise_scores, read_results
+from dashboards.rebalance.reading import normalise_scores, normalise_summary, read_results
 from dashboards.replication import render_replication, timeline_rows, write_replication_page
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -43,7 +48,15 @@ SCRIPT_BREAKOUT = "</script><script>alert(2)</script><!--"
 
 
 def _rows(*rows: dict) -> pd.DataFrame:
-    return normalise_scores(pd.DataFrame(list(rows)))
+    return pd.DataFrame(list(rows))
+
+
+def _per_trace(scores: pd.DataFrame) -> pd.DataFrame:
+    return summarise_traces(normalise_summary(summary_frame(scores)))
+
+
+def _assignors(scores: pd.DataFrame) -> pd.DataFrame:
+    return summarise_assignors(_per_trace(scores), normalise_scores(scores))
 
 
 def _hand_scores() -> pd.DataFrame:
@@ -156,7 +169,7 @@ def test_missing_key_column_is_an_input_error() -> None:
 
 def test_absent_optional_columns_become_null_not_zero() -> None:
     scores = _rows(dict(trace_id="t", assignor="range", generation=1, moved=2, spread=1))
-    summary = summarise_assignors(scores)
+    summary = _assignors(scores)
     assert np.isnan(summary.loc["range", "weight_skew_max"])
     assert np.isnan(summary.loc["range", "rack_mismatch"])
     assert summary.loc["range", "moved"] == 2
@@ -166,7 +179,7 @@ def test_absent_optional_columns_become_null_not_zero() -> None:
 
 
 def test_summary_totals_maxima_and_means_match_hand_computation() -> None:
-    summary = summarise_assignors(_hand_scores())
+    summary = _assignors(_hand_scores())
     range_row = summary.loc["range"]
     assert range_row["traces"] == 2 and range_row["generations"] == 3
     assert (range_row["moved"], range_row["forced"], range_row["revoked"]) == (4, 1, 6)
@@ -190,7 +203,7 @@ def test_summary_totals_maxima_and_means_match_hand_computation() -> None:
 
 
 def test_best_values_are_the_lowest_except_share_at_optimum_and_ties_all_win() -> None:
-    best = best_assignors(summarise_assignors(_hand_scores()))
+    best = best_assignors(_assignors(_hand_scores()))
     assert best["moved"] == {"sticky"}
     assert best["rounds"] == {"range"}
     assert best["forced"] == {"range", "sticky"}
@@ -199,7 +212,7 @@ def test_best_values_are_the_lowest_except_share_at_optimum_and_ties_all_win() -
 
 
 def test_summary_table_highlights_exactly_the_best_cells() -> None:
-    html = render_rebalance(RebalanceResults(_hand_scores()))
+    html = render_rebalance(results_of(_hand_scores()))
     rows = _table(html, "summary-table")
     header = [text for text, _ in rows[0]]
     by_assignor = {row[0][0]: row for row in rows[1:]}
@@ -211,43 +224,69 @@ def test_summary_table_highlights_exactly_the_best_cells() -> None:
     assert by_assignor["sticky"][rounds_column][1] == ""
     best_cells = sum(cell_class == "best" for row in rows[1:] for _, cell_class in row)
     assert best_cells == sum(len(winners) for winners in best_assignors(
-        summarise_assignors(_hand_scores())).values())  # fmt: skip
+        _assignors(_hand_scores())).values())  # fmt: skip
 
 
 def test_recorded_on_fewer_traces_is_never_crowned_best() -> None:
     scores = synthetic_scores(12, seed=5, recorded_every=3)
-    summary = summarise_assignors(scores.pipe(normalise_scores))
+    summary = _assignors(scores)
     assert summary.loc["recorded", "moved"] < summary.drop("recorded")["moved"].min()
     assert all("recorded" not in winners for winners in best_assignors(summary).values())
     assert list(summary.index)[-1] == "recorded"
 
 
-def test_protocol_is_inferred_from_revoked_versus_moved() -> None:
-    protocols = infer_protocols(normalise_scores(synthetic_scores(20, seed=1)))
-    assert protocols["cooperative-sticky"] == "cooperative"
-    assert protocols["range"] == protocols["sticky"] == "eager"
+def _protocol_cells(html: str) -> dict[str, str]:
+    rows = _table(html, "summary-table")
+    column = [text for text, _ in rows[0]].index("protocol")
+    return {row[0][0].removesuffix(" (real group)"): row[column][0] for row in rows[1:]}
 
 
-def test_cooperative_revoking_unsubscribed_partitions_in_one_round_is_not_taken_for_eager() -> None:
-    scores = _rows(
-        # a member unsubscribed: it revokes the 2 partitions it lost, which count as forced
-        dict(trace_id="t", assignor="incremental", generation=1, moved=0, forced=0, revoked=0,
-             rounds=1),
-        dict(trace_id="t", assignor="incremental", generation=2, moved=0, forced=2, revoked=2,
-             rounds=1),
-        # a member joined: eager revokes all 10 owned partitions although 2 move
-        dict(trace_id="t", assignor="stop-the-world", generation=1, moved=0, forced=0,
-             revoked=0, rounds=1),
-        dict(trace_id="t", assignor="stop-the-world", generation=2, moved=2, forced=0,
-             revoked=10, rounds=1),
-        dict(trace_id="t", assignor="nothing-owned", generation=1, moved=0, forced=0,
-             revoked=0, rounds=1),
-    )  # fmt: skip
-    assert infer_protocols(scores) == {
-        "incremental": "cooperative",
-        "nothing-owned": "unknown",
-        "stop-the-world": "eager",
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_protocol_is_read_from_summary_before_scores(tmp_path: Path, partitioned: bool) -> None:
+    scores = synthetic_scores(6, seed=1).assign(protocol="written-in-scores")
+    directory = write_results(
+        tmp_path / "r", scores, protocol_in="summary", partitioned=partitioned
+    )
+    html = render_rebalance(read_results(directory))
+    assert _protocol_cells(html) == {
+        "cooperative-sticky": "cooperative",
+        "range": "eager",
+        "roundrobin": "eager",
+        "sticky": "eager",
+        "recorded": "eager",
     }
+
+
+def test_protocol_is_read_from_scores_when_summary_has_no_protocol_column(
+    tmp_path: Path,
+) -> None:
+    directory = write_results(tmp_path / "r", synthetic_scores(6, seed=1), protocol_in="scores")
+    results = read_results(directory)
+    assert results.protocols["cooperative-sticky"] == ("cooperative",)
+    assert _protocol_cells(render_rebalance(results))["sticky"] == "eager"
+
+
+def test_protocol_is_never_guessed_from_the_numbers(tmp_path: Path) -> None:
+    # cooperative-sticky needs two rounds and revokes only what moves, range revokes all:
+    # without a protocol column the page still says nothing about either
+    directory = write_results(tmp_path / "r", synthetic_scores(20, seed=1))
+    html = render_rebalance(read_results(directory))
+    assert set(_protocol_cells(html).values()) == {"not recorded"}
+    assert "cooperative-sticky (not recorded)" in html
+
+
+def test_any_recorded_protocol_value_is_labelled_as_recorded(tmp_path: Path) -> None:
+    scores = synthetic_scores(9, seed=2, recorded_every=1)
+    scores["protocol"] = np.where(scores["assignor"] == "range", "consumer", "eager")
+    recorded = scores["assignor"] == "recorded"
+    scores.loc[recorded, "protocol"] = np.where(
+        scores.loc[recorded, "trace_id"] == "trace-00001", "cooperative", HOSTILE
+    )
+    html = render_rebalance(read_results(write_results(tmp_path / "r", scores)))
+    cells = _protocol_cells(html)
+    assert cells["range"] == "consumer"
+    assert cells["recorded"] == f"{HOSTILE}, cooperative"
+    assert HOSTILE not in html
 
 
 def test_worst_traces_rank_by_moved_plus_worst_spread_under_any_assignor() -> None:
@@ -258,13 +297,13 @@ def test_worst_traces_rank_by_moved_plus_worst_spread_under_any_assignor() -> No
         dict(trace_id="skewed", assignor="sticky", generation=1, moved=0, spread=5),
         dict(trace_id="also-calm", assignor="range", generation=1, moved=1, spread=0),
     )
-    per_trace = summarise_traces(scores)
+    per_trace = _per_trace(scores)
     assert worst_traces(per_trace, 3) == ["skewed", "busy", "also-calm"]
     assert worst_traces(per_trace, 0) == []
 
 
 def test_scatter_keeps_every_trace_when_binning_many_points() -> None:
-    per_trace = summarise_traces(normalise_scores(synthetic_scores(4000, seed=2)))
+    per_trace = _per_trace(synthetic_scores(4000, seed=2))
     exact = scatter_points(per_trace, max_points=10**9)
     binned = scatter_points(per_trace, max_points=200)
     assert exact["traces"].sum() == binned["traces"].sum() == len(per_trace)
@@ -273,7 +312,7 @@ def test_scatter_keeps_every_trace_when_binning_many_points() -> None:
 
 
 def test_revocations_count_rebalances_after_each_traces_first_generation() -> None:
-    rebalances = rebalance_rows(_hand_scores())
+    rebalances = rebalance_rows(normalise_scores(_hand_scores()))
     assert sorted(zip(rebalances["assignor"], rebalances["generation"], strict=True)) == [
         ("range", 2), ("sticky", 2)]  # fmt: skip
     revoked = revoked_distribution(rebalances)
@@ -291,14 +330,16 @@ def test_recorded_comparison_counts_traces_with_fewer_same_more_moves() -> None:
         dict(trace_id="y", assignor="sticky", generation=1, moved=0, spread=0),
         dict(trace_id="z", assignor="sticky", generation=1, moved=9, spread=0),
     )
-    comparison = recorded_comparison(summarise_traces(scores))
+    comparison = recorded_comparison(_per_trace(scores))
     assert comparison.loc["sticky", ["fewer", "same", "more", "traces"]].tolist() == [1, 1, 0, 2]
     assert comparison.loc["sticky", "moved"] == 1  # trace z has no recorded history
-    assert recorded_comparison(summarise_traces(scores[scores.assignor != "recorded"])).empty
+    assert recorded_comparison(_per_trace(scores[scores.assignor != "recorded"])).empty
 
 
 def test_timeline_index_holds_one_series_per_assignor_and_null_where_absent() -> None:
-    traces = timeline_index(_hand_scores(), ["a", "b"], ["range", "sticky", "uniform"])
+    traces = timeline_index(
+        normalise_scores(_hand_scores()), ["a", "b"], ["range", "sticky", "uniform"]
+    )
     first = traces[0]
     assert first["id"] == "a"
     assert first["members"] == [[1, 2], [2, 3]]
@@ -320,10 +361,10 @@ def test_page_embeds_plotly_once_and_references_nothing_remote(tmp_path: Path) -
 
 
 def test_same_results_in_any_row_order_give_the_same_bytes(tmp_path: Path) -> None:
-    scores = normalise_scores(synthetic_scores(50, seed=11))
+    scores = synthetic_scores(50, seed=11)
     shuffled = scores.sample(frac=1.0, random_state=4).reset_index(drop=True)
-    first = render_rebalance(RebalanceResults(scores, source="r"))
-    second = render_rebalance(RebalanceResults(normalise_scores(shuffled), source="r"))
+    first = render_rebalance(results_of(scores, source="r"))
+    second = render_rebalance(results_of(shuffled, source="r"))
     assert first == second
 
 
@@ -335,7 +376,7 @@ def test_hostile_ids_reach_the_page_only_escaped() -> None:
     )
     errors = ({"trace_id": HOSTILE, "file": SCRIPT_BREAKOUT, "line": 2,
                "reason": f"member {HOSTILE} subscribes to unknown topic {HOSTILE}"},)  # fmt: skip
-    html = render_rebalance(RebalanceResults(scores, errors, source=HOSTILE), timeline_traces=5)
+    html = render_rebalance(results_of(scores, errors, source=HOSTILE), timeline_traces=5)
     body = html.split("<body>", 1)[1]
     plotly_end = body.rfind("</script>", 0, body.find('id="churn-balance-chart"'))
     own_markup = body[plotly_end:]

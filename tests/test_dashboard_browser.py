@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLES, REPO_ROOT
-from dashboard_data import s1_like_result, synthetic_scores, write_results
+from dashboard_data import results_of, s1_like_result, synthetic_scores, write_results
 
 from dashboards.page import write_atomically
 from dashboards.rebalance import render_rebalance, write_rebalance_page
-from dashboards.rebalance.reading import RebalanceResults, normalise_scores
 from dashboards.replication import write_replication_page
 
 pytestmark = pytest.mark.browser
@@ -136,9 +135,9 @@ def test_rebalance_dashboard_draws_every_chart_offline(browser: Any, tmp_path: P
 
 
 def test_timeline_search_narrows_the_traces_and_redraws(browser: Any, tmp_path: Path) -> None:
-    scores = normalise_scores(synthetic_scores(40, seed=8))
+    scores = synthetic_scores(40, seed=8)
     report = write_atomically(
-        tmp_path / "report.html", render_rebalance(RebalanceResults(scores), timeline_traces=40)
+        tmp_path / "report.html", render_rebalance(results_of(scores), timeline_traces=40)
     )
     target = "trace-00017"
     expected = scores[(scores.trace_id == target) & (scores.assignor == "cooperative-sticky")]

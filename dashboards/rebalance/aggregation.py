@@ -4,18 +4,20 @@ Everything the page shows is aggregated here, so the HTML stays small for 20,000
 the worst traces travel to the page in full, for the timeline.
 
 >>> import pandas as pd
->>> from dashboards.rebalance.reading import normalise_scores
+>>> from dashboards.rebalance.reading import normalise_scores, normalise_summary
 >>> scores = normalise_scores(pd.DataFrame({
 ...     "trace_id": ["t1", "t1", "t1", "t1"], "assignor": ["range", "range", "sticky", "sticky"],
-...     "generation": [1, 2, 1, 2], "moved": [0, 3, 0, 1], "spread": [2, 2, 1, 0],
-...     "revoked": [0, 9, 0, 1], "rounds": [1, 1, 1, 2]}))
->>> summary = summarise_assignors(scores)
->>> summary.loc["sticky", ["moved", "spread_max", "rounds"]].tolist()
-[1.0, 1.0, 3.0]
+...     "generation": [1, 2, 1, 2], "max_load": [2, 3, 2, 2], "optimal_max_load": [2, 2, 2, 2]}))
+>>> per_trace = summarise_traces(normalise_summary(pd.DataFrame({
+...     "trace_id": ["t1", "t1"], "assignor": ["range", "sticky"], "generations": [2, 2],
+...     "total_moved": [3, 1], "total_forced": [0, 0], "total_min_moved": [1, 1],
+...     "total_revoked": [9, 1], "total_rounds": [2, 3], "max_spread": [2, 1],
+...     "invalid_generations": [0, 0]})))
+>>> summary = summarise_assignors(per_trace, scores)
+>>> summary.loc["sticky", ["moved", "spread_max", "rounds", "optimal_balance_share"]].tolist()
+[1.0, 1.0, 3.0, 100.0]
 >>> sorted(best_assignors(summary)["moved"])
 ['sticky']
->>> infer_protocols(scores)
-{'range': 'eager', 'sticky': 'cooperative'}
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dashboards.page import format_number
 from dashboards.rebalance.reading import KEY_COLUMNS
 
 RECORDED = "recorded"
+NOT_RECORDED = "not recorded"
 DEFAULT_TIMELINE_TRACES = 200
 # beyond this many distinct (moved, spread) points per assignor the scatter is binned
 MAX_SCATTER_POINTS = 1500
@@ -75,36 +78,37 @@ def assignor_order(names: Sequence[str] | pd.Index) -> list[str]:
     )
 
 
-def summarise_assignors(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per assignor: the totals, maxima and means of the summary table."""
+def summarise_assignors(per_trace: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per assignor: the totals, maxima and means of the summary table.
+
+    Totals and maxima add up the per-trace summary the replay wrote (:func:`summarise_traces`);
+    what it does not carry (rack mismatches, assign time, the gap to the optimal max load) is
+    taken per generation from the scores.
+    """
+    traces = per_trace.groupby("assignor", sort=True)
     optimal_known = scores["optimal_max_load"].notna() & scores["max_load"].notna()
-    frame = scores.assign(
-        invalid_generation=(
-            (scores["invalid"].fillna(0) > 0) | (scores["unassigned"].fillna(0) > 0)
-        ).astype("int64"),
-        extra_moved=scores["moved"] - scores["min_moved"],
+    generations = scores.assign(
         extra_max_load=scores["max_load"] - scores["optimal_max_load"],
         at_optimal=(scores["max_load"] <= scores["optimal_max_load"])
         .astype("float64")
         .where(optimal_known),
-    )
-    grouped = frame.groupby("assignor", sort=True)
+    ).groupby("assignor", sort=True)
     summary = pd.DataFrame(
         {
-            "traces": grouped["trace_id"].nunique().astype("float64"),
-            "generations": grouped.size().astype("float64"),
-            "moved": grouped["moved"].sum(min_count=1),
-            "forced": grouped["forced"].sum(min_count=1),
-            "revoked": grouped["revoked"].sum(min_count=1),
-            "rounds": grouped["rounds"].sum(min_count=1),
-            "spread_max": grouped["spread"].max(),
-            "weight_skew_max": grouped["weight_skew"].max(),
-            "rack_mismatch": grouped["rack_mismatch"].sum(min_count=1),
-            "assign_ms_mean": grouped["assign_ms"].mean(),
-            "invalid_generations": grouped["invalid_generation"].sum().astype("float64"),
-            "extra_moved": grouped["extra_moved"].sum(min_count=1),
-            "extra_max_load_mean": grouped["extra_max_load"].mean(),
-            "optimal_balance_share": grouped["at_optimal"].mean() * 100.0,
+            "traces": traces.size().astype("float64"),
+            "generations": traces["generations"].sum(min_count=1),
+            "moved": traces["moved"].sum(min_count=1),
+            "forced": traces["forced"].sum(min_count=1),
+            "revoked": traces["revoked"].sum(min_count=1),
+            "rounds": traces["rounds"].sum(min_count=1),
+            "spread_max": traces["spread_max"].max(),
+            "weight_skew_max": traces["weight_skew_max"].max(),
+            "rack_mismatch": generations["rack_mismatch"].sum(min_count=1),
+            "assign_ms_mean": generations["assign_ms"].mean(),
+            "invalid_generations": traces["invalid_generations"].sum(min_count=1),
+            "extra_moved": traces["extra_moved"].sum(min_count=1),
+            "extra_max_load_mean": generations["extra_max_load"].mean(),
+            "optimal_balance_share": generations["at_optimal"].mean() * 100.0,
         }
     )
     return summary.reindex(assignor_order(summary.index))
@@ -132,44 +136,33 @@ def best_assignors(summary: pd.DataFrame) -> dict[str, frozenset[str]]:
     return best
 
 
-def infer_protocols(scores: pd.DataFrame) -> dict[str, str]:
-    """Which rebalance protocol each assignor's scores show.
+def protocol_label(recorded: tuple[str, ...]) -> str:
+    """How the page names the protocol(s) recorded for one assignor.
 
-    Only cooperative assignors need more than one round. Otherwise eager assignors give away
-    everything the surviving members owned, so in total they revoke more than they move plus
-    what is forced away; a cooperative member revokes only what it no longer holds.
+    >>> protocol_label(("consumer",)), protocol_label(("cooperative", "eager")), protocol_label(())
+    ('consumer', 'cooperative, eager', 'not recorded')
     """
-    protocols: dict[str, str] = {}
-    for assignor, rows in scores.groupby("assignor", sort=True):
-        revoked = rows["revoked"].sum()
-        if (rows["rounds"].fillna(1) > 1).any():
-            protocol = "cooperative"
-        elif rows["revoked"].isna().all() or revoked == 0:
-            protocol = "unknown"
-        elif revoked > rows["moved"].sum() + rows["forced"].sum():
-            protocol = "eager"
-        else:
-            protocol = "cooperative"
-        protocols[str(assignor)] = protocol
-    return protocols
+    return ", ".join(recorded) if recorded else NOT_RECORDED
 
 
-def summarise_traces(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per trace x assignor: churn sums and the worst spread over the trace."""
-    frame = scores.assign(extra_moved=scores["moved"] - scores["min_moved"])
-    grouped = frame.groupby(["trace_id", "assignor"], sort=True)
-    per_trace = pd.DataFrame(
+def summarise_traces(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per trace x assignor from the replay's summary, in the page's terms: churn sums,
+    the worst spread and weight skew, invalid generations, moves above the minimum."""
+    return pd.DataFrame(
         {
-            "generations": grouped.size().astype("float64"),
-            "moved": grouped["moved"].sum(min_count=1),
-            "forced": grouped["forced"].sum(min_count=1),
-            "revoked": grouped["revoked"].sum(min_count=1),
-            "rounds": grouped["rounds"].sum(min_count=1),
-            "spread_max": grouped["spread"].max(),
-            "extra_moved": grouped["extra_moved"].sum(min_count=1),
+            "trace_id": summary["trace_id"],
+            "assignor": summary["assignor"],
+            "generations": summary["generations"],
+            "moved": summary["total_moved"],
+            "forced": summary["total_forced"],
+            "revoked": summary["total_revoked"],
+            "rounds": summary["total_rounds"],
+            "spread_max": summary["max_spread"],
+            "weight_skew_max": summary["max_weight_skew"],
+            "invalid_generations": summary["invalid_generations"],
+            "extra_moved": summary["total_moved"] - summary["total_min_moved"],
         }
-    )
-    return per_trace.reset_index()
+    ).reset_index(drop=True)
 
 
 def worst_traces(per_trace: pd.DataFrame, count: int) -> list[str]:

@@ -142,7 +142,7 @@ def revocation_figure(
         column_widths=[0.55, 0.45],
     )
     for name, stats in revoked.iterrows():
-        label = f"{_label(str(name))} ({protocols.get(str(name), 'unknown')})"
+        label = _label(f"{name} ({protocols[str(name)]})")
         figure.add_trace(
             go.Box(
                 x=[label],

@@ -25,7 +25,8 @@ from dashboards.page import (
     escape,
     figure_divs,
     format_number,
-    write_atomically,
+    is_ktk_page,
+    write_page,
 )
 from dashboards.rebalance.aggregation import (
     DEFAULT_TIMELINE_TRACES,
@@ -34,7 +35,7 @@ from dashboards.rebalance.aggregation import (
     SUMMARY_COLUMNS,
     assignor_order,
     best_assignors,
-    infer_protocols,
+    protocol_label,
     rebalance_rows,
     recorded_comparison,
     revoked_distribution,
@@ -52,7 +53,8 @@ from dashboards.rebalance.figures import (
     revocation_figure,
     timeline_figure,
 )
-from dashboards.rebalance.reading import RebalanceResults, read_results
+from dashboards.rebalance.reading import RebalanceResults, read_results, result_inputs
+from ktkbase.outputs import check_output_file
 
 TIMELINE_SCRIPT = "static/rebalance-timeline.js"
 
@@ -82,7 +84,7 @@ def _summary_table(
             f'<tr{row_class} data-assignor="{escape(assignor)}"><td>'
             f'<span class="swatch" style="background:{colours[assignor]}"></span>'
             f"{escape(assignor)}{caption}</td>"
-            f"<td>{escape(protocols.get(assignor, 'unknown'))}</td>{''.join(cells)}</tr>"
+            f"<td>{escape(protocols[assignor])}</td>{''.join(cells)}</tr>"
         )
     return (
         '<div class="table-wrap"><table id="summary-table"><thead><tr><th>assignor</th>'
@@ -107,6 +109,17 @@ def _recorded_table(comparison: pd.DataFrame) -> str:
     )
 
 
+# errors.jsonl texts may be megabytes long; the page shows their start (the file keeps them)
+MAX_ERROR_TEXT = 300
+
+
+def _error_cell(value: object, css: str) -> str:
+    text = str(value)
+    if len(text) > MAX_ERROR_TEXT:
+        text = text[:MAX_ERROR_TEXT] + f"… ({len(text):,} characters)"
+    return f'<td class="{css}">{escape(text)}</td>'
+
+
 def _errors_section(errors: Sequence[dict[str, Any]]) -> str:
     if not errors:
         return (
@@ -128,12 +141,12 @@ def _errors_section(errors: Sequence[dict[str, Any]]) -> str:
         value = error.get("value")
         rows.append(
             "<tr>"
-            f'<td class="text">{escape(error.get("trace_id") or "")}</td>'
-            f'<td class="text mono">{escape(where)}</td>'
-            f'<td class="text">{escape("" if field is None else field)}</td>'
-            f'<td class="text">{escape(message)}</td>'
-            f'<td class="text mono">{escape("" if value is None else json.dumps(value))}</td>'
-            "</tr>"
+            + _error_cell(error.get("trace_id") or "", "text")
+            + _error_cell(where, "text mono")
+            + _error_cell("" if field is None else field, "text")
+            + _error_cell(message, "text")
+            + _error_cell("" if value is None else json.dumps(value), "text mono")
+            + "</tr>"
         )
     more = (
         f'<p class="note">Showing {MAX_ERRORS_SHOWN} of {len(errors):,}; '
@@ -156,11 +169,11 @@ def render_rebalance(
 ) -> str:
     """The whole dashboard as one HTML string (deterministic: same results, same bytes)."""
     scores = results.scores
-    summary = summarise_assignors(scores)
+    per_trace = summarise_traces(results.summary)
+    summary = summarise_assignors(per_trace, scores)
     assignors = list(summary.index)
     colours = assignor_colours(assignors)
-    protocols = infer_protocols(scores)
-    per_trace = summarise_traces(scores)
+    protocols = {name: protocol_label(results.protocols.get(name, ())) for name in assignors}
     trace_count = int(scores["trace_id"].nunique())
     rebalances = rebalance_rows(scores)
     comparison = recorded_comparison(per_trace)
@@ -187,14 +200,17 @@ def render_rebalance(
     )
     divs = figure_divs(figures)
 
-    has_optimal = scores["min_moved"].notna().any() or scores["optimal_max_load"].notna().any()
+    has_optimal = (
+        results.summary["total_min_moved"].notna().any() or scores["optimal_max_load"].notna().any()
+    )
     sections = [
         '<section id="summary"><h2>Summary per assignor</h2>'
         f'<p class="note">{trace_count:,} traces, {len(scores):,} scored generations. Totals are '
         "sums over every generation of every trace; highlighted cells hold the best value of "
-        "the column among assignors that ran on all traces. Protocol is inferred from the "
-        "scores (more than one round: cooperative; revoking more than moved plus forced: "
-        "eager). Invalid generations left partitions "
+        "the column among assignors that ran on all traces. Totals per trace come from "
+        "summary.parquet. Protocol is the one the results record (the protocol column of "
+        "summary.parquet, else of scores.parquet), “not recorded” when they carry none. "
+        "Invalid generations left partitions "
         "unassigned or assigned twice / to a non-subscriber.</p>"
         f"{_summary_table(summary, protocols, colours)}</section>",
         '<section id="churn-balance"><h2>Churn vs balance</h2><p class="note">Lower left is '
@@ -264,11 +280,18 @@ def write_rebalance_page(
     path: str | os.PathLike[str],
     *,
     timeline_traces: int = DEFAULT_TIMELINE_TRACES,
+    force: bool = False,
 ) -> PageSummary:
-    """Read a results directory and write the dashboard to `path` atomically."""
+    """Read a results directory and write the dashboard to `path` atomically.
+
+    `path` may replace an earlier ktk page, never an input, a directory or (unless `force`)
+    a file ktk did not write: see :func:`dashboards.page.write_page`.
+    """
+    inputs = result_inputs(results_dir)
+    check_output_file(path, inputs=inputs, force=force, is_ours=is_ktk_page)
     results = read_results(results_dir)
     page = render_rebalance(results, timeline_traces=timeline_traces)
-    target = write_atomically(path, page)
+    target = write_page(path, page, inputs=(*inputs, *results.inputs), force=force)
     return PageSummary(
         path=target,
         size_bytes=len(page.encode("utf-8")),
