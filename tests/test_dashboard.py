@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import doctest
+import errno
 import json
 import os
 import re
 import time
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import typer
 from dashboard_data import (
@@ -21,7 +25,7 @@ from dashboard_data import (
     synthetic_scores,
     write_results,
 )
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from dashboards import errors as dashboard_errors
 from dashboards import page, replication
@@ -133,13 +137,38 @@ def _row_classes(html: str, table_id: str) -> dict[str, str]:
 # --- reading -------------------------------------------------------------------------------
 
 
-def test_single_file_and_assignor_partitioned_directory_read_the_same(tmp_path: Path) -> None:
+def test_single_file_and_spark_style_dataset_directories_read_the_same(tmp_path: Path) -> None:
     scores = synthetic_scores(30, seed=3)
-    single = read_results(write_results(tmp_path / "single", scores))
-    partitioned = read_results(write_results(tmp_path / "parts", scores, partitioned=True))
+    single = read_results(write_results(tmp_path / "single", scores, protocol_in="summary"))
+    parts_dir = write_results(tmp_path / "parts", scores, partitioned=True, protocol_in="summary")
+    hidden = {path.name for path in (parts_dir / "scores.parquet").rglob("*") if path.is_file()}
+    assert "_SUCCESS" in hidden and any(name.endswith(".crc") for name in hidden)
+    partitioned = read_results(parts_dir)
     assert partitioned.scores["assignor"].dtype == object
     pd.testing.assert_frame_equal(single.scores, partitioned.scores)
+    pd.testing.assert_frame_equal(single.summary, partitioned.summary)
+    assert single.protocols == partitioned.protocols
     assert list(single.scores.columns) == list(reading.SCORE_COLUMNS)
+    assert list(single.summary.columns) == list(reading.SUMMARY_COLUMNS)
+    assert all(path.suffix == ".parquet" for path in partitioned.inputs[:-1])
+
+
+def test_dataset_directory_of_plain_part_files_reads_like_a_single_file(tmp_path: Path) -> None:
+    scores = synthetic_scores(12, seed=4)
+    single = read_results(write_results(tmp_path / "single", scores))
+    directory = write_results(tmp_path / "plain", scores)
+    for name in ("scores.parquet", "summary.parquet"):
+        table = pq.read_table(directory / name)
+        (directory / name).unlink()
+        (directory / name).mkdir()
+        half = table.num_rows // 2
+        pq.write_table(table.slice(0, half), directory / name / "part-00000.snappy.parquet")
+        pq.write_table(table.slice(half), directory / name / "part-00001.snappy.parquet")
+        (directory / name / "_SUCCESS").write_text("")
+        (directory / name / ".part-00000.snappy.parquet.crc").write_bytes(b"\x00")
+    plain = read_results(directory)
+    pd.testing.assert_frame_equal(single.scores, plain.scores)
+    pd.testing.assert_frame_equal(single.summary, plain.summary)
 
 
 def test_reading_keeps_skipped_traces_from_errors_jsonl(tmp_path: Path) -> None:
@@ -153,6 +182,179 @@ def test_missing_scores_file_is_an_input_error_naming_the_directory(tmp_path: Pa
     empty.mkdir()
     with pytest.raises(InputError, match=r"empty: no scores\.parquet"):
         read_results(empty)
+
+
+def _corrupt(path: Path) -> None:
+    path.write_bytes(b"PAR1" + b"\x00garbage" * 20 + b"PAR1")
+
+
+def _rewrite(path: Path, change: Callable[[pa.Table], pa.Table]) -> None:
+    pq.write_table(change(pq.read_table(path)), path)
+
+
+def _set_column(name: str, values: pa.Array) -> Callable[[pa.Table], pa.Table]:
+    def change(table: pa.Table) -> pa.Table:
+        return table.set_column(table.column_names.index(name), name, values)
+
+    return change
+
+
+def _replace_first(name: str, value: object, type_: pa.DataType) -> Callable[[pa.Table], pa.Table]:
+    def change(table: pa.Table) -> pa.Table:
+        column = table.column(name).to_pylist()
+        column[0] = value
+        return _set_column(name, pa.array(column, type_))(table)
+
+    return change
+
+
+def _invalid_utf8_first(name: str) -> Callable[[pa.Table], pa.Table]:
+    def change(table: pa.Table) -> pa.Table:
+        raw = [value.encode() for value in table.column(name).to_pylist()]
+        raw[0] = b"trace-\xed\xa0\x80"  # UTF-8 bytes of a lone surrogate: no valid text
+        return _set_column(name, pa.array(raw, pa.binary()).view(pa.string()))(table)
+
+    return change
+
+
+BAD_RESULT_FILES = {
+    "scores-corrupt": ("scores.parquet", _corrupt, r"scores\.parquet: not readable as Parquet"),
+    "summary-corrupt": ("summary.parquet", _corrupt, r"summary\.parquet: not readable"),
+    "scores-missing-column": (
+        "scores.parquet",
+        lambda path: _rewrite(path, lambda table: table.drop_columns(["revoked"])),
+        r"scores\.parquet: revoked: required column is missing",
+    ),
+    "summary-missing-column": (
+        "summary.parquet",
+        lambda path: _rewrite(path, lambda table: table.drop_columns(["total_rounds"])),
+        r"summary\.parquet: total_rounds: required column is missing",
+    ),
+    "scores-text-measure": (
+        "scores.parquet",
+        lambda path: _rewrite(
+            path, lambda table: _set_column("moved", pa.array(["x"] * table.num_rows))(table)
+        ),
+        r"scores\.parquet: moved: column has type string, expected integer",
+    ),
+    "summary-numeric-trace-id": (
+        "summary.parquet",
+        lambda path: _rewrite(
+            path, lambda table: _set_column("trace_id", pa.array(range(table.num_rows)))(table)
+        ),
+        r"summary\.parquet: trace_id: column has type int64, expected text",
+    ),
+    "scores-huge-value": (
+        "scores.parquet",
+        lambda path: _rewrite(path, _replace_first("moved", 2**62, pa.int64())),
+        r"scores\.parquet: trace trace-00000: moved: not a finite number of magnitude at most "
+        r"2\^53 \(row 0\) \(got 4611686018427387904\)",
+    ),
+    "scores-infinite-value": (
+        "scores.parquet",
+        lambda path: _rewrite(path, _replace_first("assign_ms", float("inf"), pa.float64())),
+        r"scores\.parquet: trace trace-00000: assign_ms: not a finite number .*\(got inf\)",
+    ),
+    "summary-huge-unsigned": (
+        "summary.parquet",
+        lambda path: _rewrite(path, _replace_first("total_moved", 2**64 - 1, pa.uint64())),
+        r"summary\.parquet: trace trace-00000: total_moved: not a finite number",
+    ),
+    "scores-lone-surrogate-trace-id": (
+        "scores.parquet",
+        lambda path: _rewrite(path, _invalid_utf8_first("trace_id")),
+        r"scores\.parquet: trace_id: text is not valid UTF-8",
+    ),
+    "summary-from-another-run": (
+        "summary.parquet",
+        lambda path: _rewrite(path, lambda table: table.slice(1)),
+        r"summary\.parquet: trace trace-00000: assignor 'cooperative-sticky' of this trace is "
+        r"only in scores\.parquet",
+    ),
+    "summary-row-twice": (
+        "summary.parquet",
+        lambda path: _rewrite(path, lambda table: pa.concat_tables([table, table.slice(0, 1)])),
+        r"summary\.parquet: trace trace-00000: assignor: trace x assignor listed twice",
+    ),
+    "summary-absent": (
+        "summary.parquet",
+        lambda path: path.unlink(),
+        r"r: no summary\.parquet here",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RESULT_FILES))
+def test_bad_result_file_is_one_input_error_naming_file_and_field(
+    tmp_path: Path, case: str
+) -> None:
+    name, spoil, message = BAD_RESULT_FILES[case]
+    directory = write_results(tmp_path / "r", synthetic_scores(4, seed=1))
+    spoil(directory / name)
+    with pytest.raises(InputError, match=message):
+        read_results(directory)
+
+
+def test_bad_part_of_a_dataset_is_named_by_its_path(tmp_path: Path) -> None:
+    directory = write_results(tmp_path / "r", synthetic_scores(4, seed=1), partitioned=True)
+    corrupt = sorted((directory / "scores.parquet" / "assignor=range").glob("*.parquet"))[0]
+    _corrupt(corrupt)
+    with pytest.raises(InputError, match=re.escape(f"{corrupt}: not readable as Parquet")):
+        read_results(directory)
+    corrupt.unlink()
+    mistyped = sorted((directory / "scores.parquet" / "assignor=sticky").glob("*.parquet"))[0]
+    _rewrite(mistyped, lambda table: _set_column("rounds", pa.array(["1"] * table.num_rows))(table))
+    with pytest.raises(InputError, match=re.escape(f"{mistyped}: rounds: column has type string")):
+        read_results(directory)
+
+
+def test_dataset_directory_without_part_files_is_an_input_error(tmp_path: Path) -> None:
+    directory = write_results(tmp_path / "r", synthetic_scores(3, seed=1))
+    (directory / "summary.parquet").unlink()
+    (directory / "summary.parquet").mkdir()
+    (directory / "summary.parquet" / "_SUCCESS").write_text("")
+    with pytest.raises(InputError, match=r"summary\.parquet: a Parquet dataset directory without"):
+        read_results(directory)
+
+
+BAD_ERROR_LINES = {
+    "not-json": (b"{trace_id: t1}\n", r"errors\.jsonl:2: not a JSON object"),
+    "not-an-object": (b"[1, 2]\n", r"errors\.jsonl:2: not a JSON object \(a JSON list\)"),
+    "not-utf8": (b'{"trace_id": "\xff\xfe"}\n', r"errors\.jsonl:2: not UTF-8 text"),
+    "lone-surrogate": (
+        b'{"trace_id": "t\\ud800"}\n',
+        r"errors\.jsonl:2: trace_id: text holds a lone surrogate",
+    ),
+    "nested-surrogate": (
+        b'{"value": {"ids": ["ok", "\\udfff"]}}\n',
+        r"errors\.jsonl:2: value\.ids\[1\]: text holds a lone surrogate",
+    ),
+    "nan": (b'{"value": NaN}\n', r"errors\.jsonl:2: not a JSON object: nan is not a finite"),
+    "float-overflow": (b'{"value": 1e999}\n', r"errors\.jsonl:2: not a JSON object: inf is"),
+    "huge-integer": (b'{"value": ' + b"9" * 5000 + b"}\n", r"errors\.jsonl:2: not a JSON"),
+    "deep-nesting": (b"[" * 100_000 + b"]" * 100_000 + b"\n", r"errors\.jsonl:2: not a JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ERROR_LINES))
+def test_bad_errors_jsonl_line_is_an_input_error_naming_file_and_line(
+    tmp_path: Path, case: str
+) -> None:
+    line, message = BAD_ERROR_LINES[case]
+    directory = write_results(tmp_path / "r", synthetic_scores(3, seed=1))
+    good = json.dumps({"trace_id": "t0", "file": "a.jsonl", "reason": "r"}).encode()
+    (directory / "errors.jsonl").write_bytes(good + b"\n" + line)
+    with pytest.raises(InputError, match=message):
+        read_results(directory)
+
+
+def test_huge_error_texts_are_cut_on_the_page(tmp_path: Path) -> None:
+    reason = "x" * 2_000_000
+    errors = [{"trace_id": "t", "file": "f", "reason": reason}]
+    results = read_results(write_results(tmp_path / "r", synthetic_scores(3), errors=errors))
+    html = render_rebalance(results)
+    assert "x" * 300 + "… (2,000,000 characters)" in html
+    assert "x" * 301 not in html
 
 
 def test_non_numeric_measure_names_the_column_and_value(tmp_path: Path) -> None:
@@ -400,32 +602,41 @@ def test_embedded_json_round_trips_and_cannot_close_its_script() -> None:
 
 
 @pytest.mark.slow
-def test_twenty_thousand_traces_render_well_under_ten_megabytes_in_seconds(
+def test_twenty_thousand_traces_by_four_assignors_render_under_six_megabytes_in_seconds(
     tmp_path: Path,
 ) -> None:
-    results_dir = write_results(
-        tmp_path / "big", synthetic_scores(20_000, seed=9), partitioned=True
-    )
+    scores = synthetic_scores(20_000, seed=9, recorded_every=0)
+    results_dir = write_results(tmp_path / "big", scores, partitioned=True, protocol_in="summary")
     started = time.perf_counter()
     written = write_rebalance_page(results_dir, tmp_path / "big.html")
     elapsed = time.perf_counter() - started
-    assert written.traces == 20_000
-    assert written.size_bytes < 8_000_000, written.size_bytes
-    assert elapsed < 10.0, elapsed
+    assert written.traces == 20_000 and len(written.assignors) == 4
+    assert written.size_bytes < 6_000_000, written.size_bytes
+    assert elapsed < 15.0, elapsed
     html = written.path.read_text(encoding="utf-8")
     index = json.loads(re.search(r'id="timeline-data">(.*?)</script>', html, re.S).group(1))
     assert len(index["traces"]) == aggregation.DEFAULT_TIMELINE_TRACES
 
 
-def test_atomic_write_replaces_the_page_and_leaves_no_temporary_files(tmp_path: Path) -> None:
+def test_write_atomically_replaces_the_page_and_leaves_no_temporary_files(tmp_path: Path) -> None:
     target = tmp_path / "out" / "report.html"
     page.write_atomically(target, "first")
     page.write_atomically(target, "second")
     assert target.read_text() == "second"
     assert [path.name for path in target.parent.iterdir()] == ["report.html"]
-    umask = os.umask(0)
-    os.umask(umask)
-    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_page_head_names_ktk_as_generator_in_its_first_bytes() -> None:
+    html = render_rebalance(results_of(_hand_scores()))
+    assert page.GENERATOR_META in html[: html.index("</head>")]
+    assert page.is_ktk_page(html.encode()[:4096])
+    assert page.is_ktk_page(render_replication(s1_like_result()).encode()[:4096])
+
+
+def test_a_foreign_page_quoting_the_generator_meta_in_its_body_is_not_taken_for_ktks() -> None:
+    foreign = f"<!DOCTYPE html><html><head><title>notes</title></head><body>{page.GENERATOR_META}"
+    assert not page.is_ktk_page(foreign.encode())
+    assert not page.is_ktk_page(b"plain text " + page.GENERATOR_META.encode())
 
 
 # --- replication page ----------------------------------------------------------------------
@@ -520,6 +731,128 @@ def test_cli_reports_unreadable_results_in_one_line_with_exit_2(
     assert "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "o.html").exists()
+
+
+def _dashboard(*args: str) -> Result:
+    return CliRunner().invoke(_cli(), ["dashboard", *args])
+
+
+def test_cli_refuses_to_overwrite_a_foreign_file_and_leaves_it_intact(tmp_path: Path) -> None:
+    results_dir = write_results(tmp_path / "r", synthetic_scores(4))
+    output = tmp_path / "notes.html"
+    output.write_text("<!DOCTYPE html><title>my notes</title>", encoding="utf-8")
+    result = _dashboard(str(results_dir), "-o", str(output))
+    assert result.exit_code == 2
+    assert "refusing to overwrite" in result.output and "--force" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert output.read_text(encoding="utf-8") == "<!DOCTYPE html><title>my notes</title>"
+
+
+def test_cli_replaces_an_earlier_ktk_page(tmp_path: Path) -> None:
+    output = tmp_path / "report.html"
+    result_file = tmp_path / "s1.json"
+    result_file.write_text(json.dumps(s1_like_result()), encoding="utf-8")
+    assert _dashboard(str(result_file), "-o", str(output)).exit_code == 0
+    for traces in (4, 6):
+        results_dir = write_results(tmp_path / f"r{traces}", synthetic_scores(traces))
+        result = _dashboard(str(results_dir), "-o", str(output))
+        assert result.exit_code == 0, result.output
+        assert f"{traces} traces × 5 assignors" in output.read_text(encoding="utf-8")
+
+
+def test_cli_force_replaces_a_foreign_file(tmp_path: Path) -> None:
+    results_dir = write_results(tmp_path / "r", synthetic_scores(4))
+    output = tmp_path / "notes.html"
+    output.write_text("my notes", encoding="utf-8")
+    result = _dashboard(str(results_dir), "-o", str(output), "--force")
+    assert result.exit_code == 0, result.output
+    assert page.is_ktk_page(output.read_bytes()[:4096])
+
+
+@pytest.mark.parametrize("target", ["errors.jsonl", "summary.parquet", "part", "directory"])
+def test_cli_never_writes_over_an_input_or_a_directory_even_with_force(
+    tmp_path: Path, target: str
+) -> None:
+    results_dir = write_results(
+        tmp_path / "r", synthetic_scores(4), partitioned=target == "part", errors=[{"a": 1}]
+    )
+    if target == "part":
+        output = sorted((results_dir / "scores.parquet").rglob("*.parquet"))[0]
+    elif target == "directory":
+        output = results_dir
+    else:
+        output = results_dir / target
+    files = sorted(path for path in results_dir.rglob("*") if path.is_file())
+    before = [path.read_bytes() for path in files]
+    for flags in ((), ("--force",)):
+        result = _dashboard(str(results_dir), "-o", str(output), *flags)
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output
+    assert sorted(path for path in results_dir.rglob("*") if path.is_file()) == files
+    assert [path.read_bytes() for path in files] == before
+
+
+def test_cli_never_writes_over_the_replication_result_it_reads(tmp_path: Path) -> None:
+    result_file = tmp_path / "s1.json"
+    text = json.dumps(s1_like_result())
+    result_file.write_text(text, encoding="utf-8")
+    result = _dashboard(str(result_file), "-o", str(result_file), "--force")
+    assert result.exit_code == 2 and "it is the input" in result.output
+    assert result_file.read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b'{"name": "s\\ud800"}', b"[" * 100_000, b'{"hw": ' + b"7" * 5000 + b"}"],
+    ids=["lone-surrogate", "deep-nesting", "huge-integer"],
+)
+def test_cli_reports_a_bad_replication_result_in_one_line(tmp_path: Path, content: bytes) -> None:
+    result_file = tmp_path / "s1.json"
+    result_file.write_bytes(content)
+    result = _dashboard(str(result_file), "-o", str(tmp_path / "s1.html"))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert str(result_file) in result.output
+    assert not (tmp_path / "s1.html").exists()
+
+
+@pytest.mark.parametrize("case", ["summary-absent", "scores-lone-surrogate-trace-id"])
+def test_cli_reports_a_bad_result_file_in_one_line_with_exit_2(tmp_path: Path, case: str) -> None:
+    name, spoil, _ = BAD_RESULT_FILES[case]
+    directory = write_results(tmp_path / "r", synthetic_scores(4, seed=1))
+    spoil(directory / name)
+    (directory / "errors.jsonl").write_bytes(b"{}\n")
+    result = _dashboard(str(directory), "-o", str(tmp_path / "o.html"))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o.html").exists()
+
+
+def test_interrupted_write_leaves_the_earlier_page_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = tmp_path / "out" / "report.html"
+    write_rebalance_page(write_results(tmp_path / "r1", synthetic_scores(3)), output)
+    earlier = output.read_bytes()
+    later = write_results(tmp_path / "r2", synthetic_scores(5))
+
+    def interrupted(source: object, target: object) -> None:
+        raise KeyboardInterrupt
+
+    def disk_full(source: object, target: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            write_rebalance_page(later, output)
+    assert output.read_bytes() == earlier
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", disk_full)
+        result = _dashboard(str(later), "-o", str(output))
+    assert result.exit_code == 2 and "the disk is full" in result.output
+    assert output.read_bytes() == earlier
+    assert [path.name for path in output.parent.iterdir()] == ["report.html"]
 
 
 # --- worked examples -----------------------------------------------------------------------

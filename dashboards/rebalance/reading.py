@@ -221,7 +221,7 @@ def _check_part(
             if column.required and values.null_count:
                 raise InputError("empty value", source=str(part), field=column.name)
         elif found in ("integer", "number"):
-            numbers = values.cast(pa.float64())
+            numbers = values.cast(pa.float64(), safe=False)
             bad = pc.invert(pc.less_equal(pc.abs(numbers), float(MAX_MAGNITUDE)))
             if pc.any(bad.fill_null(False)).as_py():
                 row = _first_bad_row(table, bad)
