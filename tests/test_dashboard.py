@@ -153,6 +153,48 @@ def test_single_file_and_spark_style_dataset_directories_read_the_same(tmp_path:
     assert all(path.suffix == ".parquet" for path in partitioned.inputs[:-1])
 
 
+def _kind_of_arrow(data_type: pa.DataType) -> str:
+    if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
+        return "text"
+    if pa.types.is_integer(data_type):
+        return "integer"
+    if pa.types.is_floating(data_type):
+        return "number"
+    return str(data_type)
+
+
+def test_every_result_column_the_dashboard_reads_is_in_the_replay_schema() -> None:
+    from assignors.scoring import SCORE_SCHEMA, SUMMARY_SCHEMA
+
+    for fields, schema in (
+        (reading.SCORE_FIELDS, SCORE_SCHEMA),
+        (reading.SUMMARY_FIELDS, SUMMARY_SCHEMA),
+    ):
+        for column in fields:
+            assert column.name in schema.names, f"{column.name} is not a replay result column"
+            written = schema.field(column.name)
+            assert _kind_of_arrow(written.type) == column.kind, (column.name, written.type)
+            # the dashboard tolerates absence exactly where the replay may write null
+            assert column.required == (not written.nullable), column.name
+            assert column.description
+    for schema in (SCORE_SCHEMA, SUMMARY_SCHEMA):
+        if reading.PROTOCOL_FIELD.name in schema.names:
+            assert _kind_of_arrow(schema.field(reading.PROTOCOL_FIELD.name).type) == "text"
+
+
+def test_page_lists_every_column_it_reads_with_its_description(tmp_path: Path) -> None:
+    html = render_rebalance(read_results(write_results(tmp_path / "r", synthetic_scores(3))))
+    rows = _table(html, "sources-table")
+    listed = {(file, column): text for (file, _), (column, _), (text, _), _ in rows[1:]}
+    for file, fields in (
+        ("scores.parquet", reading.SCORE_FIELDS),
+        ("summary.parquet", reading.SUMMARY_FIELDS),
+    ):
+        for column in fields:
+            assert listed[file, column.name] == column.description
+    assert listed["summary.parquet, else scores.parquet", "protocol"].startswith("the rebalance")
+
+
 def test_dataset_directory_of_plain_part_files_reads_like_a_single_file(tmp_path: Path) -> None:
     scores = synthetic_scores(12, seed=4)
     single = read_results(write_results(tmp_path / "single", scores))
@@ -614,8 +656,9 @@ def test_twenty_thousand_traces_by_four_assignors_render_under_six_megabytes_in_
     assert written.size_bytes < 6_000_000, written.size_bytes
     assert elapsed < 15.0, elapsed
     html = written.path.read_text(encoding="utf-8")
-    index = json.loads(re.search(r'id="timeline-data">(.*?)</script>', html, re.S).group(1))
-    assert len(index["traces"]) == aggregation.DEFAULT_TIMELINE_TRACES
+    data = re.search(r'id="timeline-data">(.*?)</script>', html, re.S)
+    assert data is not None
+    assert len(json.loads(data.group(1))["traces"]) == aggregation.DEFAULT_TIMELINE_TRACES
 
 
 def test_write_atomically_replaces_the_page_and_leaves_no_temporary_files(tmp_path: Path) -> None:
@@ -890,13 +933,26 @@ def test_results_written_by_spark_partitioned_by_assignor_read_like_a_single_fil
 ) -> None:
     scores = synthetic_scores(25, seed=6)
     scores["rack_mismatch"] = scores["rack_mismatch"].astype("float64")
-    single = read_results(write_results(tmp_path / "single", scores))
+    single = read_results(write_results(tmp_path / "single", scores, protocol_in="summary"))
+    summary = summary_frame(scores).assign(protocol="eager")
+    summary["protocol"] = summary["protocol"].where(
+        summary["assignor"] != "cooperative-sticky", "cooperative"
+    )
+    for column in summary.columns[2:]:
+        if str(summary[column].dtype) == "Int64":
+            summary[column] = summary[column].astype("int64")
     spark_dir = tmp_path / "spark"
     spark_dir.mkdir()
     spark.createDataFrame(scores).repartition(2).write.partitionBy("assignor").parquet(
         str(spark_dir / "scores.parquet")
     )
+    spark.createDataFrame(summary).coalesce(1).write.partitionBy("assignor").parquet(
+        str(spark_dir / "summary.parquet")
+    )
     names = {path.name for path in (spark_dir / "scores.parquet").iterdir()}
     assert "_SUCCESS" in names and "assignor=cooperative-sticky" in names
+    assert any(path.name.endswith(".crc") for path in (spark_dir / "summary.parquet").rglob("*"))
     from_spark = read_results(spark_dir)
     pd.testing.assert_frame_equal(from_spark.scores, single.scores)
+    pd.testing.assert_frame_equal(from_spark.summary, single.summary)
+    assert from_spark.protocols == single.protocols

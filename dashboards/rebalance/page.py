@@ -53,7 +53,16 @@ from dashboards.rebalance.figures import (
     revocation_figure,
     timeline_figure,
 )
-from dashboards.rebalance.reading import RebalanceResults, read_results, result_inputs
+from dashboards.rebalance.reading import (
+    PROTOCOL_FIELD,
+    SCORE_FIELDS,
+    SCORES_FILE,
+    SUMMARY_FIELDS,
+    SUMMARY_FILE,
+    RebalanceResults,
+    read_results,
+    result_inputs,
+)
 from ktkbase.outputs import check_output_file
 
 TIMELINE_SCRIPT = "static/rebalance-timeline.js"
@@ -106,6 +115,33 @@ def _recorded_table(comparison: pd.DataFrame) -> str:
         '<table id="recorded-table"><thead><tr><th>assignor</th>'
         "<th>traces with fewer moves than recorded</th><th>as many</th><th>more</th></tr>"
         f"</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+PROTOCOL_SOURCES = "summary.parquet, else scores.parquet"
+
+
+def _sources_section() -> str:
+    """The result columns the page reads, with what each means (the dashboard's contract)."""
+    listed = (
+        *((SCORES_FILE, column) for column in SCORE_FIELDS),
+        *((SUMMARY_FILE, column) for column in SUMMARY_FIELDS),
+        (PROTOCOL_SOURCES, PROTOCOL_FIELD),
+    )
+    rows = "".join(
+        f'<tr><td class="text mono">{escape(file)}</td>'
+        f'<td class="text mono">{escape(column.name)}</td>'
+        f'<td class="text">{escape(column.description)}</td>'
+        f'<td class="text">{"required" if column.required else "may be absent or null"}</td></tr>'
+        for file, column in listed
+    )
+    return (
+        '<section id="sources"><h2>What this page reads</h2><p class="note">The result '
+        "columns behind every number above (spec/traces.md). Either Parquet table may be one "
+        "file or a dataset directory of part files.</p>"
+        '<table id="sources-table"><thead><tr><th class="text">file</th>'
+        '<th class="text">column</th><th class="text">meaning</th><th class="text">presence</th>'
+        f"</tr></thead><tbody>{rows}</tbody></table></section>"
     )
 
 
@@ -257,6 +293,7 @@ def render_rebalance(
         f"{embed_json({'assignors': assignors, 'traces': timeline})}</script></section>"
     )
     sections.append(_errors_section(results.errors))
+    sections.append(_sources_section())
     subtitle = (
         f"{results.source}: {trace_count:,} traces × {len(assignors)} assignors "
         f"({', '.join(assignors)})"

@@ -70,7 +70,7 @@ class ResultColumn:
 
 SCORE_FIELDS = (
     ResultColumn("trace_id", "text", "the replayed trace"),
-    ResultColumn("assignor", "text", "the assignor, or `recorded` for the real group"),
+    ResultColumn("assignor", "text", "the assignor, or recorded for the real group"),
     ResultColumn("generation", "integer", "the generation within the trace"),
     ResultColumn("members", "integer", "members in the group (timeline)"),
     ResultColumn("max_load", "integer", "partitions of the most loaded member (gap chart)"),
@@ -95,7 +95,7 @@ SCORE_FIELDS = (
 )
 SUMMARY_FIELDS = (
     ResultColumn("trace_id", "text", "the replayed trace"),
-    ResultColumn("assignor", "text", "the assignor, or `recorded` for the real group"),
+    ResultColumn("assignor", "text", "the assignor, or recorded for the real group"),
     ResultColumn("generations", "integer", "generations replayed"),
     ResultColumn("total_moved", "integer", "partitions moved, summed over the trace"),
     ResultColumn("total_forced", "integer", "partitions whose owner left, summed"),
