@@ -604,6 +604,18 @@ def test_page_embeds_plotly_once_and_references_nothing_remote(tmp_path: Path) -
     assert "cdn.plot.ly" not in html.split(signature.group(0))[0]
 
 
+def test_page_inlines_the_timeline_script_shipped_as_package_data() -> None:
+    from importlib import resources
+
+    shipped = resources.files("dashboards").joinpath("static/rebalance-timeline.js")
+    script = shipped.read_text(encoding="utf-8")
+    assert "timeline-data" in script
+    html = render_rebalance(results_of(_hand_scores()))
+    assert html.endswith(f"<script>\n\n{script}\n</script>\n</body>\n</html>\n")
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert re.search(r'dashboards = \[[^\]]*"static/\*\.js"', pyproject)
+
+
 def test_same_results_in_any_row_order_give_the_same_bytes(tmp_path: Path) -> None:
     scores = synthetic_scores(50, seed=11)
     shuffled = scores.sample(frac=1.0, random_state=4).reset_index(drop=True)
@@ -634,6 +646,40 @@ def test_hostile_ids_reach_the_page_only_escaped() -> None:
     index = json.loads(data.group(1))
     assert {trace["id"] for trace in index["traces"]} == {HOSTILE, SCRIPT_BREAKOUT}
     assert HOSTILE in index["assignors"]
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_hostile_ids_read_from_result_files_never_leave_their_text(
+    tmp_path: Path, partitioned: bool
+) -> None:
+    hostile_assignor = HOSTILE + "/a=b%20\u2028"
+    scores = synthetic_scores(6, seed=3, trace_prefix=SCRIPT_BREAKOUT + "\u2028\u2029&")
+    scores["assignor"] = scores["assignor"].replace("sticky", hostile_assignor)
+    scores["protocol"] = np.where(scores["assignor"] == "range", SCRIPT_BREAKOUT, "eager")
+    errors = [{"trace_id": SCRIPT_BREAKOUT, "file": HOSTILE, "reason": HOSTILE, "value": HOSTILE}]
+    directory = write_results(tmp_path / "r", scores, partitioned=partitioned, errors=errors)
+    html = render_rebalance(read_results(directory), timeline_traces=6)
+    assert HOSTILE not in html and "</script><script>alert" not in html
+    for script in re.finditer(r"<script[^>]*>(.*?)</script>", html, re.S):
+        assert "\u2028" not in script.group(1) and "\u2029" not in script.group(1)
+        assert "<!--" not in script.group(1)
+    data = re.search(r'id="timeline-data">(.*?)</script>', html, re.S)
+    assert data is not None
+    index = json.loads(data.group(1))
+    assert hostile_assignor in index["assignors"]
+    assert all(trace["id"].startswith(SCRIPT_BREAKOUT) for trace in index["traces"])
+    assert _protocol_cells(html)["range"] == SCRIPT_BREAKOUT
+
+
+def test_partition_directory_name_that_is_no_utf8_is_an_input_error(tmp_path: Path) -> None:
+    directory = write_results(tmp_path / "r", synthetic_scores(3, seed=1), partitioned=True)
+    dataset = os.fsencode(directory / "scores.parquet")
+    os.rename(dataset + b"/assignor=range", dataset + b"/assignor=r\xffnge")
+    with pytest.raises(InputError, match=r"assignor: partition directory name is not valid UTF-8"):
+        read_results(directory)
+    result = _dashboard(str(directory), "-o", str(tmp_path / "o.html"))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "assignor=r\\udcffnge" in result.output
 
 
 def test_embedded_json_round_trips_and_cannot_close_its_script() -> None:

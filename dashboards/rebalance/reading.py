@@ -141,6 +141,11 @@ class RebalanceResults:
 # Parquet: one file or a dataset directory, checked part by part
 
 
+def shown(path: Path) -> str:
+    """A path as an error message can print it: bytes that are no UTF-8 as escapes."""
+    return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _kind_of(data_type: pa.DataType) -> str | None:
     """The column kind an Arrow type can stand for (None: none the dashboard reads)."""
     if pa.types.is_dictionary(data_type):
@@ -171,9 +176,16 @@ def _hive_values(part: Path, root: Path) -> dict[str, str | None]:
     """Partition values named by the directories between `root` and `part` (`assignor=range`)."""
     values: dict[str, str | None] = {}
     for directory in part.relative_to(root).parts[:-1]:
-        if "=" in directory:
-            key, value = directory.split("=", 1)
-            values[key] = None if value == _HIVE_NULL else unquote(value)
+        if "=" not in directory:
+            continue
+        key, value = directory.split("=", 1)
+        if unencodable_text(directory) is not None:
+            raise InputError(
+                "partition directory name is not valid UTF-8",
+                source=shown(part.parent),
+                field=shown(Path(key)),
+            )
+        values[key] = None if value == _HIVE_NULL else unquote(value)
     return values
 
 
@@ -199,14 +211,16 @@ def _check_part(
     for column in (*fields, *optional):
         if column.name not in table.column_names:
             if column.required:
-                raise InputError("required column is missing", source=str(part), field=column.name)
+                raise InputError(
+                    "required column is missing", source=shown(part), field=column.name
+                )
             continue
         values = table.column(column.name)
         found = _kind_of(values.type)
         if not _accepts(column.kind, found):
             raise InputError(
                 f"column has type {values.type}, expected {column.kind}",
-                source=str(part),
+                source=shown(part),
                 field=column.name,
             )
         if found == "text":
@@ -215,11 +229,11 @@ def _check_part(
             except pa.ArrowInvalid:
                 raise InputError(
                     "text is not valid UTF-8 (a lone surrogate or a cut character)",
-                    source=str(part),
+                    source=shown(part),
                     field=column.name,
                 ) from None
             if column.required and values.null_count:
-                raise InputError("empty value", source=str(part), field=column.name)
+                raise InputError("empty value", source=shown(part), field=column.name)
         elif found in ("integer", "number"):
             numbers = values.cast(pa.float64(), safe=False)
             bad = pc.invert(pc.less_equal(pc.abs(numbers), float(MAX_MAGNITUDE)))
@@ -227,7 +241,7 @@ def _check_part(
                 row = _first_bad_row(table, bad)
                 raise InputError(
                     f"not a finite number of magnitude at most 2^53 (row {row})",
-                    source=str(part),
+                    source=shown(part),
                     trace_id=_trace_of(table, row),
                     field=column.name,
                     value=values[row].as_py(),
@@ -242,7 +256,7 @@ def _read_part(path: Path) -> pa.Table:
     except (pa.ArrowException, OSError, ValueError) as error:
         if isinstance(error, FileNotFoundError | PermissionError):
             raise
-        raise InputError(f"not readable as Parquet: {error}", source=str(path)) from None
+        raise InputError(f"not readable as Parquet: {error}", source=shown(path)) from None
 
 
 def read_result_table(
@@ -263,12 +277,13 @@ def read_result_table(
         parts = data_files([path], (".parquet",))
         if not parts:
             raise InputError(
-                "a Parquet dataset directory without part files (*.parquet)", source=str(path)
+                "a Parquet dataset directory without part files (*.parquet)", source=shown(path)
             )
         tables = []
         for part in parts:
+            partition = _hive_values(part, path)
             table = _read_part(part)
-            for key, value in _hive_values(part, path).items():
+            for key, value in partition.items():
                 if key not in table.column_names:
                     table = table.append_column(key, pa.array([value] * len(table), pa.string()))
             tables.append(_check_part(table, part, fields, optional))
@@ -293,7 +308,7 @@ def read_result_table(
         combined = pa.concat_tables(aligned, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
         raise InputError(
-            f"part files disagree on column types: {error}", source=str(path)
+            f"part files disagree on column types: {error}", source=shown(path)
         ) from None
     return combined, tuple(parts)
 
@@ -427,7 +442,7 @@ def read_errors(path: Path) -> tuple[dict[str, Any], ...]:
     if not path.exists():
         return ()
     if path.is_dir():
-        raise InputError("expected a file, found a directory", source=str(path))
+        raise InputError("expected a file, found a directory", source=shown(path))
     errors: list[dict[str, Any]] = []
     with path.open("rb") as lines:
         for number, raw in enumerate(lines, start=1):
@@ -435,7 +450,7 @@ def read_errors(path: Path) -> tuple[dict[str, Any], ...]:
                 text = raw.decode("utf-8").strip()
             except UnicodeDecodeError as error:
                 raise InputError(
-                    f"not UTF-8 text (byte {error.start})", source=str(path), line=number
+                    f"not UTF-8 text (byte {error.start})", source=shown(path), line=number
                 ) from None
             if not text:
                 continue
@@ -447,19 +462,19 @@ def read_errors(path: Path) -> tuple[dict[str, Any], ...]:
                 )
             except (ValueError, RecursionError) as error:
                 raise InputError(
-                    f"not a JSON object: {str(error)[:120]}", source=str(path), line=number
+                    f"not a JSON object: {str(error)[:120]}", source=shown(path), line=number
                 ) from None
             if not isinstance(value, dict):
                 raise InputError(
                     f"not a JSON object (a JSON {type(value).__name__})",
-                    source=str(path),
+                    source=shown(path),
                     line=number,
                 )
             bad = unencodable_text(value)
             if bad is not None:
                 raise InputError(
                     "text holds a lone surrogate (\\ud800-\\udfff)",
-                    source=str(path),
+                    source=shown(path),
                     line=number,
                     field=bad,
                 )
@@ -483,7 +498,7 @@ def _table_path(directory: Path, name: str) -> Path:
         raise InputError(
             f"no {name} here (expected the output directory of `ktk replay` or the Spark "
             "replay job)",
-            source=str(directory),
+            source=shown(directory),
         )
     return path
 
@@ -495,7 +510,7 @@ def read_results(results_dir: str | os.PathLike[str]) -> RebalanceResults:
     if not directory.exists():
         raise FileNotFoundError(2, "No such file or directory", str(directory))
     if not directory.is_dir():
-        raise InputError("expected a results directory, found a file", source=str(directory))
+        raise InputError("expected a results directory, found a file", source=shown(directory))
     scores_path = _table_path(directory, SCORES_FILE)
     summary_path = _table_path(directory, SUMMARY_FILE)
     scores_table, score_parts = read_result_table(scores_path, SCORE_FIELDS, (PROTOCOL_FIELD,))
@@ -504,11 +519,11 @@ def read_results(results_dir: str | os.PathLike[str]) -> RebalanceResults:
     )
     score_frame = scores_table.to_pandas()
     summary_frame = summary_table.to_pandas()
-    scores = normalise_scores(score_frame, source=str(scores_path))
+    scores = normalise_scores(score_frame, source=shown(scores_path))
     if scores.empty:
-        raise InputError("no score rows", source=str(scores_path))
-    summary = normalise_summary(summary_frame, source=str(summary_path))
-    _check_same_traces(scores, summary, str(summary_path))
+        raise InputError("no score rows", source=shown(scores_path))
+    summary = normalise_summary(summary_frame, source=shown(summary_path))
+    _check_same_traces(scores, summary, shown(summary_path))
     protocol_source = summary_frame if "protocol" in summary_frame.columns else score_frame
     protocols = (
         protocol_labels(protocol_source[["assignor", "protocol"]].astype({"assignor": str}))
