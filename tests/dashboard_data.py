@@ -129,9 +129,9 @@ def synthetic_scores(
 
 
 def summary_frame(scores: pd.DataFrame) -> pd.DataFrame:
-    """The summary rows the replay writes beside the scores (assignors.scoring.summarize): one
-    per trace x assignor, columns as in summary.parquet (a column absent from the scores stays
-    null)."""
+    """The summary rows the replay writes beside the scores (as assignors.traces.scoring's
+    summarize does): one per trace x assignor, columns as in summary.parquet (a column absent
+    from the scores stays null)."""
 
     def column(name: str) -> pd.Series:
         if name in scores.columns:

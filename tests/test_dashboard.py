@@ -164,7 +164,7 @@ def _kind_of_arrow(data_type: pa.DataType) -> str:
 
 
 def test_every_result_column_the_dashboard_reads_is_in_the_replay_schema() -> None:
-    from assignors.scoring import SCORE_SCHEMA, SUMMARY_SCHEMA
+    from assignors.traces.scoring import SCORE_SCHEMA, SUMMARY_SCHEMA
 
     for fields, schema in (
         (reading.SCORE_FIELDS, SCORE_SCHEMA),
