@@ -193,6 +193,17 @@ def test_hostile_trace_member_and_topic_names_render_as_text(browser: Any, tmp_p
         assert HOSTILE in page.locator("#timeline-chart .gtitle").text_content()
         legend = page.locator("#churn-balance-chart .legendtext").all_text_contents()
         assert HOSTILE in legend
+        page.evaluate(
+            "() => { const chart = document.getElementById('churn-balance-chart');"
+            " const curve = chart.data.findIndex(trace => trace.name.includes('onerror'));"
+            " Plotly.Fx.hover(chart, [{curveNumber: curve, pointNumber: 0}]); }"
+        )
+        hover = page.locator("#churn-balance-chart .hovertext").first
+        hover.wait_for()
+        hover_text = hover.text_content() or ""
+        assert hover_text.startswith(f"{HOSTILE}moved ")  # lines are separate tspans
+        assert f"trace(s): {HOSTILE}" in hover_text and "%{" not in hover_text
+        assert page.evaluate("() => document.querySelectorAll('img').length") == 0
         _screenshot(visit, "rebalance-dashboard-hostile-names.png")
         assert visit.dialogs == [] and visit.errors == []
 

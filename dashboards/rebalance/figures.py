@@ -34,14 +34,11 @@ def churn_balance_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Fi
         if own.empty:
             continue
         offset = (position - (len(colours) - 1) / 2) * dodge
-        hover = [
-            f"{_label(assignor)}<br>moved {'≈ ' if binned else ''}{format_number(moved)} "
-            f"partitions<br>worst spread {format_number(spread, spread_digits)} "
-            f"partitions<br>{format_number(count)} trace(s): "
-            + escape(", ".join(examples) + (", …" if count > len(examples) else ""))
-            for moved, spread, count, examples in zip(
-                own["moved"], own["spread"], own["traces"], own["examples"], strict=True
-            )
+        # numbers travel as typed arrays and the wording once per assignor in the template;
+        # the name comes in as data (%{fullData.name}), so a "%{" in it is no placeholder
+        examples = [
+            escape(", ".join(names) + (", …" if count > len(names) else ""))
+            for count, names in zip(own["traces"], own["examples"], strict=True)
         ]
         figure.add_trace(
             go.Scatter(
@@ -55,8 +52,15 @@ def churn_balance_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Fi
                     "opacity": 0.6,
                     "line": {"width": 0.5, "color": "#ffffff"},
                 },
-                hovertext=hover,
-                hoverinfo="text",
+                customdata=np.column_stack(
+                    (own["spread"].to_numpy(dtype="float64"), own["traces"].to_numpy("float64"))
+                ),
+                text=examples,
+                hovertemplate=(
+                    f"%{{fullData.name}}<br>moved {'≈ ' if binned else ''}%{{x:,.0f}} "
+                    f"partitions<br>worst spread %{{customdata[0]:,.{spread_digits}f}} "
+                    "partitions<br>%{customdata[1]:,.0f} trace(s): %{text}<extra></extra>"
+                ),
             )
         )
     figure.update_layout(
