@@ -279,6 +279,13 @@ BAD_RESULT_FILES = {
         ),
         r"scores\.parquet: moved: column has type string, expected integer",
     ),
+    "scores-boolean-measure": (
+        "scores.parquet",
+        lambda path: _rewrite(
+            path, lambda table: _set_column("rounds", pa.array([True] * table.num_rows))(table)
+        ),
+        r"scores\.parquet: rounds: column has type bool, expected integer",
+    ),
     "summary-numeric-trace-id": (
         "summary.parquet",
         lambda path: _rewrite(

@@ -156,7 +156,7 @@ def _kind_of(data_type: pa.DataType) -> str | None:
         return "text"
     if pa.types.is_integer(data_type):
         return "integer"
-    if pa.types.is_floating(data_type) or pa.types.is_boolean(data_type):
+    if pa.types.is_floating(data_type):
         return "number"
     return None
 
@@ -164,12 +164,10 @@ def _kind_of(data_type: pa.DataType) -> str | None:
 def _accepts(kind: ColumnKind, found: str | None) -> bool:
     if found == "null":
         return True
-    if kind == "number":
-        return found in ("integer", "number")
-    if kind == "integer":
-        # float columns hold integers when a nullable integer went through pandas or Spark
-        return found in ("integer", "number")
-    return found == kind
+    if kind == "text":
+        return found == "text"
+    # integer columns arrive as floats when a nullable integer went through pandas or Spark
+    return found in ("integer", "number")
 
 
 def _hive_values(part: Path, root: Path) -> dict[str, str | None]:
@@ -311,12 +309,6 @@ def read_result_table(
             f"part files disagree on column types: {error}", source=shown(path)
         ) from None
     return combined, tuple(parts)
-
-
-def read_parquet_table(path: Path) -> pd.DataFrame:
-    """The score columns of one Parquet file or dataset directory, as pandas."""
-    table, _ = read_result_table(path, SCORE_FIELDS)
-    return table.to_pandas()
 
 
 # ---------------------------------------------------------------------------------------------
