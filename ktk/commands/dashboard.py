@@ -47,8 +47,7 @@ def dashboard_command(
 ) -> None:
     """Write a self-contained HTML dashboard that opens offline in any browser.
 
-    Exit 0 when the page was written, 2 when the results cannot be read or the output may
-    not be replaced.
+    Exit 0 when the page was written; 2 for unreadable results or a refused output.
     """
     from dashboards.errors import InputError
 
