@@ -44,7 +44,7 @@ MAX_ROUNDS_BUCKET = 5
 
 
 @dataclass(frozen=True, slots=True)
-class SummaryColumn:
+class TableColumn:
     """One column of the per-assignor summary table."""
 
     key: str
@@ -53,20 +53,20 @@ class SummaryColumn:
     better: str | None  # "low", "high" or None (not ranked)
 
 
-SUMMARY_COLUMNS = (
-    SummaryColumn("traces", "traces", 0, None),
-    SummaryColumn("generations", "generations", 0, None),
-    SummaryColumn("moved", "moved (partitions, total)", 0, "low"),
-    SummaryColumn("forced", "forced (partitions, total)", 0, "low"),
-    SummaryColumn("revoked", "revoked (partitions, total)", 0, "low"),
-    SummaryColumn("rounds", "rounds (total)", 0, "low"),
-    SummaryColumn("spread_max", "max spread (partitions)", 0, "low"),
-    SummaryColumn("weight_skew_max", "worst weight skew (max/mean)", 3, "low"),
-    SummaryColumn("rack_mismatch", "rack mismatches (partitions, total)", 0, "low"),
-    SummaryColumn("assign_ms_mean", "mean assign time (ms)", 3, "low"),
-    SummaryColumn("invalid_generations", "invalid generations", 0, "low"),
-    SummaryColumn("extra_moved", "moves above minimum (partitions, total)", 0, "low"),
-    SummaryColumn("optimal_balance_share", "generations at optimal max load (%)", 1, "high"),
+TABLE_COLUMNS = (
+    TableColumn("traces", "traces", 0, None),
+    TableColumn("generations", "generations", 0, None),
+    TableColumn("moved", "moved (partitions, total)", 0, "low"),
+    TableColumn("forced", "forced (partitions, total)", 0, "low"),
+    TableColumn("revoked", "revoked (partitions, total)", 0, "low"),
+    TableColumn("rounds", "rounds (total)", 0, "low"),
+    TableColumn("spread_max", "max spread (partitions)", 0, "low"),
+    TableColumn("weight_skew_max", "worst weight skew (max/mean)", 3, "low"),
+    TableColumn("rack_mismatch", "rack mismatches (partitions, total)", 0, "low"),
+    TableColumn("assign_ms_mean", "mean assign time (ms)", 3, "low"),
+    TableColumn("invalid_generations", "invalid generations", 0, "low"),
+    TableColumn("extra_moved", "moves above minimum (partitions, total)", 0, "low"),
+    TableColumn("optimal_balance_share", "generations at optimal max load (%)", 1, "high"),
 )
 
 
@@ -124,7 +124,7 @@ def best_assignors(summary: pd.DataFrame) -> dict[str, frozenset[str]]:
         return {}
     competing = summary[summary["traces"] == summary["traces"].max()]
     best: dict[str, frozenset[str]] = {}
-    for column in SUMMARY_COLUMNS:
+    for column in TABLE_COLUMNS:
         if column.better is None:
             continue
         values = competing[column.key].dropna()

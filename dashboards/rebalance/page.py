@@ -32,7 +32,7 @@ from dashboards.rebalance.aggregation import (
     DEFAULT_TIMELINE_TRACES,
     MAX_ERRORS_SHOWN,
     RECORDED,
-    SUMMARY_COLUMNS,
+    TABLE_COLUMNS,
     assignor_order,
     best_assignors,
     protocol_label,
@@ -78,12 +78,12 @@ def _summary_table(
     summary: pd.DataFrame, protocols: dict[str, str], colours: dict[str, str]
 ) -> str:
     best = best_assignors(summary)
-    header = "".join(f"<th>{escape(column.header)}</th>" for column in SUMMARY_COLUMNS)
+    header = "".join(f"<th>{escape(column.header)}</th>" for column in TABLE_COLUMNS)
     rows: list[str] = []
     for name, values in summary.iterrows():
         assignor = str(name)
         cells: list[str] = []
-        for column in SUMMARY_COLUMNS:
+        for column in TABLE_COLUMNS:
             is_best = assignor in best.get(column.key, frozenset())
             css = ' class="best" title="best in this column"' if is_best else ""
             cells.append(f"<td{css}>{format_number(values[column.key], column.digits)}</td>")
