@@ -1,12 +1,15 @@
-"""Building blocks shared by the dashboards: escaping, embedded JSON, plotly divs, atomic writes.
+"""Building blocks shared by the dashboards: escaping, embedded JSON, plotly divs, page files.
 
 Every page is one self-contained HTML file: plotly's JavaScript is embedded once (with the first
-figure) and nothing is fetched from the network.
+figure) and nothing is fetched from the network. Its head names ktk as the generator, which is
+how a later run knows that it may replace the file (:func:`write_page`).
 
 >>> escape('<img src=x onerror=alert(1)>')
 '&lt;img src=x onerror=alert(1)&gt;'
 >>> embed_json({"id": "</script><!--"})
 '{"id": "\\\\u003c/script\\\\u003e\\\\u003c!--"}'
+>>> is_ktk_page(document("t", "s", "").encode()), is_ktk_page(b"<!DOCTYPE html><p>notes</p>")
+(True, False)
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ import html
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
+
+from ktkbase.outputs import atomic_write, write_output_file
 
 # one colour per assignor, stable across all charts of a page; `recorded` is always near-black
 PALETTE = (
@@ -38,6 +42,9 @@ PALETTE = (
 RECORDED_COLOUR = "#222222"
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+
+# in the head of every page; a file whose head lacks it is not replaced without --force
+GENERATOR_META = '<meta name="generator" content="ktk">'
 
 _JSON_UNSAFE = (
     ("<", "\\u003c"),
@@ -97,6 +104,32 @@ def embed_json(value: Any) -> str:
     return text
 
 
+def unencodable_text(value: object, path: str = "") -> str | None:
+    """Where a JSON-like value holds text no page can carry (a lone surrogate), or None.
+
+    >>> unencodable_text({"ok": ["fine"], "id": "a\\udc80b"})
+    'id'
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "value"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{path}.{key}" if path else str(key)
+            found = unencodable_text(key, name) or unencodable_text(item, name)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = unencodable_text(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def assignor_colours(names: Sequence[str]) -> dict[str, str]:
     """A colour per assignor name in the given order; the pseudo-assignor `recorded` is black."""
     colours: dict[str, str] = {}
@@ -142,6 +175,7 @@ def document(title: str, subtitle: str, body: str, script: str = "") -> str:
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"{GENERATOR_META}\n"
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         f"<header><h1>{escape(title)}</h1><p>{escape(subtitle)}</p></header>\n"
@@ -149,32 +183,37 @@ def document(title: str, subtitle: str, body: str, script: str = "") -> str:
     )
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def is_ktk_page(head: bytes) -> bool:
+    """Whether the first bytes of a file are the head of a page ktk wrote (the generator meta
+    comes before the end of the head, not somewhere in a foreign page's text)."""
+    text = head.decode("utf-8", errors="replace")
+    position = text.find(GENERATOR_META)
+    return (
+        text.startswith("<!DOCTYPE html>")
+        and position >= 0
+        and "</head>" not in text[:position]
+        and "<body" not in text[:position]
+    )
+
+
+def write_page(
+    path: str | os.PathLike[str],
+    html_text: str,
+    *,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+    force: bool = False,
+) -> Path:
+    """Write a page atomically where no input, no directory and no foreign file is replaced.
+
+    An existing file is replaced only when it is a ktk page (:func:`is_ktk_page`) or ``force``
+    is given; an input or a directory never is. Raises ``ktkbase.errors.OutputError``.
+    """
+    return write_output_file(path, html_text, inputs=inputs, force=force, is_ours=is_ktk_page)
 
 
 def write_atomically(path: str | os.PathLike[str], text: str) -> Path:
-    """Write `text` to `path` through a temporary file in the same directory and a rename."""
+    """Write `text` to `path` whole or not at all (no overwrite check; see :func:`write_page`)."""
     target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=directory, prefix=f".{target.name}.", suffix=".tmp", delete=False
-    ) as handle:
-        temporary = Path(handle.name)
-        try:
-            handle.write(text)
-        except BaseException:
-            handle.close()
-            temporary.unlink(missing_ok=True)
-            raise
-    try:
-        # temporary files are private (0600); the page gets the mode a plain open() would give
-        os.chmod(temporary, 0o666 & ~_current_umask())
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return target
+    if str(target.parent):
+        target.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write(target, text)

@@ -17,6 +17,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dashboards.rebalance.reading import (
+    RebalanceResults,
+    normalise_scores,
+    normalise_summary,
+    protocol_labels,
+)
+
 ASSIGNORS = ("cooperative-sticky", "range", "roundrobin", "sticky")
 COOPERATIVE = frozenset({"cooperative-sticky"})
 # fraction of partitions each assignor moves per rebalance, and its spread on top of the optimum
@@ -121,28 +128,109 @@ def synthetic_scores(
     return scores
 
 
+def summary_frame(scores: pd.DataFrame) -> pd.DataFrame:
+    """The summary rows the replay writes beside the scores (as assignors.traces.scoring's
+    summarize does): one per trace x assignor, columns as in summary.parquet (a column absent
+    from the scores stays null)."""
+
+    def column(name: str) -> pd.Series:
+        if name in scores.columns:
+            return pd.to_numeric(scores[name]).astype("float64")
+        return pd.Series(np.nan, index=scores.index)
+
+    frame = pd.DataFrame(
+        {
+            "trace_id": scores["trace_id"],
+            "assignor": scores["assignor"],
+            "moved": column("moved"),
+            "forced": column("forced"),
+            "min_moved": column("min_moved"),
+            "revoked": column("revoked"),
+            "rounds": column("rounds"),
+            "spread": column("spread"),
+            "weight_skew": column("weight_skew"),
+            "assign_ms": column("assign_ms"),
+            "invalid_generation": (
+                (column("invalid").fillna(0) > 0) | (column("unassigned").fillna(0) > 0)
+            ).astype("int64"),
+            "unbalanced_generation": (column("spread").fillna(0) > 1).astype("int64"),
+        }
+    )
+    grouped = frame.groupby(["trace_id", "assignor"], sort=True)
+    summary = pd.DataFrame(
+        {
+            "generations": grouped.size(),
+            "total_moved": grouped["moved"].sum(min_count=1),
+            "total_forced": grouped["forced"].sum(min_count=1),
+            "total_min_moved": grouped["min_moved"].sum(min_count=1),
+            "total_revoked": grouped["revoked"].sum(min_count=1),
+            "total_rounds": grouped["rounds"].sum(min_count=1),
+            "max_spread": grouped["spread"].max(),
+            "max_weight_skew": grouped["weight_skew"].max(),
+            "mean_assign_ms": grouped["assign_ms"].mean(),
+            "invalid_generations": grouped["invalid_generation"].sum(),
+            "unbalanced_generations": grouped["unbalanced_generation"].sum(),
+        }
+    ).reset_index()
+    for name in summary.columns[2:]:
+        if name not in ("max_weight_skew", "mean_assign_ms"):
+            summary[name] = summary[name].astype("Int64")
+    return summary
+
+
+def protocols_of(assignors: pd.Series) -> pd.Series:
+    """The protocol each fixture assignor runs (recorded groups: eager)."""
+    return assignors.map(lambda name: "cooperative" if name in COOPERATIVE else "eager")
+
+
+def results_of(
+    scores: pd.DataFrame,
+    errors: Sequence[dict] = (),
+    *,
+    source: str = "results",
+    protocols: dict[str, str] | None = None,
+) -> RebalanceResults:
+    """In-memory results as read_results gives them, the summary made by summary_frame;
+    `protocols` maps assignor -> the protocol recorded for it."""
+    recorded = protocols or {}
+    return RebalanceResults(
+        scores=normalise_scores(scores),
+        summary=normalise_summary(summary_frame(scores)),
+        protocols=protocol_labels(
+            pd.DataFrame({"assignor": list(recorded), "protocol": list(recorded.values())})
+        ),
+        errors=tuple(errors),
+        source=source,
+    )
+
+
 def write_results(
     directory: Path,
     scores: pd.DataFrame,
     *,
     partitioned: bool = False,
     errors: Sequence[dict] = (),
+    protocol_in: str | None = None,
 ) -> Path:
-    """Write a results directory the way the replay does: scores.parquet (+ summary, errors)."""
+    """Write a results directory the way the replay does: scores.parquet, summary.parquet and
+    errors.jsonl; `partitioned` writes both Parquet tables as Spark does (dataset directories
+    partitioned by assignor, with _SUCCESS and .crc files); `protocol_in` ("scores" or
+    "summary") adds a protocol column to that table."""
     directory.mkdir(parents=True, exist_ok=True)
+    summary = summary_frame(scores)
+    if protocol_in == "scores":
+        scores = scores.assign(protocol=protocols_of(scores["assignor"]))
+    elif protocol_in == "summary":
+        summary = summary.assign(protocol=protocols_of(summary["assignor"]))
     table = pa.Table.from_pandas(scores, preserve_index=False)
-    summary = (
-        scores.groupby(["trace_id", "assignor"], sort=True)
-        .agg(moved=("moved", "sum"), spread=("spread", "max"))
-        .reset_index()
-    )
     summary_table = pa.Table.from_pandas(summary, preserve_index=False)
     if partitioned:
-        pq.write_to_dataset(table, directory / "scores.parquet", partition_cols=["assignor"])
-        pq.write_to_dataset(
-            summary_table, directory / "summary.parquet", partition_cols=["assignor"]
-        )
-        (directory / "scores.parquet" / "_SUCCESS").write_text("")
+        for name, written in (("scores.parquet", table), ("summary.parquet", summary_table)):
+            dataset = directory / name
+            pq.write_to_dataset(written, dataset, partition_cols=["assignor"])
+            (dataset / "_SUCCESS").write_text("")
+            for part in sorted(dataset.rglob("*.parquet")):
+                (part.parent / f".{part.name}.crc").write_bytes(b"crc\x00\x01")
     else:
         pq.write_table(table, directory / "scores.parquet")
         pq.write_table(summary_table, directory / "summary.parquet")

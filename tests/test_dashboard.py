@@ -3,32 +3,38 @@
 from __future__ import annotations
 
 import doctest
+import errno
 import json
 import os
 import re
 import time
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import typer
-from dashboard_data import s1_like_result, synthetic_scores, write_results
-from typer.testing import CliRunner
+from dashboard_data import (
+    results_of,
+    s1_like_result,
+    summary_frame,
+    synthetic_scores,
+    write_results,
+)
+from typer.testing import CliRunner, Result
 
 from dashboards import errors as dashboard_errors
-from dashboards import page, rebalance, replication
+from dashboards import page, replication
 from dashboards.errors import InputError
-from dashboards.rebalance import (
-    RebalanceResults,
+from dashboards.rebalance import aggregation, reading
+from dashboards.rebalance.aggregation import (
     best_assignors,
-    infer_protocols,
-    normalise_scores,
-    read_results,
     rebalance_rows,
     recorded_comparison,
-    render_rebalance,
     revoked_distribution,
     rounds_distribution,
     scatter_points,
@@ -36,8 +42,9 @@ from dashboards.rebalance import (
     summarise_traces,
     timeline_index,
     worst_traces,
-    write_rebalance_page,
 )
+from dashboards.rebalance.page import render_rebalance, write_rebalance_page
+from dashboards.rebalance.reading import normalise_scores, normalise_summary, read_results
 from dashboards.replication import render_replication, timeline_rows, write_replication_page
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -45,7 +52,15 @@ SCRIPT_BREAKOUT = "</script><script>alert(2)</script><!--"
 
 
 def _rows(*rows: dict) -> pd.DataFrame:
-    return normalise_scores(pd.DataFrame(list(rows)))
+    return pd.DataFrame(list(rows))
+
+
+def _per_trace(scores: pd.DataFrame) -> pd.DataFrame:
+    return summarise_traces(normalise_summary(summary_frame(scores)))
+
+
+def _assignors(scores: pd.DataFrame) -> pd.DataFrame:
+    return summarise_assignors(_per_trace(scores), normalise_scores(scores))
 
 
 def _hand_scores() -> pd.DataFrame:
@@ -122,13 +137,80 @@ def _row_classes(html: str, table_id: str) -> dict[str, str]:
 # --- reading -------------------------------------------------------------------------------
 
 
-def test_single_file_and_assignor_partitioned_directory_read_the_same(tmp_path: Path) -> None:
+def test_single_file_and_spark_style_dataset_directories_read_the_same(tmp_path: Path) -> None:
     scores = synthetic_scores(30, seed=3)
-    single = read_results(write_results(tmp_path / "single", scores))
-    partitioned = read_results(write_results(tmp_path / "parts", scores, partitioned=True))
+    single = read_results(write_results(tmp_path / "single", scores, protocol_in="summary"))
+    parts_dir = write_results(tmp_path / "parts", scores, partitioned=True, protocol_in="summary")
+    hidden = {path.name for path in (parts_dir / "scores.parquet").rglob("*") if path.is_file()}
+    assert "_SUCCESS" in hidden and any(name.endswith(".crc") for name in hidden)
+    partitioned = read_results(parts_dir)
     assert partitioned.scores["assignor"].dtype == object
     pd.testing.assert_frame_equal(single.scores, partitioned.scores)
-    assert list(single.scores.columns) == list(rebalance.SCORE_COLUMNS)
+    pd.testing.assert_frame_equal(single.summary, partitioned.summary)
+    assert single.protocols == partitioned.protocols
+    assert list(single.scores.columns) == list(reading.SCORE_COLUMNS)
+    assert list(single.summary.columns) == list(reading.SUMMARY_COLUMNS)
+    assert all(path.suffix == ".parquet" for path in partitioned.inputs[:-1])
+
+
+def _kind_of_arrow(data_type: pa.DataType) -> str:
+    if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
+        return "text"
+    if pa.types.is_integer(data_type):
+        return "integer"
+    if pa.types.is_floating(data_type):
+        return "number"
+    return str(data_type)
+
+
+def test_every_result_column_the_dashboard_reads_is_in_the_replay_schema() -> None:
+    from assignors.traces.scoring import SCORE_SCHEMA, SUMMARY_SCHEMA
+
+    for fields, schema in (
+        (reading.SCORE_FIELDS, SCORE_SCHEMA),
+        (reading.SUMMARY_FIELDS, SUMMARY_SCHEMA),
+    ):
+        for column in fields:
+            assert column.name in schema.names, f"{column.name} is not a replay result column"
+            written = schema.field(column.name)
+            assert _kind_of_arrow(written.type) == column.kind, (column.name, written.type)
+            # the dashboard tolerates absence exactly where the replay may write null
+            assert column.required == (not written.nullable), column.name
+            assert column.description
+    for schema in (SCORE_SCHEMA, SUMMARY_SCHEMA):
+        if reading.PROTOCOL_FIELD.name in schema.names:
+            assert _kind_of_arrow(schema.field(reading.PROTOCOL_FIELD.name).type) == "text"
+
+
+def test_page_lists_every_column_it_reads_with_its_description(tmp_path: Path) -> None:
+    html = render_rebalance(read_results(write_results(tmp_path / "r", synthetic_scores(3))))
+    rows = _table(html, "sources-table")
+    listed = {(file, column): text for (file, _), (column, _), (text, _), _ in rows[1:]}
+    for file, fields in (
+        ("scores.parquet", reading.SCORE_FIELDS),
+        ("summary.parquet", reading.SUMMARY_FIELDS),
+    ):
+        for column in fields:
+            assert listed[file, column.name] == column.description
+    assert listed["summary.parquet, else scores.parquet", "protocol"].startswith("the rebalance")
+
+
+def test_dataset_directory_of_plain_part_files_reads_like_a_single_file(tmp_path: Path) -> None:
+    scores = synthetic_scores(12, seed=4)
+    single = read_results(write_results(tmp_path / "single", scores))
+    directory = write_results(tmp_path / "plain", scores)
+    for name in ("scores.parquet", "summary.parquet"):
+        table = pq.read_table(directory / name)
+        (directory / name).unlink()
+        (directory / name).mkdir()
+        half = table.num_rows // 2
+        pq.write_table(table.slice(0, half), directory / name / "part-00000.snappy.parquet")
+        pq.write_table(table.slice(half), directory / name / "part-00001.snappy.parquet")
+        (directory / name / "_SUCCESS").write_text("")
+        (directory / name / ".part-00000.snappy.parquet.crc").write_bytes(b"\x00")
+    plain = read_results(directory)
+    pd.testing.assert_frame_equal(single.scores, plain.scores)
+    pd.testing.assert_frame_equal(single.summary, plain.summary)
 
 
 def test_reading_keeps_skipped_traces_from_errors_jsonl(tmp_path: Path) -> None:
@@ -142,6 +224,186 @@ def test_missing_scores_file_is_an_input_error_naming_the_directory(tmp_path: Pa
     empty.mkdir()
     with pytest.raises(InputError, match=r"empty: no scores\.parquet"):
         read_results(empty)
+
+
+def _corrupt(path: Path) -> None:
+    path.write_bytes(b"PAR1" + b"\x00garbage" * 20 + b"PAR1")
+
+
+def _rewrite(path: Path, change: Callable[[pa.Table], pa.Table]) -> None:
+    pq.write_table(change(pq.read_table(path)), path)
+
+
+def _set_column(name: str, values: pa.Array) -> Callable[[pa.Table], pa.Table]:
+    def change(table: pa.Table) -> pa.Table:
+        return table.set_column(table.column_names.index(name), name, values)
+
+    return change
+
+
+def _replace_first(name: str, value: object, type_: pa.DataType) -> Callable[[pa.Table], pa.Table]:
+    def change(table: pa.Table) -> pa.Table:
+        column = table.column(name).to_pylist()
+        column[0] = value
+        return _set_column(name, pa.array(column, type_))(table)
+
+    return change
+
+
+def _invalid_utf8_first(name: str) -> Callable[[pa.Table], pa.Table]:
+    def change(table: pa.Table) -> pa.Table:
+        raw = [value.encode() for value in table.column(name).to_pylist()]
+        raw[0] = b"trace-\xed\xa0\x80"  # UTF-8 bytes of a lone surrogate: no valid text
+        return _set_column(name, pa.array(raw, pa.binary()).view(pa.string()))(table)
+
+    return change
+
+
+BAD_RESULT_FILES = {
+    "scores-corrupt": ("scores.parquet", _corrupt, r"scores\.parquet: not readable as Parquet"),
+    "summary-corrupt": ("summary.parquet", _corrupt, r"summary\.parquet: not readable"),
+    "scores-missing-column": (
+        "scores.parquet",
+        lambda path: _rewrite(path, lambda table: table.drop_columns(["revoked"])),
+        r"scores\.parquet: revoked: required column is missing",
+    ),
+    "summary-missing-column": (
+        "summary.parquet",
+        lambda path: _rewrite(path, lambda table: table.drop_columns(["total_rounds"])),
+        r"summary\.parquet: total_rounds: required column is missing",
+    ),
+    "scores-text-measure": (
+        "scores.parquet",
+        lambda path: _rewrite(
+            path, lambda table: _set_column("moved", pa.array(["x"] * table.num_rows))(table)
+        ),
+        r"scores\.parquet: moved: column has type string, expected integer",
+    ),
+    "scores-boolean-measure": (
+        "scores.parquet",
+        lambda path: _rewrite(
+            path, lambda table: _set_column("rounds", pa.array([True] * table.num_rows))(table)
+        ),
+        r"scores\.parquet: rounds: column has type bool, expected integer",
+    ),
+    "summary-numeric-trace-id": (
+        "summary.parquet",
+        lambda path: _rewrite(
+            path, lambda table: _set_column("trace_id", pa.array(range(table.num_rows)))(table)
+        ),
+        r"summary\.parquet: trace_id: column has type int64, expected text",
+    ),
+    "scores-huge-value": (
+        "scores.parquet",
+        lambda path: _rewrite(path, _replace_first("moved", 2**62, pa.int64())),
+        r"scores\.parquet: trace trace-00000: moved: not a finite number of magnitude at most "
+        r"2\^53 \(row 0\) \(got 4611686018427387904\)",
+    ),
+    "scores-infinite-value": (
+        "scores.parquet",
+        lambda path: _rewrite(path, _replace_first("assign_ms", float("inf"), pa.float64())),
+        r"scores\.parquet: trace trace-00000: assign_ms: not a finite number .*\(got inf\)",
+    ),
+    "summary-huge-unsigned": (
+        "summary.parquet",
+        lambda path: _rewrite(path, _replace_first("total_moved", 2**64 - 1, pa.uint64())),
+        r"summary\.parquet: trace trace-00000: total_moved: not a finite number",
+    ),
+    "scores-lone-surrogate-trace-id": (
+        "scores.parquet",
+        lambda path: _rewrite(path, _invalid_utf8_first("trace_id")),
+        r"scores\.parquet: trace_id: text is not valid UTF-8",
+    ),
+    "summary-from-another-run": (
+        "summary.parquet",
+        lambda path: _rewrite(path, lambda table: table.slice(1)),
+        r"summary\.parquet: trace trace-00000: assignor 'cooperative-sticky' of this trace is "
+        r"only in scores\.parquet",
+    ),
+    "summary-row-twice": (
+        "summary.parquet",
+        lambda path: _rewrite(path, lambda table: pa.concat_tables([table, table.slice(0, 1)])),
+        r"summary\.parquet: trace trace-00000: assignor: trace x assignor listed twice",
+    ),
+    "summary-absent": (
+        "summary.parquet",
+        lambda path: path.unlink(),
+        r"r: no summary\.parquet here",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RESULT_FILES))
+def test_bad_result_file_is_one_input_error_naming_file_and_field(
+    tmp_path: Path, case: str
+) -> None:
+    name, spoil, message = BAD_RESULT_FILES[case]
+    directory = write_results(tmp_path / "r", synthetic_scores(4, seed=1))
+    spoil(directory / name)
+    with pytest.raises(InputError, match=message):
+        read_results(directory)
+
+
+def test_bad_part_of_a_dataset_is_named_by_its_path(tmp_path: Path) -> None:
+    directory = write_results(tmp_path / "r", synthetic_scores(4, seed=1), partitioned=True)
+    corrupt = sorted((directory / "scores.parquet" / "assignor=range").glob("*.parquet"))[0]
+    _corrupt(corrupt)
+    with pytest.raises(InputError, match=re.escape(f"{corrupt}: not readable as Parquet")):
+        read_results(directory)
+    corrupt.unlink()
+    mistyped = sorted((directory / "scores.parquet" / "assignor=sticky").glob("*.parquet"))[0]
+    _rewrite(mistyped, lambda table: _set_column("rounds", pa.array(["1"] * table.num_rows))(table))
+    with pytest.raises(InputError, match=re.escape(f"{mistyped}: rounds: column has type string")):
+        read_results(directory)
+
+
+def test_dataset_directory_without_part_files_is_an_input_error(tmp_path: Path) -> None:
+    directory = write_results(tmp_path / "r", synthetic_scores(3, seed=1))
+    (directory / "summary.parquet").unlink()
+    (directory / "summary.parquet").mkdir()
+    (directory / "summary.parquet" / "_SUCCESS").write_text("")
+    with pytest.raises(InputError, match=r"summary\.parquet: a Parquet dataset directory without"):
+        read_results(directory)
+
+
+BAD_ERROR_LINES = {
+    "not-json": (b"{trace_id: t1}\n", r"errors\.jsonl:2: not a JSON object"),
+    "not-an-object": (b"[1, 2]\n", r"errors\.jsonl:2: not a JSON object \(a JSON list\)"),
+    "not-utf8": (b'{"trace_id": "\xff\xfe"}\n', r"errors\.jsonl:2: not UTF-8 text"),
+    "lone-surrogate": (
+        b'{"trace_id": "t\\ud800"}\n',
+        r"errors\.jsonl:2: trace_id: text holds a lone surrogate",
+    ),
+    "nested-surrogate": (
+        b'{"value": {"ids": ["ok", "\\udfff"]}}\n',
+        r"errors\.jsonl:2: value\.ids\[1\]: text holds a lone surrogate",
+    ),
+    "nan": (b'{"value": NaN}\n', r"errors\.jsonl:2: not a JSON object: nan is not a finite"),
+    "float-overflow": (b'{"value": 1e999}\n', r"errors\.jsonl:2: not a JSON object: inf is"),
+    "huge-integer": (b'{"value": ' + b"9" * 5000 + b"}\n", r"errors\.jsonl:2: not a JSON"),
+    "deep-nesting": (b"[" * 100_000 + b"]" * 100_000 + b"\n", r"errors\.jsonl:2: not a JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ERROR_LINES))
+def test_bad_errors_jsonl_line_is_an_input_error_naming_file_and_line(
+    tmp_path: Path, case: str
+) -> None:
+    line, message = BAD_ERROR_LINES[case]
+    directory = write_results(tmp_path / "r", synthetic_scores(3, seed=1))
+    good = json.dumps({"trace_id": "t0", "file": "a.jsonl", "reason": "r"}).encode()
+    (directory / "errors.jsonl").write_bytes(good + b"\n" + line)
+    with pytest.raises(InputError, match=message):
+        read_results(directory)
+
+
+def test_huge_error_texts_are_cut_on_the_page(tmp_path: Path) -> None:
+    reason = "x" * 2_000_000
+    errors = [{"trace_id": "t", "file": "f", "reason": reason}]
+    results = read_results(write_results(tmp_path / "r", synthetic_scores(3), errors=errors))
+    html = render_rebalance(results)
+    assert "x" * 300 + "… (2,000,000 characters)" in html
+    assert "x" * 301 not in html
 
 
 def test_non_numeric_measure_names_the_column_and_value(tmp_path: Path) -> None:
@@ -158,7 +420,7 @@ def test_missing_key_column_is_an_input_error() -> None:
 
 def test_absent_optional_columns_become_null_not_zero() -> None:
     scores = _rows(dict(trace_id="t", assignor="range", generation=1, moved=2, spread=1))
-    summary = summarise_assignors(scores)
+    summary = _assignors(scores)
     assert np.isnan(summary.loc["range", "weight_skew_max"])
     assert np.isnan(summary.loc["range", "rack_mismatch"])
     assert summary.loc["range", "moved"] == 2
@@ -168,7 +430,7 @@ def test_absent_optional_columns_become_null_not_zero() -> None:
 
 
 def test_summary_totals_maxima_and_means_match_hand_computation() -> None:
-    summary = summarise_assignors(_hand_scores())
+    summary = _assignors(_hand_scores())
     range_row = summary.loc["range"]
     assert range_row["traces"] == 2 and range_row["generations"] == 3
     assert (range_row["moved"], range_row["forced"], range_row["revoked"]) == (4, 1, 6)
@@ -192,7 +454,7 @@ def test_summary_totals_maxima_and_means_match_hand_computation() -> None:
 
 
 def test_best_values_are_the_lowest_except_share_at_optimum_and_ties_all_win() -> None:
-    best = best_assignors(summarise_assignors(_hand_scores()))
+    best = best_assignors(_assignors(_hand_scores()))
     assert best["moved"] == {"sticky"}
     assert best["rounds"] == {"range"}
     assert best["forced"] == {"range", "sticky"}
@@ -201,7 +463,7 @@ def test_best_values_are_the_lowest_except_share_at_optimum_and_ties_all_win() -
 
 
 def test_summary_table_highlights_exactly_the_best_cells() -> None:
-    html = render_rebalance(RebalanceResults(_hand_scores()))
+    html = render_rebalance(results_of(_hand_scores()))
     rows = _table(html, "summary-table")
     header = [text for text, _ in rows[0]]
     by_assignor = {row[0][0]: row for row in rows[1:]}
@@ -213,43 +475,69 @@ def test_summary_table_highlights_exactly_the_best_cells() -> None:
     assert by_assignor["sticky"][rounds_column][1] == ""
     best_cells = sum(cell_class == "best" for row in rows[1:] for _, cell_class in row)
     assert best_cells == sum(len(winners) for winners in best_assignors(
-        summarise_assignors(_hand_scores())).values())  # fmt: skip
+        _assignors(_hand_scores())).values())  # fmt: skip
 
 
 def test_recorded_on_fewer_traces_is_never_crowned_best() -> None:
     scores = synthetic_scores(12, seed=5, recorded_every=3)
-    summary = summarise_assignors(scores.pipe(normalise_scores))
+    summary = _assignors(scores)
     assert summary.loc["recorded", "moved"] < summary.drop("recorded")["moved"].min()
     assert all("recorded" not in winners for winners in best_assignors(summary).values())
     assert list(summary.index)[-1] == "recorded"
 
 
-def test_protocol_is_inferred_from_revoked_versus_moved() -> None:
-    protocols = infer_protocols(normalise_scores(synthetic_scores(20, seed=1)))
-    assert protocols["cooperative-sticky"] == "cooperative"
-    assert protocols["range"] == protocols["sticky"] == "eager"
+def _protocol_cells(html: str) -> dict[str, str]:
+    rows = _table(html, "summary-table")
+    column = [text for text, _ in rows[0]].index("protocol")
+    return {row[0][0].removesuffix(" (real group)"): row[column][0] for row in rows[1:]}
 
 
-def test_cooperative_revoking_unsubscribed_partitions_in_one_round_is_not_taken_for_eager() -> None:
-    scores = _rows(
-        # a member unsubscribed: it revokes the 2 partitions it lost, which count as forced
-        dict(trace_id="t", assignor="incremental", generation=1, moved=0, forced=0, revoked=0,
-             rounds=1),
-        dict(trace_id="t", assignor="incremental", generation=2, moved=0, forced=2, revoked=2,
-             rounds=1),
-        # a member joined: eager revokes all 10 owned partitions although 2 move
-        dict(trace_id="t", assignor="stop-the-world", generation=1, moved=0, forced=0,
-             revoked=0, rounds=1),
-        dict(trace_id="t", assignor="stop-the-world", generation=2, moved=2, forced=0,
-             revoked=10, rounds=1),
-        dict(trace_id="t", assignor="nothing-owned", generation=1, moved=0, forced=0,
-             revoked=0, rounds=1),
-    )  # fmt: skip
-    assert infer_protocols(scores) == {
-        "incremental": "cooperative",
-        "nothing-owned": "unknown",
-        "stop-the-world": "eager",
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_protocol_is_read_from_summary_before_scores(tmp_path: Path, partitioned: bool) -> None:
+    scores = synthetic_scores(6, seed=1).assign(protocol="written-in-scores")
+    directory = write_results(
+        tmp_path / "r", scores, protocol_in="summary", partitioned=partitioned
+    )
+    html = render_rebalance(read_results(directory))
+    assert _protocol_cells(html) == {
+        "cooperative-sticky": "cooperative",
+        "range": "eager",
+        "roundrobin": "eager",
+        "sticky": "eager",
+        "recorded": "eager",
     }
+
+
+def test_protocol_is_read_from_scores_when_summary_has_no_protocol_column(
+    tmp_path: Path,
+) -> None:
+    directory = write_results(tmp_path / "r", synthetic_scores(6, seed=1), protocol_in="scores")
+    results = read_results(directory)
+    assert results.protocols["cooperative-sticky"] == ("cooperative",)
+    assert _protocol_cells(render_rebalance(results))["sticky"] == "eager"
+
+
+def test_protocol_is_never_guessed_from_the_numbers(tmp_path: Path) -> None:
+    # cooperative-sticky needs two rounds and revokes only what moves, range revokes all:
+    # without a protocol column the page still says nothing about either
+    directory = write_results(tmp_path / "r", synthetic_scores(20, seed=1))
+    html = render_rebalance(read_results(directory))
+    assert set(_protocol_cells(html).values()) == {"not recorded"}
+    assert "cooperative-sticky (not recorded)" in html
+
+
+def test_any_recorded_protocol_value_is_labelled_as_recorded(tmp_path: Path) -> None:
+    scores = synthetic_scores(9, seed=2, recorded_every=1)
+    scores["protocol"] = np.where(scores["assignor"] == "range", "consumer", "eager")
+    recorded = scores["assignor"] == "recorded"
+    scores.loc[recorded, "protocol"] = np.where(
+        scores.loc[recorded, "trace_id"] == "trace-00001", "cooperative", HOSTILE
+    )
+    html = render_rebalance(read_results(write_results(tmp_path / "r", scores)))
+    cells = _protocol_cells(html)
+    assert cells["range"] == "consumer"
+    assert cells["recorded"] == f"{HOSTILE}, cooperative"
+    assert HOSTILE not in html
 
 
 def test_worst_traces_rank_by_moved_plus_worst_spread_under_any_assignor() -> None:
@@ -260,13 +548,13 @@ def test_worst_traces_rank_by_moved_plus_worst_spread_under_any_assignor() -> No
         dict(trace_id="skewed", assignor="sticky", generation=1, moved=0, spread=5),
         dict(trace_id="also-calm", assignor="range", generation=1, moved=1, spread=0),
     )
-    per_trace = summarise_traces(scores)
+    per_trace = _per_trace(scores)
     assert worst_traces(per_trace, 3) == ["skewed", "busy", "also-calm"]
     assert worst_traces(per_trace, 0) == []
 
 
 def test_scatter_keeps_every_trace_when_binning_many_points() -> None:
-    per_trace = summarise_traces(normalise_scores(synthetic_scores(4000, seed=2)))
+    per_trace = _per_trace(synthetic_scores(4000, seed=2))
     exact = scatter_points(per_trace, max_points=10**9)
     binned = scatter_points(per_trace, max_points=200)
     assert exact["traces"].sum() == binned["traces"].sum() == len(per_trace)
@@ -275,7 +563,7 @@ def test_scatter_keeps_every_trace_when_binning_many_points() -> None:
 
 
 def test_revocations_count_rebalances_after_each_traces_first_generation() -> None:
-    rebalances = rebalance_rows(_hand_scores())
+    rebalances = rebalance_rows(normalise_scores(_hand_scores()))
     assert sorted(zip(rebalances["assignor"], rebalances["generation"], strict=True)) == [
         ("range", 2), ("sticky", 2)]  # fmt: skip
     revoked = revoked_distribution(rebalances)
@@ -293,14 +581,16 @@ def test_recorded_comparison_counts_traces_with_fewer_same_more_moves() -> None:
         dict(trace_id="y", assignor="sticky", generation=1, moved=0, spread=0),
         dict(trace_id="z", assignor="sticky", generation=1, moved=9, spread=0),
     )
-    comparison = recorded_comparison(summarise_traces(scores))
+    comparison = recorded_comparison(_per_trace(scores))
     assert comparison.loc["sticky", ["fewer", "same", "more", "traces"]].tolist() == [1, 1, 0, 2]
     assert comparison.loc["sticky", "moved"] == 1  # trace z has no recorded history
-    assert recorded_comparison(summarise_traces(scores[scores.assignor != "recorded"])).empty
+    assert recorded_comparison(_per_trace(scores[scores.assignor != "recorded"])).empty
 
 
 def test_timeline_index_holds_one_series_per_assignor_and_null_where_absent() -> None:
-    traces = timeline_index(_hand_scores(), ["a", "b"], ["range", "sticky", "uniform"])
+    traces = timeline_index(
+        normalise_scores(_hand_scores()), ["a", "b"], ["range", "sticky", "uniform"]
+    )
     first = traces[0]
     assert first["id"] == "a"
     assert first["members"] == [[1, 2], [2, 3]]
@@ -321,11 +611,23 @@ def test_page_embeds_plotly_once_and_references_nothing_remote(tmp_path: Path) -
     assert "cdn.plot.ly" not in html.split(signature.group(0))[0]
 
 
+def test_page_inlines_the_timeline_script_shipped_as_package_data() -> None:
+    from importlib import resources
+
+    shipped = resources.files("dashboards").joinpath("static/rebalance-timeline.js")
+    script = shipped.read_text(encoding="utf-8")
+    assert "timeline-data" in script
+    html = render_rebalance(results_of(_hand_scores()))
+    assert html.endswith(f"<script>\n\n{script}\n</script>\n</body>\n</html>\n")
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert re.search(r'dashboards = \[[^\]]*"static/\*\.js"', pyproject)
+
+
 def test_same_results_in_any_row_order_give_the_same_bytes(tmp_path: Path) -> None:
-    scores = normalise_scores(synthetic_scores(50, seed=11))
+    scores = synthetic_scores(50, seed=11)
     shuffled = scores.sample(frac=1.0, random_state=4).reset_index(drop=True)
-    first = render_rebalance(RebalanceResults(scores, source="r"))
-    second = render_rebalance(RebalanceResults(normalise_scores(shuffled), source="r"))
+    first = render_rebalance(results_of(scores, source="r"))
+    second = render_rebalance(results_of(shuffled, source="r"))
     assert first == second
 
 
@@ -337,7 +639,7 @@ def test_hostile_ids_reach_the_page_only_escaped() -> None:
     )
     errors = ({"trace_id": HOSTILE, "file": SCRIPT_BREAKOUT, "line": 2,
                "reason": f"member {HOSTILE} subscribes to unknown topic {HOSTILE}"},)  # fmt: skip
-    html = render_rebalance(RebalanceResults(scores, errors, source=HOSTILE), timeline_traces=5)
+    html = render_rebalance(results_of(scores, errors, source=HOSTILE), timeline_traces=5)
     body = html.split("<body>", 1)[1]
     plotly_end = body.rfind("</script>", 0, body.find('id="churn-balance-chart"'))
     own_markup = body[plotly_end:]
@@ -353,6 +655,40 @@ def test_hostile_ids_reach_the_page_only_escaped() -> None:
     assert HOSTILE in index["assignors"]
 
 
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_hostile_ids_read_from_result_files_never_leave_their_text(
+    tmp_path: Path, partitioned: bool
+) -> None:
+    hostile_assignor = HOSTILE + "/a=b%20\u2028"
+    scores = synthetic_scores(6, seed=3, trace_prefix=SCRIPT_BREAKOUT + "\u2028\u2029&")
+    scores["assignor"] = scores["assignor"].replace("sticky", hostile_assignor)
+    scores["protocol"] = np.where(scores["assignor"] == "range", SCRIPT_BREAKOUT, "eager")
+    errors = [{"trace_id": SCRIPT_BREAKOUT, "file": HOSTILE, "reason": HOSTILE, "value": HOSTILE}]
+    directory = write_results(tmp_path / "r", scores, partitioned=partitioned, errors=errors)
+    html = render_rebalance(read_results(directory), timeline_traces=6)
+    assert HOSTILE not in html and "</script><script>alert" not in html
+    for script in re.finditer(r"<script[^>]*>(.*?)</script>", html, re.S):
+        assert "\u2028" not in script.group(1) and "\u2029" not in script.group(1)
+        assert "<!--" not in script.group(1)
+    data = re.search(r'id="timeline-data">(.*?)</script>', html, re.S)
+    assert data is not None
+    index = json.loads(data.group(1))
+    assert hostile_assignor in index["assignors"]
+    assert all(trace["id"].startswith(SCRIPT_BREAKOUT) for trace in index["traces"])
+    assert _protocol_cells(html)["range"] == SCRIPT_BREAKOUT
+
+
+def test_partition_directory_name_that_is_no_utf8_is_an_input_error(tmp_path: Path) -> None:
+    directory = write_results(tmp_path / "r", synthetic_scores(3, seed=1), partitioned=True)
+    dataset = os.fsencode(directory / "scores.parquet")
+    os.rename(dataset + b"/assignor=range", dataset + b"/assignor=r\xffnge")
+    with pytest.raises(InputError, match=r"assignor: partition directory name is not valid UTF-8"):
+        read_results(directory)
+    result = _dashboard(str(directory), "-o", str(tmp_path / "o.html"))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "assignor=r\\udcffnge" in result.output
+
+
 def test_embedded_json_round_trips_and_cannot_close_its_script() -> None:
     value = {"ids": [SCRIPT_BREAKOUT, HOSTILE, "a&b", "\u2028"]}
     embedded = page.embed_json(value)
@@ -361,32 +697,42 @@ def test_embedded_json_round_trips_and_cannot_close_its_script() -> None:
 
 
 @pytest.mark.slow
-def test_twenty_thousand_traces_render_well_under_ten_megabytes_in_seconds(
+def test_twenty_thousand_traces_by_four_assignors_render_under_six_megabytes_in_seconds(
     tmp_path: Path,
 ) -> None:
-    results_dir = write_results(
-        tmp_path / "big", synthetic_scores(20_000, seed=9), partitioned=True
-    )
+    scores = synthetic_scores(20_000, seed=9, recorded_every=0)
+    results_dir = write_results(tmp_path / "big", scores, partitioned=True, protocol_in="summary")
     started = time.perf_counter()
     written = write_rebalance_page(results_dir, tmp_path / "big.html")
     elapsed = time.perf_counter() - started
-    assert written.traces == 20_000
-    assert written.size_bytes < 8_000_000, written.size_bytes
-    assert elapsed < 10.0, elapsed
+    assert written.traces == 20_000 and len(written.assignors) == 4
+    assert written.size_bytes < 6_000_000, written.size_bytes
+    assert elapsed < 15.0, elapsed
     html = written.path.read_text(encoding="utf-8")
-    index = json.loads(re.search(r'id="timeline-data">(.*?)</script>', html, re.S).group(1))
-    assert len(index["traces"]) == rebalance.DEFAULT_TIMELINE_TRACES
+    data = re.search(r'id="timeline-data">(.*?)</script>', html, re.S)
+    assert data is not None
+    assert len(json.loads(data.group(1))["traces"]) == aggregation.DEFAULT_TIMELINE_TRACES
 
 
-def test_atomic_write_replaces_the_page_and_leaves_no_temporary_files(tmp_path: Path) -> None:
+def test_write_atomically_replaces_the_page_and_leaves_no_temporary_files(tmp_path: Path) -> None:
     target = tmp_path / "out" / "report.html"
     page.write_atomically(target, "first")
     page.write_atomically(target, "second")
     assert target.read_text() == "second"
     assert [path.name for path in target.parent.iterdir()] == ["report.html"]
-    umask = os.umask(0)
-    os.umask(umask)
-    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_page_head_names_ktk_as_generator_in_its_first_bytes() -> None:
+    html = render_rebalance(results_of(_hand_scores()))
+    assert page.GENERATOR_META in html[: html.index("</head>")]
+    assert page.is_ktk_page(html.encode()[:4096])
+    assert page.is_ktk_page(render_replication(s1_like_result()).encode()[:4096])
+
+
+def test_a_foreign_page_quoting_the_generator_meta_in_its_body_is_not_taken_for_ktks() -> None:
+    foreign = f"<!DOCTYPE html><html><head><title>notes</title></head><body>{page.GENERATOR_META}"
+    assert not page.is_ktk_page(foreign.encode())
+    assert not page.is_ktk_page(b"plain text " + page.GENERATOR_META.encode())
 
 
 # --- replication page ----------------------------------------------------------------------
@@ -483,10 +829,132 @@ def test_cli_reports_unreadable_results_in_one_line_with_exit_2(
     assert not (tmp_path / "o.html").exists()
 
 
+def _dashboard(*args: str) -> Result:
+    return CliRunner().invoke(_cli(), ["dashboard", *args])
+
+
+def test_cli_refuses_to_overwrite_a_foreign_file_and_leaves_it_intact(tmp_path: Path) -> None:
+    results_dir = write_results(tmp_path / "r", synthetic_scores(4))
+    output = tmp_path / "notes.html"
+    output.write_text("<!DOCTYPE html><title>my notes</title>", encoding="utf-8")
+    result = _dashboard(str(results_dir), "-o", str(output))
+    assert result.exit_code == 2
+    assert "refusing to overwrite" in result.output and "--force" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert output.read_text(encoding="utf-8") == "<!DOCTYPE html><title>my notes</title>"
+
+
+def test_cli_replaces_an_earlier_ktk_page(tmp_path: Path) -> None:
+    output = tmp_path / "report.html"
+    result_file = tmp_path / "s1.json"
+    result_file.write_text(json.dumps(s1_like_result()), encoding="utf-8")
+    assert _dashboard(str(result_file), "-o", str(output)).exit_code == 0
+    for traces in (4, 6):
+        results_dir = write_results(tmp_path / f"r{traces}", synthetic_scores(traces))
+        result = _dashboard(str(results_dir), "-o", str(output))
+        assert result.exit_code == 0, result.output
+        assert f"{traces} traces × 5 assignors" in output.read_text(encoding="utf-8")
+
+
+def test_cli_force_replaces_a_foreign_file(tmp_path: Path) -> None:
+    results_dir = write_results(tmp_path / "r", synthetic_scores(4))
+    output = tmp_path / "notes.html"
+    output.write_text("my notes", encoding="utf-8")
+    result = _dashboard(str(results_dir), "-o", str(output), "--force")
+    assert result.exit_code == 0, result.output
+    assert page.is_ktk_page(output.read_bytes()[:4096])
+
+
+@pytest.mark.parametrize("target", ["errors.jsonl", "summary.parquet", "part", "directory"])
+def test_cli_never_writes_over_an_input_or_a_directory_even_with_force(
+    tmp_path: Path, target: str
+) -> None:
+    results_dir = write_results(
+        tmp_path / "r", synthetic_scores(4), partitioned=target == "part", errors=[{"a": 1}]
+    )
+    if target == "part":
+        output = sorted((results_dir / "scores.parquet").rglob("*.parquet"))[0]
+    elif target == "directory":
+        output = results_dir
+    else:
+        output = results_dir / target
+    files = sorted(path for path in results_dir.rglob("*") if path.is_file())
+    before = [path.read_bytes() for path in files]
+    for flags in ((), ("--force",)):
+        result = _dashboard(str(results_dir), "-o", str(output), *flags)
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output
+    assert sorted(path for path in results_dir.rglob("*") if path.is_file()) == files
+    assert [path.read_bytes() for path in files] == before
+
+
+def test_cli_never_writes_over_the_replication_result_it_reads(tmp_path: Path) -> None:
+    result_file = tmp_path / "s1.json"
+    text = json.dumps(s1_like_result())
+    result_file.write_text(text, encoding="utf-8")
+    result = _dashboard(str(result_file), "-o", str(result_file), "--force")
+    assert result.exit_code == 2 and "it is the input" in result.output
+    assert result_file.read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b'{"name": "s\\ud800"}', b"[" * 100_000, b'{"hw": ' + b"7" * 5000 + b"}"],
+    ids=["lone-surrogate", "deep-nesting", "huge-integer"],
+)
+def test_cli_reports_a_bad_replication_result_in_one_line(tmp_path: Path, content: bytes) -> None:
+    result_file = tmp_path / "s1.json"
+    result_file.write_bytes(content)
+    result = _dashboard(str(result_file), "-o", str(tmp_path / "s1.html"))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert str(result_file) in result.output
+    assert not (tmp_path / "s1.html").exists()
+
+
+@pytest.mark.parametrize("case", ["summary-absent", "scores-lone-surrogate-trace-id"])
+def test_cli_reports_a_bad_result_file_in_one_line_with_exit_2(tmp_path: Path, case: str) -> None:
+    name, spoil, _ = BAD_RESULT_FILES[case]
+    directory = write_results(tmp_path / "r", synthetic_scores(4, seed=1))
+    spoil(directory / name)
+    (directory / "errors.jsonl").write_bytes(b"{}\n")
+    result = _dashboard(str(directory), "-o", str(tmp_path / "o.html"))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o.html").exists()
+
+
+def test_interrupted_write_leaves_the_earlier_page_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = tmp_path / "out" / "report.html"
+    write_rebalance_page(write_results(tmp_path / "r1", synthetic_scores(3)), output)
+    earlier = output.read_bytes()
+    later = write_results(tmp_path / "r2", synthetic_scores(5))
+
+    def interrupted(source: object, target: object) -> None:
+        raise KeyboardInterrupt
+
+    def disk_full(source: object, target: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            write_rebalance_page(later, output)
+    assert output.read_bytes() == earlier
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", disk_full)
+        result = _dashboard(str(later), "-o", str(output))
+    assert result.exit_code == 2 and "the disk is full" in result.output
+    assert output.read_bytes() == earlier
+    assert [path.name for path in output.parent.iterdir()] == ["report.html"]
+
+
 # --- worked examples -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [page, dashboard_errors, rebalance, replication])
+@pytest.mark.parametrize("module", [page, dashboard_errors, reading, aggregation, replication])
 def test_module_examples_hold(module: object) -> None:
     outcome = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]
     assert outcome.attempted > 0 and outcome.failed == 0
@@ -518,13 +986,26 @@ def test_results_written_by_spark_partitioned_by_assignor_read_like_a_single_fil
 ) -> None:
     scores = synthetic_scores(25, seed=6)
     scores["rack_mismatch"] = scores["rack_mismatch"].astype("float64")
-    single = read_results(write_results(tmp_path / "single", scores))
+    single = read_results(write_results(tmp_path / "single", scores, protocol_in="summary"))
+    summary = summary_frame(scores).assign(protocol="eager")
+    summary["protocol"] = summary["protocol"].where(
+        summary["assignor"] != "cooperative-sticky", "cooperative"
+    )
+    for column in summary.columns[2:]:
+        if str(summary[column].dtype) == "Int64":
+            summary[column] = summary[column].astype("int64")
     spark_dir = tmp_path / "spark"
     spark_dir.mkdir()
     spark.createDataFrame(scores).repartition(2).write.partitionBy("assignor").parquet(
         str(spark_dir / "scores.parquet")
     )
+    spark.createDataFrame(summary).coalesce(1).write.partitionBy("assignor").parquet(
+        str(spark_dir / "summary.parquet")
+    )
     names = {path.name for path in (spark_dir / "scores.parquet").iterdir()}
     assert "_SUCCESS" in names and "assignor=cooperative-sticky" in names
+    assert any(path.name.endswith(".crc") for path in (spark_dir / "summary.parquet").rglob("*"))
     from_spark = read_results(spark_dir)
     pd.testing.assert_frame_equal(from_spark.scores, single.scores)
+    pd.testing.assert_frame_equal(from_spark.summary, single.summary)
+    assert from_spark.protocols == single.protocols

@@ -16,15 +16,10 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLES, REPO_ROOT
-from dashboard_data import s1_like_result, synthetic_scores, write_results
+from dashboard_data import results_of, s1_like_result, synthetic_scores, write_results
 
 from dashboards.page import write_atomically
-from dashboards.rebalance import (
-    RebalanceResults,
-    normalise_scores,
-    render_rebalance,
-    write_rebalance_page,
-)
+from dashboards.rebalance import render_rebalance, write_rebalance_page
 from dashboards.replication import write_replication_page
 
 pytestmark = pytest.mark.browser
@@ -140,9 +135,9 @@ def test_rebalance_dashboard_draws_every_chart_offline(browser: Any, tmp_path: P
 
 
 def test_timeline_search_narrows_the_traces_and_redraws(browser: Any, tmp_path: Path) -> None:
-    scores = normalise_scores(synthetic_scores(40, seed=8))
+    scores = synthetic_scores(40, seed=8)
     report = write_atomically(
-        tmp_path / "report.html", render_rebalance(RebalanceResults(scores), timeline_traces=40)
+        tmp_path / "report.html", render_rebalance(results_of(scores), timeline_traces=40)
     )
     target = "trace-00017"
     expected = scores[(scores.trace_id == target) & (scores.assignor == "cooperative-sticky")]
@@ -198,6 +193,17 @@ def test_hostile_trace_member_and_topic_names_render_as_text(browser: Any, tmp_p
         assert HOSTILE in page.locator("#timeline-chart .gtitle").text_content()
         legend = page.locator("#churn-balance-chart .legendtext").all_text_contents()
         assert HOSTILE in legend
+        page.evaluate(
+            "() => { const chart = document.getElementById('churn-balance-chart');"
+            " const curve = chart.data.findIndex(trace => trace.name.includes('onerror'));"
+            " Plotly.Fx.hover(chart, [{curveNumber: curve, pointNumber: 0}]); }"
+        )
+        hover = page.locator("#churn-balance-chart .hovertext").first
+        hover.wait_for()
+        hover_text = hover.text_content() or ""
+        assert hover_text.startswith(f"{HOSTILE}moved ")  # lines are separate tspans
+        assert f"trace(s): {HOSTILE}" in hover_text and "%{" not in hover_text
+        assert page.evaluate("() => document.querySelectorAll('img').length") == 0
         _screenshot(visit, "rebalance-dashboard-hostile-names.png")
         assert visit.dialogs == [] and visit.errors == []
 

@@ -15,13 +15,18 @@ def dashboard_command(
     results: Annotated[
         Path,
         typer.Argument(
-            help="Output directory of `ktk replay` (scores.parquet, errors.jsonl), "
-            "or a `ktk replicate --json` result file.",
+            help="Output directory of `ktk replay` or the Spark replay job (scores.parquet, "
+            "summary.parquet, errors.jsonl), or a `ktk replicate --json` result file.",
         ),
     ],
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="HTML file to write (replaced atomically)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="HTML file to write (atomically). An existing file is replaced only when it "
+            "is a page ktk wrote; never an input or a directory.",
+        ),
     ] = Path("report.html"),
     timeline_traces: Annotated[
         int,
@@ -31,21 +36,31 @@ def dashboard_command(
             help="How many of the worst traces the per-trace timeline carries.",
         ),
     ] = 200,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace the output file even when ktk did not write it (still never an "
+            "input or a directory).",
+        ),
+    ] = False,
 ) -> None:
     """Write a self-contained HTML dashboard that opens offline in any browser.
 
-    Exit 0 when the page was written, 2 when the results cannot be read.
+    Exit 0 when the page was written; 2 for unreadable results or a refused output.
     """
     from dashboards.errors import InputError
 
     with reported_errors():
         try:
             if results.is_file():
-                _replication_page(results, output)
+                _replication_page(results, output, force=force)
                 return
             from dashboards.rebalance import write_rebalance_page
 
-            written = write_rebalance_page(results, output, timeline_traces=timeline_traces)
+            written = write_rebalance_page(
+                results, output, timeline_traces=timeline_traces, force=force
+            )
         except InputError as error:
             raise fail(str(error)) from None
     skipped = (
@@ -58,24 +73,30 @@ def dashboard_command(
     )
 
 
-def _replication_page(result_file: Path, output: Path) -> None:
+def _replication_page(result_file: Path, output: Path, *, force: bool) -> None:
     from dashboards.errors import InputError
-    from dashboards.replication import write_replication_page
+    from dashboards.page import is_ktk_page, unencodable_text, write_page
+    from dashboards.replication import render_replication
+    from ktkbase.outputs import check_output_file
 
+    check_output_file(output, inputs=[result_file], force=force, is_ours=is_ktk_page)
     try:
         result = json.loads(result_file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (ValueError, RecursionError) as error:  # JSON, UTF-8, 4300-digit integers, depth
         raise InputError(
-            f"not a JSON replication result: {error}", source=str(result_file)
+            f"not a JSON replication result: {str(error)[:200]}", source=str(result_file)
         ) from None
     if not isinstance(result, dict):
         raise InputError("a replication result must be a JSON object", source=str(result_file))
+    if (bad := unencodable_text(result)) is not None:
+        raise InputError("text holds a lone surrogate", source=str(result_file), field=bad)
     try:
-        written = write_replication_page(result, output)
+        page = render_replication(result)
     except InputError as error:
         raise InputError(
             error.message, source=str(result_file), field=error.field, value=error.value
         ) from None
+    written = write_page(output, page, inputs=[result_file], force=force)
     out.print(f"wrote {written} (replication scenario {result.get('name', '?')})", markup=False)
 
 
