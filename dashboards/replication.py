@@ -44,8 +44,6 @@ MAX_RESULT_DEPTH = 32
 MAX_TIMELINE_STEPS = 100_000
 MAX_REPLICAS = 1_000
 MAX_RESULT_TEXT_CHARS = 100_000
-# marks a page as ktk's own, so `--html` may replace it (ktkbase.outputs is_ours)
-GENERATOR_TAG = '<meta name="generator" content="ktk replication page">'
 
 
 class _ResultValueError(ValueError):
@@ -792,9 +790,8 @@ def render_replication(result: dict[str, Any]) -> str:
     description = result.get("description")
     if isinstance(description, str) and description:
         sections.insert(0, f'<p class="note" id="description">{escape(description)}</p>')
-    page = document(f"Replication: {name}", subtitle, "\n".join(sections))
-    # the tag goes into <head>, within the first bytes an output check reads
-    return page.replace('<meta charset="utf-8">', '<meta charset="utf-8">\n' + GENERATOR_TAG, 1)
+    # document() puts ktk's generator tag into <head>, so `--html` may replace the page later
+    return document(f"Replication: {name}", subtitle, "\n".join(sections))
 
 
 def write_replication_page(result: dict[str, Any], path: str | os.PathLike[str]) -> Path:

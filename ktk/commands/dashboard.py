@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -75,21 +74,12 @@ def dashboard_command(
 
 def _replication_page(result_file: Path, output: Path, *, force: bool) -> None:
     from dashboards.errors import InputError
-    from dashboards.page import is_ktk_page, unencodable_text, write_page
-    from dashboards.replication import render_replication
+    from dashboards.page import is_ktk_page, write_page
+    from dashboards.replication import load_replication_result, render_replication
     from ktkbase.outputs import check_output_file
 
     check_output_file(output, inputs=[result_file], force=force, is_ours=is_ktk_page)
-    try:
-        result = json.loads(result_file.read_text(encoding="utf-8"))
-    except (ValueError, RecursionError) as error:  # JSON, UTF-8, 4300-digit integers, depth
-        raise InputError(
-            f"not a JSON replication result: {str(error)[:200]}", source=str(result_file)
-        ) from None
-    if not isinstance(result, dict):
-        raise InputError("a replication result must be a JSON object", source=str(result_file))
-    if (bad := unencodable_text(result)) is not None:
-        raise InputError("text holds a lone surrogate", source=str(result_file), field=bad)
+    result = load_replication_result(result_file)
     try:
         page = render_replication(result)
     except InputError as error:
