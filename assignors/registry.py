@@ -27,6 +27,8 @@ _BUILTIN: dict[str, str] = {
     "roundrobin": "assignors.round_robin:RoundRobinAssignor",
     "sticky": "assignors.sticky:StickyAssignor",
     "cooperative-sticky": "assignors.cooperative_sticky:CooperativeStickyAssignor",
+    "uniform": "assignors.uniform:UniformAssignor",
+    "server-range": "assignors.server_range:ServerRangeAssignor",
 }
 
 

@@ -53,6 +53,7 @@ import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Literal
 
 import numpy as np
 
@@ -138,8 +139,18 @@ def _partition_objects(space: PartitionSpace, indexes: np.ndarray) -> list[Topic
     return list(map(tuple.__new__, repeat(TopicPartition), zip(names, numbers, strict=True)))
 
 
-def plan_uniform(group: Group, order: IterationOrder | None = None) -> UniformPlan:
-    """The coordinator's uniform assignment of ``group``, iterating in ``order``."""
+def plan_uniform(
+    group: Group,
+    order: IterationOrder | None = None,
+    *,
+    subscription_type: Literal["homogeneous", "heterogeneous"] | None = None,
+) -> UniformPlan:
+    """The coordinator's uniform assignment of ``group``, iterating in ``order``.
+
+    ``subscription_type`` forces one builder; by default the homogeneous one runs when every
+    member subscribes to the same known topics (the coordinator decides on topic names, so a
+    group whose members differ only in topics that do not exist gets the heterogeneous one
+    there)."""
     order = order or IterationOrder.default(group)
     space = group.partition_space()
     members = group.members
@@ -156,7 +167,13 @@ def plan_uniform(group: Group, order: IterationOrder | None = None) -> UniformPl
         tuple(sorted(topic_position[name] for name in members[i].topics if name in topic_position))
         for i in by_rank.tolist()
     ]
-    homogeneous = len(set(subscriptions)) <= 1
+    homogeneous = (
+        len(set(subscriptions)) <= 1
+        if subscription_type is None
+        else subscription_type == "homogeneous"
+    )
+    if homogeneous and len(set(subscriptions)) > 1:
+        raise ValueError("the homogeneous builder needs identical subscriptions")
     owner = np.full(space.size, _NOBODY, dtype=_INDEX)
     if not members or not counts.size:
         return UniformPlan(space, member_ids, owner, homogeneous)

@@ -1,0 +1,91 @@
+"""The ``server-range`` assignor: the KIP-848 group coordinator's RangeAssignor.
+
+Goals in priority order: per-topic balance (within a topic no subscriber gets more than one
+partition more than another), then co-partitioning (partition ``p`` of equally partitioned
+topics goes to the same member when the subscriptions allow it); there is no stickiness beyond
+member order, and racks are not consulted, as in the coordinator.
+
+Two members, two topics of three partitions: each topic is cut into contiguous ranges in member
+order, the first ``P % C`` members getting one more, so partition 2 of both topics lands on c1:
+
+>>> from assignors.model import Group, Member, Topic, show
+>>> both = frozenset({"t0", "t1"})
+>>> group = Group((Topic("t0", 3), Topic("t1", 3)), (Member("c0", both), Member("c1", both)))
+>>> show(ServerRangeAssignor().assign(group))
+{'c0': ['t0-0', 't0-1', 't1-0', 't1-1'], 'c1': ['t0-2', 't1-2']}
+
+Members are ordered as the coordinator's ``sortMemberIds`` does: static members (with an
+instance id) first, by instance id, then the others by member id, comparing strings as Java does
+(UTF-16 code units). A static member keeps its ranges when it comes back with a new member id:
+
+>>> static = Group((Topic("t0", 3),), (Member("c0", frozenset({"t0"}), instance_id="pod-1"),
+...                                    Member("c1", frozenset({"t0"}), instance_id="pod-0")))
+>>> show(ServerRangeAssignor().assign(static))
+{'c0': ['t0-2'], 'c1': ['t0-0', 't0-1']}
+
+Homogeneous and heterogeneous groups follow the same rule per topic (the coordinator has two
+code paths that agree): a topic's subscribers, in member order, take ``P // C`` partitions each
+and the first ``P % C`` of them one more. Owned partitions are ignored.
+
+Complexity: O(C log C) to order C members, then O(T + P) array work for T topics and P
+partitions: owners are computed per topic with one ``repeat`` and the per-member lists come from
+one stable sort of the owners.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from assignors.base import RebalanceProtocol
+from assignors.java_order import java_member_order
+from assignors.model import Assignment, Group
+from assignors.uniform import UniformPlan, assignment_of
+
+_INDEX = np.int64
+
+
+class ServerRangeAssignor:
+    """The KIP-848 coordinator's ``range`` assignor (``server-range`` in ktk, since the client's
+    ``range`` already owns that name); see the module docstring.
+
+    Server-side assignors run in the coordinator, whose reconciliation makes a member revoke a
+    partition before its new owner gets it; ktk models that with ``cooperative`` replay.
+    """
+
+    name = "server-range"
+    rebalance_protocol: RebalanceProtocol = "cooperative"
+
+    def assign(self, group: Group) -> Assignment:
+        return assignment_of(plan_server_range(group))
+
+
+def plan_server_range(group: Group) -> UniformPlan:
+    """Owners per partition index of ``group.partition_space()`` (member indexes of the group)."""
+    space = group.partition_space()
+    member_ids = tuple(member.member_id for member in group.members)
+    owner = np.full(space.size, -1, dtype=_INDEX)
+    index_of = {member_id: i for i, member_id in enumerate(member_ids)}
+    ordered = [index_of[member.member_id] for member in java_member_order(group.members)]
+    subscriptions = [group.members[i].topics for i in ordered]
+    known = set(space.topic_names)
+    homogeneous = len({topics & known for topics in subscriptions}) <= 1
+    position = {name: t for t, name in enumerate(space.topic_names)}
+    if homogeneous:
+        everyone = np.asarray(ordered, dtype=_INDEX)
+        by_topic = [everyone] * len(space.topic_names)
+    else:
+        lists: list[list[int]] = [[] for _ in space.topic_names]
+        for i, topics in zip(ordered, subscriptions, strict=True):
+            for name in topics:
+                if name in position:
+                    lists[position[name]].append(i)
+        by_topic = [np.asarray(subscribers, dtype=_INDEX) for subscribers in lists]
+    for subscribers, start, count in zip(
+        by_topic, space.offsets, space.partition_counts, strict=True
+    ):
+        if not count or not subscribers.size:
+            continue
+        quota = np.full(subscribers.size, count // subscribers.size, dtype=_INDEX)
+        quota[: count % subscribers.size] += 1
+        owner[start : start + count] = np.repeat(subscribers, quota)
+    return UniformPlan(space, member_ids, owner, homogeneous)
