@@ -219,8 +219,10 @@ def _valid_claims(
     rank_parts, index_parts, generation_parts = [], [], []
     for rank, i in enumerate(by_rank.tolist()):
         member = group.members[i]
-        owned = member.owned_partitions if order.owned is None else order.owned.get(
-            member.member_id, ()
+        owned = (
+            member.owned_partitions
+            if order.owned is None
+            else order.owned.get(member.member_id, ())
         )
         if not owned or not subscriptions[rank]:
             continue
@@ -290,8 +292,6 @@ def _assign_homogeneous(
     owner[claim_index[keep]] = claim_rank[keep]
     remaining = quota - np.bincount(claim_rank[keep], minlength=num_members)
     owner[unassigned] = np.repeat(np.arange(num_members, dtype=_INDEX), remaining)
-
-
 
 
 class _Heterogeneous:

@@ -107,9 +107,7 @@ def owned_order(
         partitions = per_topic.setdefault(topic, [])
         if partition not in partitions:
             partitions.append(partition)
-    topics = hash_order(
-        list(per_topic), [topic_hash[t] for t in per_topic], capacity, at_head=True
-    )
+    topics = hash_order(list(per_topic), [topic_hash[t] for t in per_topic], capacity, at_head=True)
     flat: list[TopicPartition] = []
     for topic in topics:
         partitions = per_topic[topic]

@@ -99,7 +99,10 @@ def test_kafka_first_assignment_num_members_greater_than_num_partitions() -> Non
 def test_kafka_static_membership_keeps_ranges_under_a_new_member_id() -> None:
     first = _assign(
         {"topic1": 3},
-        [_member("A", "topic1", instance_id="instanceA"), _member("B", "topic1", instance_id="instanceB")],
+        [
+            _member("A", "topic1", instance_id="instanceA"),
+            _member("B", "topic1", instance_id="instanceB"),
+        ],
     )
     second = _assign(
         {"topic1": 3},
@@ -119,7 +122,10 @@ def test_kafka_mixed_static_membership_puts_static_members_first() -> None:
             _member("B", "topic1"),
         ]
 
-    first, second = _assign({"topic1": 5}, members("A")), _assign({"topic1": 5}, members("memberA1"))
+    first, second = (
+        _assign({"topic1": 5}, members("A")),
+        _assign({"topic1": 5}, members("memberA1")),
+    )
     assert first["A"] == second["memberA1"] and first["B"] == second["B"]
     assert first["C"] == second["C"]
     assert first == {"A": {"topic1": [0, 1]}, "B": {"topic1": [4]}, "C": {"topic1": [2, 3]}}
@@ -289,8 +295,6 @@ def test_server_range_co_partitions_topics_with_same_count_and_subscribers(group
 def test_server_range_ignores_owned_partitions(group: Group) -> None:
     fresh = Group(
         group.topics,
-        tuple(
-            Member(m.member_id, m.topics, instance_id=m.instance_id) for m in group.members
-        ),
+        tuple(Member(m.member_id, m.topics, instance_id=m.instance_id) for m in group.members),
     )
     assert ServerRangeAssignor().assign(group) == ServerRangeAssignor().assign(fresh)

@@ -36,7 +36,9 @@ def _topic_hash(name: str) -> int:
     return uuid_hash(*uuid_from_string(KAFKA_TOPIC_IDS[name]))
 
 
-def _kafka_order(group: Group, owned: dict[str, list[TopicPartition]] | None = None) -> IterationOrder:
+def _kafka_order(
+    group: Group, owned: dict[str, list[TopicPartition]] | None = None
+) -> IterationOrder:
     """Members sorted (the tests' TreeMap), topics as ``new HashSet<>(subscribed ids)`` iterates,
     topic ids compared as Uuids, owned partitions as given."""
     names = sorted({t for m in group.members for t in m.topics if group.topic(t)})
@@ -140,10 +142,14 @@ def test_kafka_homogeneous_reassignment_given_unbalanced_previous_assignment() -
             ("B", both, (("topic1", (2,)), ("topic2", (2,)))),
         ],
     )
-    assert got == default == {
-        "A": {"topic1": [0, 1], "topic2": [0]},
-        "B": {"topic1": [2], "topic2": [1, 2]},
-    }
+    assert (
+        got
+        == default
+        == {
+            "A": {"topic1": [0, 1], "topic2": [0]},
+            "B": {"topic1": [2], "topic2": [1, 2]},
+        }
+    )
 
 
 def test_kafka_homogeneous_reassignment_when_partitions_are_added() -> None:
@@ -176,11 +182,15 @@ def test_kafka_homogeneous_reassignment_when_one_member_added() -> None:
             ("C", both, ()),
         ],
     )
-    assert got == default == {
-        "A": {"topic1": [0, 2]},
-        "B": {"topic1": [1], "topic2": [1]},
-        "C": {"topic2": [0, 2]},
-    }
+    assert (
+        got
+        == default
+        == {
+            "A": {"topic1": [0, 2]},
+            "B": {"topic1": [1], "topic2": [1]},
+            "C": {"topic2": [0, 2]},
+        }
+    )
 
 
 def test_kafka_homogeneous_reassignment_when_one_member_removed() -> None:
@@ -190,7 +200,10 @@ def test_kafka_homogeneous_reassignment_when_one_member_removed() -> None:
     got, default = _kafka({"topic1": 3, "topic2": 3}, [("A", both, owned_a), ("B", both, owned_b)])
     assert got == {"A": {"topic1": [0], "topic2": [0, 2]}, "B": {"topic1": [1, 2], "topic2": [1]}}
     # by name, topic1's free partition comes first and goes to A
-    assert default == {"A": {"topic1": [0, 2], "topic2": [0]}, "B": {"topic1": [1], "topic2": [1, 2]}}
+    assert default == {
+        "A": {"topic1": [0, 2], "topic2": [0]},
+        "B": {"topic1": [1], "topic2": [1, 2]},
+    }
 
 
 def test_kafka_homogeneous_reassignment_when_one_subscription_removed() -> None:
@@ -223,10 +236,14 @@ def test_kafka_heterogeneous_first_assignment_two_members_two_topics() -> None:
     got, default = _kafka(
         {"topic1": 3, "topic3": 6}, [("A", ("topic1", "topic3"), ()), ("B", ("topic3",), ())]
     )
-    assert got == default == {
-        "A": {"topic1": [0, 1, 2], "topic3": [4]},
-        "B": {"topic3": [0, 1, 2, 3, 5]},
-    }
+    assert (
+        got
+        == default
+        == {
+            "A": {"topic1": [0, 1, 2], "topic3": [4]},
+            "B": {"topic3": [0, 1, 2, 3, 5]},
+        }
+    )
 
 
 def test_kafka_heterogeneous_first_assignment_more_members_than_partitions() -> None:
@@ -250,11 +267,15 @@ def test_kafka_heterogeneous_reassignment_given_unbalanced_previous_assignment()
             ),
         ],
     )
-    assert got == default == {
-        "A": {"topic1": [0, 1, 2, 5]},
-        "B": {"topic1": [3], "topic2": [0, 1, 2, 3]},
-        "C": {"topic1": [4], "topic3": [0, 1, 2, 3]},
-    }
+    assert (
+        got
+        == default
+        == {
+            "A": {"topic1": [0, 1, 2, 5]},
+            "B": {"topic1": [3], "topic2": [0, 1, 2, 3]},
+            "C": {"topic1": [4], "topic3": [0, 1, 2, 3]},
+        }
+    )
 
 
 def test_kafka_heterogeneous_reassignment_when_partitions_are_added() -> None:
@@ -266,10 +287,14 @@ def test_kafka_heterogeneous_reassignment_when_partitions_are_added() -> None:
             ("B", every, (("topic2", (0, 1, 2)), ("topic4", (0, 1, 2)))),
         ],
     )
-    assert got == default == {
-        "A": {"topic1": [0, 1, 2, 3, 4, 5], "topic3": [0, 1, 2]},
-        "B": {"topic2": [0, 1, 2, 3, 4], "topic4": [0, 1, 2]},
-    }
+    assert (
+        got
+        == default
+        == {
+            "A": {"topic1": [0, 1, 2, 3, 4, 5], "topic3": [0, 1, 2]},
+            "B": {"topic2": [0, 1, 2, 3, 4], "topic4": [0, 1, 2]},
+        }
+    )
 
 
 def test_kafka_heterogeneous_reassignment_when_one_member_and_partitions_added() -> None:
@@ -282,11 +307,15 @@ def test_kafka_heterogeneous_reassignment_when_one_member_and_partitions_added()
             ("C", both, ()),
         ],
     )
-    assert got == default == {
-        "A": {"topic1": [0, 2, 3, 4, 5]},
-        "B": {"topic1": [1], "topic2": [1, 2, 6]},
-        "C": {"topic2": [0, 3, 4, 5]},
-    }
+    assert (
+        got
+        == default
+        == {
+            "A": {"topic1": [0, 2, 3, 4, 5]},
+            "B": {"topic1": [1], "topic2": [1, 2, 6]},
+            "C": {"topic2": [0, 3, 4, 5]},
+        }
+    )
 
 
 def test_kafka_heterogeneous_reassignment_when_one_member_removed() -> None:
@@ -297,10 +326,14 @@ def test_kafka_heterogeneous_reassignment_when_one_member_removed() -> None:
             ("B", ("topic2",), (("topic2", (3, 4, 5, 6)),)),
         ],
     )
-    assert got == default == {
-        "A": {"topic1": [0, 1, 2], "topic3": [0, 1, 2]},
-        "B": {"topic2": [0, 1, 2, 3, 4, 5, 6, 7]},
-    }
+    assert (
+        got
+        == default
+        == {
+            "A": {"topic1": [0, 1, 2], "topic3": [0, 1, 2]},
+            "B": {"topic2": [0, 1, 2, 3, 4, 5, 6, 7]},
+        }
+    )
 
 
 def test_kafka_heterogeneous_reassignment_when_one_subscription_removed() -> None:
@@ -325,7 +358,10 @@ def test_kafka_heterogeneous_topic_partitions_run_out_before_members_balance() -
     )
     assert got == {"A": {"topic2": [0], "topic3": [0, 1]}, "B": {"topic1": [0, 1], "topic2": [1]}}
     # ktk sees identical subscriptions and runs the homogeneous builder, as the coordinator does
-    assert default == {"A": {"topic1": [0, 1], "topic2": [0]}, "B": {"topic2": [1], "topic3": [0, 1]}}
+    assert default == {
+        "A": {"topic1": [0, 1], "topic2": [0]},
+        "B": {"topic2": [1], "topic3": [0, 1]},
+    }
 
 
 def test_kafka_heterogeneous_first_assignment_with_one_member_without_subscriptions() -> None:
@@ -378,7 +414,8 @@ def test_uniform_feeding_the_answer_back_changes_nothing() -> None:
     group = Group(tuple(Topic(n, int(rng.integers(1, 20))) for n in names), tuple(members))
     first = UniformAssignor().assign(group)
     again = Group(
-        group.topics, tuple(Member(m.member_id, m.topics, first.partitions[m.member_id]) for m in members)
+        group.topics,
+        tuple(Member(m.member_id, m.topics, first.partitions[m.member_id]) for m in members),
     )
     assert UniformAssignor().assign(again) == first
 
