@@ -25,7 +25,17 @@ instance id) first, by instance id, then the others by member id, comparing stri
 
 Homogeneous and heterogeneous groups follow the same rule per topic (the coordinator has two
 code paths that agree): a topic's subscribers, in member order, take ``P // C`` partitions each
-and the first ``P % C`` of them one more. Owned partitions are ignored.
+and the first ``P % C`` of them one more. Owned partitions do not change the target; a partition
+that changes hands is withheld for one round (its holder revokes it first, as the coordinator's
+reconciliation makes it), so ``assign`` returns the target minus those, and
+:func:`plan_server_range` the target itself:
+
+>>> from assignors.model import TopicPartition as TP
+>>> joined = Group((Topic("t0", 2),), (Member("c0", frozenset({"t0"}), (TP("t0", 0), TP("t0", 1))),
+...                                    Member("c1", frozenset({"t0"}))))
+>>> moved = ServerRangeAssignor().assign(joined)
+>>> show(moved), moved.withheld
+({'c0': ['t0-0'], 'c1': []}, (TopicPartition(topic='t0', partition=1),))
 
 Complexity: O(C log C) to order C members, then O(T + P) array work for T topics and P
 partitions: owners are computed per topic with one ``repeat`` and the per-member lists come from
@@ -39,7 +49,7 @@ import numpy as np
 from assignors.base import RebalanceProtocol
 from assignors.java_order import java_member_order
 from assignors.model import Assignment, Group
-from assignors.uniform import UniformPlan, assignment_of
+from assignors.uniform import UniformPlan, assignment_of, current_holders
 
 _INDEX = np.int64
 
@@ -56,7 +66,7 @@ class ServerRangeAssignor:
     rebalance_protocol: RebalanceProtocol = "cooperative"
 
     def assign(self, group: Group) -> Assignment:
-        return assignment_of(plan_server_range(group))
+        return assignment_of(plan_server_range(group), withhold=True)
 
 
 def plan_server_range(group: Group) -> UniformPlan:
@@ -88,4 +98,4 @@ def plan_server_range(group: Group) -> UniformPlan:
         quota = np.full(subscribers.size, count // subscribers.size, dtype=_INDEX)
         quota[: count % subscribers.size] += 1
         owner[start : start + count] = np.repeat(subscribers, quota)
-    return UniformPlan(space, member_ids, owner, homogeneous)
+    return UniformPlan(space, member_ids, owner, current_holders(group), homogeneous)

@@ -15,10 +15,22 @@ member taking its quota (6 / 2 = 3) in member order:
 {'c0': ['a-0', 'a-1', 'a-2'], 'c1': ['b-0', 'b-1', 'b-2']}
 
 A third member joins. Quotas become 2 each: c0 and c1 keep their first two partitions and the
-two they give up go to c2; nothing else moves:
+two they give up go to c2 in the coordinator's target; nothing else moves:
 
 >>> owned = [Member(m, both, first.partitions[m]) for m in ("c0", "c1")]
->>> show(UniformAssignor().assign(Group(topics, (*owned, Member("c2", both)))))
+>>> joined = Group(topics, (*owned, Member("c2", both)))
+>>> show(target_assignment(joined))
+{'c0': ['a-0', 'a-1'], 'c1': ['b-0', 'b-1'], 'c2': ['a-2', 'b-2']}
+
+The coordinator hands a partition to its new owner only once the old one revoked it, so
+``assign`` (one round, ``cooperative`` replay) withholds the two moving partitions; the next
+round, with c0 and c1 no longer holding them, gives them to c2:
+
+>>> second = UniformAssignor().assign(joined)
+>>> show(second), [f"{tp.topic}-{tp.partition}" for tp in second.withheld]
+({'c0': ['a-0', 'a-1'], 'c1': ['b-0', 'b-1'], 'c2': []}, ['a-2', 'b-2'])
+>>> rejoined = Group(topics, tuple(Member(m, both, tps) for m, tps in second.partitions.items()))
+>>> show(UniformAssignor().assign(rejoined))
 {'c0': ['a-0', 'a-1'], 'c1': ['b-0', 'b-1'], 'c2': ['a-2', 'b-2']}
 
 The coordinator picks one of two algorithms (``UniformAssignor.assign``):
@@ -64,6 +76,7 @@ from assignors.model import Assignment, Group, Member, PartitionSpace, TopicPart
 
 _INDEX = np.int64
 _NOBODY = -1
+_CONTESTED = -2  # claimed by several members in the same, highest generation
 # the coordinator's cap on balancing sweeps over the topics (MAX_ITERATION_COUNT)
 MAX_BALANCE_SWEEPS = 16
 
@@ -94,12 +107,20 @@ class IterationOrder:
 @dataclass(frozen=True, slots=True)
 class UniformPlan:
     """Owners decided for one group: ``owner[p]`` is the index in ``member_ids`` (the group's
-    order) of the member that gets partition ``p`` of ``space``, -1 when no member subscribes."""
+    order) of the member that gets partition ``p`` of ``space``, -1 when no member subscribes.
+    ``holder[p]`` is the member validly holding ``p`` now (-1 nobody, -2 several members in
+    the same generation)."""
 
     space: PartitionSpace
     member_ids: tuple[str, ...]
     owner: np.ndarray
+    holder: np.ndarray
     homogeneous: bool
+
+    def withheld(self) -> np.ndarray:
+        """Partitions that change hands: their holder must revoke them before the new owner
+        gets them (the coordinator's reconciliation), so this round hands them to nobody."""
+        return np.flatnonzero((self.holder != _NOBODY) & (self.holder != self.owner))
 
 
 class UniformAssignor:
@@ -113,12 +134,22 @@ class UniformAssignor:
     rebalance_protocol: RebalanceProtocol = "cooperative"
 
     def assign(self, group: Group) -> Assignment:
-        return assignment_of(plan_uniform(group))
+        return assignment_of(plan_uniform(group), withhold=True)
 
 
-def assignment_of(plan: UniformPlan) -> Assignment:
-    """Member id -> its partitions in (topic, partition) order, every member present."""
+def target_assignment(group: Group, order: IterationOrder | None = None) -> Assignment:
+    """The coordinator's target assignment (what its assignor returns), nothing withheld."""
+    return assignment_of(plan_uniform(group, order))
+
+
+def assignment_of(plan: UniformPlan, *, withhold: bool = False) -> Assignment:
+    """Member id -> its partitions in (topic, partition) order, every member present; with
+    ``withhold``, partitions changing hands go to nobody this round (``Assignment.withheld``)."""
     owner, space = plan.owner, plan.space
+    withheld = plan.withheld() if withhold else np.zeros(0, dtype=_INDEX)
+    if withheld.size:
+        owner = owner.copy()
+        owner[withheld] = _NOBODY
     assigned = np.flatnonzero(owner >= 0)
     # a stable sort of 16-bit keys is a radix sort: several times faster than on int64
     keys = owner[assigned]
@@ -131,7 +162,8 @@ def assignment_of(plan: UniformPlan) -> Assignment:
         result: dict[str, tuple[TopicPartition, ...]] = {}
         for i, member_id in enumerate(plan.member_ids):
             result[member_id] = tuple(objects[bounds[i] : bounds[i + 1]])
-    return Assignment(result)
+        held_back = tuple(_partition_objects(space, withheld))
+    return Assignment(result, held_back)
 
 
 @contextmanager
@@ -199,11 +231,14 @@ def plan_uniform(
         raise ValueError("the homogeneous builder needs identical subscriptions")
     owner = np.full(space.size, _NOBODY, dtype=_INDEX)
     if not members or not counts.size:
-        return UniformPlan(space, member_ids, owner, homogeneous)
+        return UniformPlan(space, member_ids, owner, owner.copy(), homogeneous)
 
-    claim_rank, claim_index = _valid_claims(
+    claim_rank, claim_index, contested = _valid_claims(
         group, order, by_rank, subscriptions, counts, offsets, topic_position
     )
+    holder = np.full(space.size, _NOBODY, dtype=_INDEX)
+    holder[claim_index] = by_rank[claim_rank]
+    holder[contested] = _CONTESTED
     if homogeneous:
         topic_order = [topic_position[name] for name in order.topics if name in topic_position]
         if sorted(topic_order) != list(range(counts.size)):
@@ -221,7 +256,31 @@ def plan_uniform(
     # owners were computed as iteration ranks: translate them to the group's member indexes
     assigned = owner >= 0
     owner[assigned] = by_rank[owner[assigned]]
-    return UniformPlan(space, member_ids, owner, homogeneous)
+    return UniformPlan(space, member_ids, owner, holder, homogeneous)
+
+
+def current_holders(group: Group) -> np.ndarray:
+    """The member (group index) validly holding each partition of ``group.partition_space()``
+    now: -1 nobody, -2 several members in the same, highest generation."""
+    space = group.partition_space()
+    counts = np.asarray(space.partition_counts, dtype=_INDEX)
+    offsets = np.asarray(space.offsets, dtype=_INDEX)
+    topic_position = {name: t for t, name in enumerate(space.topic_names)}
+    by_rank = np.arange(len(group.members), dtype=_INDEX)
+    subscriptions = _subscribed_positions(group.members, by_rank, topic_position)
+    ranks, indexes, contested = _valid_claims(
+        group,
+        IterationOrder.default(group),
+        by_rank,
+        subscriptions,
+        counts,
+        offsets,
+        topic_position,
+    )
+    holder = np.full(space.size, _NOBODY, dtype=_INDEX)
+    holder[indexes] = ranks
+    holder[contested] = _CONTESTED
+    return holder
 
 
 def _subscribed_positions(
@@ -250,11 +309,12 @@ def _valid_claims(
     counts: np.ndarray,
     offsets: np.ndarray,
     topic_position: dict[str, int],
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(member rank, partition index) of every claim honoured, members in rank order and each
-    member's claims in its iteration order. A claim counts when its topic is known, subscribed
-    by the member and has the partition; a partition claimed by several members goes to the
-    highest generation and to nobody on a tie (the coordinator's own assignment never overlaps)."""
+    member's claims in its iteration order, and the partitions whose claims tie. A claim counts
+    when its topic is known, subscribed by the member and has the partition; a partition
+    claimed by several members goes to the highest generation and to nobody on a tie (the
+    coordinator's own assignment never overlaps)."""
     num_topics = counts.size
     lookup = topic_position.get
     rank_parts, index_parts, generation_parts = [], [], []
@@ -280,7 +340,7 @@ def _valid_claims(
         index_parts.append(indexes)
         generation_parts.append(np.full(indexes.size, member.generation, dtype=_INDEX))
     if not index_parts:
-        return np.zeros(0, _INDEX), np.zeros(0, _INDEX)
+        return np.zeros(0, _INDEX), np.zeros(0, _INDEX), np.zeros(0, _INDEX)
     ranks = np.concatenate(rank_parts)
     indexes = np.concatenate(index_parts)
     generations = np.concatenate(generation_parts)
@@ -293,8 +353,7 @@ def _valid_claims(
     keep_sorted = first & ~tied
     keep = np.empty(indexes.size, dtype=bool)
     keep[by_partition] = keep_sorted
-    # a partition listed twice by one member is one claim
-    return ranks[keep], indexes[keep]
+    return ranks[keep], indexes[keep], sorted_indexes[first & tied]
 
 
 def _topic_ranges(counts: np.ndarray, offsets: np.ndarray, topics: Sequence[int]) -> np.ndarray:

@@ -115,14 +115,15 @@ def ktk_answer(request: dict[str, Any]) -> dict[str, list[list[object]]]:
     from kip848_java import harness_order
     from sticky_checks import group_from_request
 
-    from assignors.registry import get
+    from assignors.server_range import plan_server_range
     from assignors.uniform import assignment_of, plan_uniform
 
     group = group_from_request(request)
     if request["assignor"] == "uniform":
-        assignment = assignment_of(plan_uniform(group, harness_order(request)))
+        plan = plan_uniform(group, harness_order(request))
     else:
-        assignment = get(request["assignor"]).assign(group)
+        plan = plan_server_range(group)
+    assignment = assignment_of(plan)  # the coordinator's target: nothing withheld
     return {m: [list(tp) for tp in tps] for m, tps in assignment.partitions.items()}
 
 

@@ -14,14 +14,15 @@ from hypothesis import strategies as st
 
 from assignors.model import Assignment, Group, Member, Topic, TopicPartition
 from assignors.registry import get
-from assignors.server_range import ServerRangeAssignor
+from assignors.server_range import ServerRangeAssignor, plan_server_range
+from assignors.uniform import assignment_of
 
 ALL = ("topic1", "topic2", "topic3")
 
 
 def _assign(topics: dict[str, int], members: list[Member]) -> dict[str, dict[str, list[int]]]:
     group = Group(tuple(Topic(name, count) for name, count in topics.items()), tuple(members))
-    return _by_topic(ServerRangeAssignor().assign(group))
+    return _by_topic(assignment_of(plan_server_range(group)))
 
 
 def _by_topic(assignment: Assignment) -> dict[str, dict[str, list[int]]]:
@@ -258,7 +259,7 @@ def groups(draw: st.DrawFn) -> Group:
 @settings(max_examples=150, deadline=None)
 @given(groups())
 def test_server_range_is_valid_and_balanced_per_topic(group: Group) -> None:
-    assignment = ServerRangeAssignor().assign(group)
+    assignment = assignment_of(plan_server_range(group))
     owners = Counter(tp for tps in assignment.partitions.values() for tp in tps)
     assert set(owners) == set(group.subscribed_partitions())
     assert all(count == 1 for count in owners.values())
@@ -277,7 +278,7 @@ def test_server_range_is_valid_and_balanced_per_topic(group: Group) -> None:
 @settings(max_examples=150, deadline=None)
 @given(groups())
 def test_server_range_co_partitions_topics_with_same_count_and_subscribers(group: Group) -> None:
-    assignment = ServerRangeAssignor().assign(group)
+    assignment = assignment_of(plan_server_range(group))
     owner = {tp: m for m, tps in assignment.partitions.items() for tp in tps}
     topics = group.subscribed_topics()
     for first in topics:
@@ -292,9 +293,15 @@ def test_server_range_co_partitions_topics_with_same_count_and_subscribers(group
 
 @settings(max_examples=100, deadline=None)
 @given(groups())
-def test_server_range_ignores_owned_partitions(group: Group) -> None:
+def test_server_range_target_ignores_owned_partitions_and_withholds_moves(group: Group) -> None:
     fresh = Group(
         group.topics,
         tuple(Member(m.member_id, m.topics, instance_id=m.instance_id) for m in group.members),
     )
-    assert ServerRangeAssignor().assign(group) == ServerRangeAssignor().assign(fresh)
+    target = assignment_of(plan_server_range(group))
+    assert target == ServerRangeAssignor().assign(fresh)
+    round_one = ServerRangeAssignor().assign(group)
+    given_now = {tp for tps in round_one.partitions.values() for tp in tps}
+    targeted = {tp for tps in target.partitions.values() for tp in tps}
+    assert given_now | set(round_one.withheld) == targeted
+    assert not given_now & set(round_one.withheld)

@@ -21,7 +21,13 @@ from kip848_java import capacity_of_copy, hash_order, uuid_from_string, uuid_has
 
 from assignors.model import Assignment, Group, Member, Topic, TopicPartition
 from assignors.registry import get
-from assignors.uniform import IterationOrder, UniformAssignor, assignment_of, plan_uniform
+from assignors.uniform import (
+    IterationOrder,
+    UniformAssignor,
+    assignment_of,
+    plan_uniform,
+    target_assignment,
+)
 
 # the topic ids of Kafka's tests
 KAFKA_TOPIC_IDS = {
@@ -82,7 +88,7 @@ def _kafka(topics: dict[str, int], members: list[tuple[str, tuple[str, ...], tup
     group = _group(topics, [_member(m, *ts, owned=owned) for m, ts, owned in members])
     owned = {m: _owned_sequence(o) for m, _, o in members}
     plan = plan_uniform(group, _kafka_order(group, owned), **kw)
-    return _by_topic(assignment_of(plan)), _by_topic(UniformAssignor().assign(group))
+    return _by_topic(assignment_of(plan)), _by_topic(target_assignment(group))
 
 
 def test_registered_as_uniform() -> None:
@@ -381,17 +387,32 @@ def test_uniform_homogeneous_gives_extra_partitions_to_first_members_in_order() 
 def test_uniform_homogeneous_revokes_owned_partitions_past_the_quota_in_owned_order() -> None:
     owned = (("a", (0, 1, 2, 3)),)
     group = _group({"a": 4}, [_member("m0", "a", owned=owned), _member("m1", "a")])
-    assert _by_topic(UniformAssignor().assign(group)) == {"m0": {"a": [0, 1]}, "m1": {"a": [2, 3]}}
+    assert _by_topic(target_assignment(group)) == {"m0": {"a": [0, 1]}, "m1": {"a": [2, 3]}}
+
+
+def test_uniform_withholds_partitions_changing_hands_for_one_round() -> None:
+    owned = (("a", (0, 1, 2, 3)),)
+    group = _group({"a": 4}, [_member("m0", "a", owned=owned), _member("m1", "a")])
+    first = UniformAssignor().assign(group)
+    assert _by_topic(first) == {"m0": {"a": [0, 1]}, "m1": {}}
+    assert first.withheld == (TopicPartition("a", 2), TopicPartition("a", 3))
+    second = UniformAssignor().assign(
+        _group({"a": 4}, [Member(m, frozenset({"a"}), first.partitions[m]) for m in ("m0", "m1")])
+    )
+    assert _by_topic(second) == {"m0": {"a": [0, 1]}, "m1": {"a": [2, 3]}}
+    assert second.withheld == ()
 
 
 def test_uniform_overlapping_claims_go_to_the_newest_generation_or_to_nobody() -> None:
     old = Member("m0", frozenset({"a"}), (TopicPartition("a", 0),), generation=1)
     new = Member("m1", frozenset({"a"}), (TopicPartition("a", 0),), generation=2)
     group = Group((Topic("a", 2),), (old, new))
-    assert _by_topic(UniformAssignor().assign(group)) == {"m0": {"a": [1]}, "m1": {"a": [0]}}
+    assert _by_topic(target_assignment(group)) == {"m0": {"a": [1]}, "m1": {"a": [0]}}
     tied = Group((Topic("a", 2),), (old, Member("m1", frozenset({"a"}), old.owned_partitions, 1)))
-    # neither keeps partition 0: it is dealt as unowned (to m0, first in order)
-    assert _by_topic(UniformAssignor().assign(tied)) == {"m0": {"a": [0]}, "m1": {"a": [1]}}
+    # neither keeps partition 0: it is dealt as unowned (to m0, first in order), and withheld
+    # this round since both may still be consuming it
+    assert _by_topic(target_assignment(tied)) == {"m0": {"a": [0]}, "m1": {"a": [1]}}
+    assert UniformAssignor().assign(tied).withheld == (TopicPartition("a", 0),)
 
 
 def test_uniform_ignores_racks() -> None:
@@ -478,7 +499,7 @@ def _check_valid(group: Group, assignment: Assignment) -> None:
 def test_uniform_homogeneous_is_valid_balanced_and_keeps_a_prefix_of_each_quota(
     group: Group,
 ) -> None:
-    assignment = UniformAssignor().assign(group)
+    assignment = target_assignment(group)
     _check_valid(group, assignment)
     total = sum(group.num_partitions(t) for t in group.subscribed_topics())
     members = group.members
@@ -496,7 +517,7 @@ def test_uniform_homogeneous_is_valid_balanced_and_keeps_a_prefix_of_each_quota(
 @settings(max_examples=300, deadline=None)
 @given(groups(same=False))
 def test_uniform_heterogeneous_is_valid_balanced_per_topic_and_keeps_claims(group: Group) -> None:
-    assignment = UniformAssignor().assign(group)
+    assignment = target_assignment(group)
     _check_valid(group, assignment)
     sizes = {m: len(tps) for m, tps in assignment.partitions.items()}
     # the coordinator's balance rule: no subscriber of a topic is two or more partitions below a
@@ -513,6 +534,34 @@ def test_uniform_heterogeneous_is_valid_balanced_per_topic_and_keeps_claims(grou
             if owner[tp] != member_id:
                 emptiest = min(sizes[m.member_id] for m in group.members if tp.topic in m.topics)
                 assert sizes[member_id] >= emptiest
+
+
+@settings(max_examples=150, deadline=None)
+@given(groups())
+def test_uniform_round_is_the_target_minus_the_partitions_changing_hands(group: Group) -> None:
+    target, round_one = target_assignment(group), UniformAssignor().assign(group)
+    holder = {tp: m.member_id for m in group.members for tp in m.owned_partitions}
+    for member_id, partitions in target.partitions.items():
+        given_now = set(round_one.partitions[member_id])
+        assert given_now <= set(partitions)
+        for tp in set(partitions) - given_now:
+            assert tp in round_one.withheld and holder.get(tp, member_id) != member_id
+    assert len(round_one.withheld) == sum(map(len, target.partitions.values())) - sum(
+        map(len, round_one.partitions.values())
+    )
+    if len({m.topics & set(group.subscribed_topics()) for m in group.members}) == 1:
+        # homogeneous: the next round hands the withheld partitions out and withholds nothing
+        rejoined = Group(
+            group.topics,
+            tuple(Member(m, t.topics, round_one.partitions[m]) for m, t in _members(group)),
+        )
+        round_two = UniformAssignor().assign(rejoined)
+        assert round_two.withheld == ()
+        _check_valid(group, round_two)
+
+
+def _members(group: Group) -> list[tuple[str, Member]]:
+    return [(m.member_id, m) for m in group.members]
 
 
 @settings(max_examples=100, deadline=None)
