@@ -35,7 +35,7 @@ round, with c0 and c1 no longer holding them, gives them to c2:
 
 The coordinator picks one of two algorithms (``UniformAssignor.assign``):
 
-- Homogeneous (every member subscribes to the same known topics;
+- Homogeneous (every member subscribes to the same topic names;
   ``UniformHomogeneousAssignmentBuilder``): ``P // M`` partitions per member and one more for the
   first ``P % M`` members in iteration order. Each member keeps the first ``quota`` of the
   partitions it owns (in iteration order) and gives up the rest; the partitions nobody kept
@@ -208,10 +208,9 @@ def plan_uniform(
 ) -> UniformPlan:
     """The coordinator's uniform assignment of ``group``, iterating in ``order``.
 
-    ``subscription_type`` forces one builder; by default the homogeneous one runs when every
-    member subscribes to the same known topics (the coordinator decides on topic names, so a
-    group whose members differ only in topics that do not exist gets the heterogeneous one
-    there)."""
+    ``subscription_type`` forces one builder; by default, as in the coordinator, the homogeneous
+    one runs when every member subscribes to the same topic names (topics that do not exist
+    included: members differing only in those get the heterogeneous builder)."""
     order = order or IterationOrder.default(group)
     space = group.partition_space()
     members = group.members
@@ -226,7 +225,9 @@ def plan_uniform(
     by_rank = np.fromiter(map(index_of.__getitem__, order.members), _INDEX, len(members))
     subscriptions = _subscribed_positions(members, by_rank, topic_position)
     distinct = len({topics.tobytes() for topics in subscriptions})
-    homogeneous = distinct <= 1 if subscription_type is None else subscription_type == "homogeneous"
+    # the coordinator decides on subscribed topic names, topics that do not exist included
+    same_names = len({member.topics for member in members}) <= 1
+    homogeneous = same_names if subscription_type is None else subscription_type == "homogeneous"
     if homogeneous and distinct > 1:
         raise ValueError("the homogeneous builder needs identical subscriptions")
     owner = np.full(space.size, _NOBODY, dtype=_INDEX)

@@ -120,7 +120,12 @@ def ktk_answer(request: dict[str, Any]) -> dict[str, list[list[object]]]:
 
     group = group_from_request(request)
     if request["assignor"] == "uniform":
-        plan = plan_uniform(group, harness_order(request))
+        # the harness picks the builder on the members' existing topics, the coordinator on
+        # topic names; the requests are replayed with the harness's choice
+        known = {topic["name"] for topic in request["topics"]}
+        same = len({frozenset(m["topics"]) & known for m in request["members"]}) <= 1
+        kind = "homogeneous" if same else "heterogeneous"
+        plan = plan_uniform(group, harness_order(request), subscription_type=kind)
     else:
         plan = plan_server_range(group)
     assignment = assignment_of(plan)  # the coordinator's target: nothing withheld

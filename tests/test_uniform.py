@@ -441,6 +441,13 @@ def test_uniform_feeding_the_answer_back_changes_nothing() -> None:
     assert UniformAssignor().assign(again) == first
 
 
+def test_uniform_members_differing_only_in_missing_topics_get_the_heterogeneous_builder() -> None:
+    # as in the coordinator, which compares subscribed topic names
+    group = _group({"a": 3}, [_member("m0", "a", "gone"), _member("m1", "a")])
+    assert not plan_uniform(group).homogeneous
+    assert plan_uniform(_group({"a": 3}, [_member("m0", "a"), _member("m1", "a")])).homogeneous
+
+
 def test_uniform_iteration_order_must_name_every_member() -> None:
     group = _group({"a": 2}, [_member("m0", "a"), _member("m1", "a")])
     with pytest.raises(ValueError, match="every member"):
@@ -549,7 +556,7 @@ def test_uniform_round_is_the_target_minus_the_partitions_changing_hands(group: 
     assert len(round_one.withheld) == sum(map(len, target.partitions.values())) - sum(
         map(len, round_one.partitions.values())
     )
-    if len({m.topics & set(group.subscribed_topics()) for m in group.members}) == 1:
+    if len({m.topics for m in group.members}) == 1:
         # homogeneous: the next round hands the withheld partitions out and withholds nothing
         rejoined = Group(
             group.topics,
