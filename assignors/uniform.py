@@ -66,7 +66,7 @@ import operator
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Literal
 
 import numpy as np
@@ -316,35 +316,46 @@ def _valid_claims(
     when its topic is known, subscribed by the member and has the partition; a partition
     claimed by several members goes to the highest generation and to nobody on a tie (the
     coordinator's own assignment never overlaps)."""
-    num_topics = counts.size
-    lookup = topic_position.get
-    rank_parts, index_parts, generation_parts = [], [], []
-    for rank, i in enumerate(by_rank.tolist()):
-        member = group.members[i]
-        owned = (
-            member.owned_partitions
-            if order.owned is None
-            else order.owned.get(member.member_id, ())
-        )
-        if not owned or not subscriptions[rank].size:
-            continue
-        positions = np.fromiter(
-            map(lookup, map(operator.itemgetter(0), owned), repeat(-1)), _INDEX, len(owned)
-        )
-        numbers = np.fromiter(map(operator.itemgetter(1), owned), _INDEX, len(owned))
-        subscribed = np.zeros(num_topics + 1, dtype=bool)  # the extra slot answers position -1
-        subscribed[subscriptions[rank]] = True
-        safe = np.where(positions >= 0, positions, 0)
-        valid = subscribed[positions] & (numbers >= 0) & (numbers < counts[safe])
-        indexes = offsets[safe[valid]] + numbers[valid]
-        rank_parts.append(np.full(indexes.size, rank, dtype=_INDEX))
-        index_parts.append(indexes)
-        generation_parts.append(np.full(indexes.size, member.generation, dtype=_INDEX))
-    if not index_parts:
+    num_members, num_topics = len(subscriptions), counts.size
+    owned_by_rank = [
+        group.members[i].owned_partitions
+        if order.owned is None
+        else order.owned.get(group.members[i].member_id, ())
+        for i in by_rank.tolist()
+    ]
+    lengths = np.fromiter(map(len, owned_by_rank), _INDEX, num_members)
+    total = int(lengths.sum())
+    if not total or not num_topics:
         return np.zeros(0, _INDEX), np.zeros(0, _INDEX), np.zeros(0, _INDEX)
-    ranks = np.concatenate(rank_parts)
-    indexes = np.concatenate(index_parts)
-    generations = np.concatenate(generation_parts)
+    # all claims at once: one C-level pass over the names and one over the numbers
+    claims = list(chain.from_iterable(owned_by_rank))
+    names = map(operator.itemgetter(0), claims)
+    positions = np.fromiter(map(topic_position.get, names, repeat(-1)), _INDEX, total)
+    numbers = np.fromiter(map(operator.itemgetter(1), claims), _INDEX, total)
+    ranks = np.repeat(np.arange(num_members, dtype=_INDEX), lengths)
+    # (rank, topic position) pairs as sorted keys: a claim counts if its pair is subscribed
+    # (position -1, an unknown topic, makes a key no subscription has)
+    width = num_topics + 1
+    sub_lengths = np.fromiter(map(len, subscriptions), _INDEX, num_members)
+    subscribed_keys = np.repeat(np.arange(num_members, dtype=_INDEX), sub_lengths) * width
+    if subscribed_keys.size:
+        subscribed_keys += np.concatenate(subscriptions)
+    claim_keys = ranks * width + positions
+    found = np.searchsorted(subscribed_keys, claim_keys)
+    is_subscribed = np.zeros(total, dtype=bool)
+    if subscribed_keys.size:
+        inside = found < subscribed_keys.size
+        is_subscribed[inside] = subscribed_keys[found[inside]] == claim_keys[inside]
+    safe = np.where(positions >= 0, positions, 0)
+    valid = is_subscribed & (numbers >= 0) & (numbers < counts[safe])
+    ranks = ranks[valid]
+    indexes = offsets[safe[valid]] + numbers[valid]
+    if np.bincount(indexes, minlength=1).max() <= 1:
+        return ranks, indexes, np.zeros(0, _INDEX)  # no partition claimed twice
+    member_generations = np.fromiter(
+        (group.members[i].generation for i in by_rank.tolist()), _INDEX, num_members
+    )
+    generations = member_generations[ranks]
     by_partition = np.lexsort((-generations, indexes))
     sorted_indexes, sorted_generations = indexes[by_partition], generations[by_partition]
     first = np.ones(indexes.size, dtype=bool)
