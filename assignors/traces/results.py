@@ -63,7 +63,7 @@ _PARQUET_OPTIONS: dict[str, Any] = {
 _METADATA = {RESULTS_VERSION_KEY: str(RESULTS_VERSION)}
 
 
-def _default_version() -> str:
+def default_version() -> str:
     try:
         return metadata.version("ktk")
     except metadata.PackageNotFoundError:
@@ -147,7 +147,7 @@ def open_results(
     with output_directory(
         out_dir,
         command=command,
-        version=version if version is not None else _default_version(),
+        version=version if version is not None else default_version(),
         inputs=inputs,
         force=force,
     ) as staging:
