@@ -196,8 +196,14 @@ class HadoopFileSystem:
             raise OSError(f"could not create directory {path}")
 
     def rename(self, source: str, target: str) -> None:
+        """Like ``os.rename``: a file at ``target`` is replaced (Hadoop's rename refuses an
+        existing target, and would move a directory into an existing one: that is refused)."""
         fs, source_path = self._fs(source)
         _, target_path = self._fs(target)
+        if fs.exists(target_path):
+            if fs.getFileStatus(target_path).isDirectory():
+                raise OSError(f"could not rename {source} to {target}: it exists")
+            fs.delete(target_path, False)
         if not fs.rename(source_path, target_path):
             raise OSError(f"could not rename {source} to {target}")
 

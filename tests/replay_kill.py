@@ -24,9 +24,11 @@ def large_traces(directory: Path) -> Path:
     return directory
 
 
-def replay_killed_mid_run(traces: Path, out: Path, engine: str, timeout: float = 300.0) -> list[str]:
+def replay_killed_mid_run(
+    traces: Path, out: Path, engine: str, settle: float = 3.0, timeout: float = 300.0
+) -> list[str]:
     """Start ``python -m ktk replay`` on ``traces`` into ``out``, wait until its staging
-    directory exists and a moment more, SIGKILL it; return the debris names it left."""
+    directory exists and ``settle`` seconds more (a JVM started, work under way), SIGKILL it; return the debris names it left."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     process = subprocess.Popen(
         [sys.executable, "-m", "ktk", "replay", str(traces / "big"), "--out", str(out),
@@ -41,7 +43,7 @@ def replay_killed_mid_run(traces: Path, out: Path, engine: str, timeout: float =
         while time.monotonic() < deadline and process.poll() is None:
             staging = [p.name for p in out.parent.iterdir() if ".ktk-staging-" in p.name]
             if staging:
-                time.sleep(3.0)  # well into the run
+                time.sleep(settle)
                 break
             time.sleep(0.05)
         assert process.poll() is None, "the replay ended before it could be killed"
