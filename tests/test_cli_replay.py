@@ -388,3 +388,20 @@ def test_bundled_example_traces_come_from_the_documented_command(tmp_path):
     assert outcome.exit_code == 0, outcome.output
     bundled = EXAMPLES / "traces" / "mixed-s137.jsonl"
     assert (tmp_path / "mixed-s137.jsonl").read_bytes() == bundled.read_bytes()
+
+
+def test_spark_engine_exits_two_on_a_missing_path_or_refused_out_before_any_jvm(
+    traces_dir, tmp_path, monkeypatch
+):
+    import spark_jobs.session
+
+    started = []
+    monkeypatch.setattr(spark_jobs.session, "get_session", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(spark_jobs.session, "check_java", lambda *a, **k: started.append(a))
+    outcome = invoke(
+        "replay", str(tmp_path / "missing"), "--engine", "spark", "--out", str(tmp_path / "r")
+    )
+    assert outcome.exit_code == 2 and "missing: No such file or directory" in outcome.stderr
+    outcome = invoke("replay", str(traces_dir), "--engine", "spark", "--out", str(traces_dir))
+    assert outcome.exit_code == 2 and "refusing to write into" in outcome.stderr
+    assert started == [] and not (tmp_path / "r").exists()
