@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
 def hadoop_fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
     """(FileSystem, Path) of the JVM for ``path``."""
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    configuration = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    context: Any = spark.sparkContext
+    hadoop_path = context._jvm.org.apache.hadoop.fs.Path(path)
+    configuration = context._jsc.hadoopConfiguration()
     return hadoop_path.getFileSystem(configuration), hadoop_path
 
 
@@ -138,9 +138,9 @@ class HadoopFileSystem:
     result is renamed aside, the new one into place, then the old one deleted."""
 
     def __init__(self, spark: SparkSession) -> None:
-        self._spark = spark
-        self._jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-        self._configuration = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        context: Any = spark.sparkContext
+        self._jvm: Any = context._jvm
+        self._configuration: Any = context._jsc.hadoopConfiguration()
 
     def _fs(self, path: str) -> tuple[Any, Any]:
         hadoop_path = self._jvm.org.apache.hadoop.fs.Path(path)

@@ -151,7 +151,8 @@ def build_scores(
     extra = ["error_file string", "error_line bigint", "error_reason string", "row_kind string"]
     schema = spark_ddl(OUTPUT_SCHEMA, extra)
     names = list(assignors)
-    buckets = BUCKETS_PER_SHUFFLE_PARTITION * int(spark.conf.get("spark.sql.shuffle.partitions"))
+    partitions = spark.conf.get("spark.sql.shuffle.partitions") or "200"  # Spark's default
+    buckets = BUCKETS_PER_SHUFFLE_PARTITION * int(partitions)
 
     def replay_bucket(rows: pd.DataFrame) -> pd.DataFrame:
         frames = [

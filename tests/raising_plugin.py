@@ -9,7 +9,7 @@ from pathlib import Path
 
 NAME = "raising-plugin-for-tests"
 MODULE = "ktk_raising_plugin"
-SOURCE = '''
+SOURCE = """
 from assignors.model import Assignment
 
 
@@ -22,7 +22,7 @@ class RaisingAssignor:
             raise RuntimeError(f"cannot handle {len(group.members)} members")
         return Assignment.build([m.member_id for m in group.members],
                                 {group.members[0].member_id: group.subscribed_partitions()})
-'''
+"""
 
 
 def build(directory: Path) -> Path:
@@ -31,7 +31,9 @@ def build(directory: Path) -> Path:
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr(f"{MODULE}.py", SOURCE)
         info = f"{MODULE}-1.0.dist-info"
-        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {MODULE}\nVersion: 1.0\n")
+        archive.writestr(
+            f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {MODULE}\nVersion: 1.0\n"
+        )
         archive.writestr(
             f"{info}/entry_points.txt", f"[ktk.assignors]\n{NAME} = {MODULE}:RaisingAssignor\n"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -28,11 +29,25 @@ def replay_killed_mid_run(
     traces: Path, out: Path, engine: str, settle: float = 3.0, timeout: float = 300.0
 ) -> list[str]:
     """Start ``python -m ktk replay`` on ``traces`` into ``out``, wait until its staging
-    directory exists and ``settle`` seconds more (a JVM started, work under way), SIGKILL it; return the debris names it left."""
+    directory exists and ``settle`` seconds more (work under way), SIGKILL it; return the
+    debris names it left."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "ktk", "replay", str(traces / "big"), "--out", str(out),
-         "--engine", engine, "--assignors", "range,sticky", "--master", "local[1]"],
+        [
+            sys.executable,
+            "-m",
+            "ktk",
+            "replay",
+            str(traces / "big"),
+            "--out",
+            str(out),
+            "--engine",
+            engine,
+            "--assignors",
+            "range,sticky",
+            "--master",
+            "local[1]",
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -53,8 +68,6 @@ def replay_killed_mid_run(
         if process.poll() is None:
             os.kill(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
-        try:  # the JVM an engine started, if it outlives its parent
+        with contextlib.suppress(ProcessLookupError):  # a JVM that outlives its parent
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     return [p.name for p in out.parent.iterdir() if p.name.startswith(".")]

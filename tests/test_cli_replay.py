@@ -118,8 +118,16 @@ def test_no_timings_runs_give_byte_identical_files(traces_dir, tmp_path):
 
 def _replay(traces: Path, out: Path, *extra: str):  # type: ignore[no-untyped-def]
     return invoke(
-        "replay", str(traces), "--engine", "python", "--assignors", "range", "--out", str(out),
-        "--no-timings", *extra,
+        "replay",
+        str(traces),
+        "--engine",
+        "python",
+        "--assignors",
+        "range",
+        "--out",
+        str(out),
+        "--no-timings",
+        *extra,
     )
 
 
@@ -244,7 +252,9 @@ def test_summary_names_each_assignors_rebalance_protocol(tmp_path):
     }
     metadata = pq.read_schema(tmp_path / "r" / "summary.parquet").metadata
     assert metadata[b"ktk.results.version"] == b"2"
-    assert pq.read_schema(tmp_path / "r" / "scores.parquet").metadata[b"ktk.results.version"] == b"2"
+    assert (
+        pq.read_schema(tmp_path / "r" / "scores.parquet").metadata[b"ktk.results.version"] == b"2"
+    )
     assert "cooperative" in outcome.stdout
 
 

@@ -296,7 +296,9 @@ def test_conflicting_inputs_fail_only_that_trace_naming_both_files_and_the_gener
     assert {row.trace_id for row in run.scores} == {"other"}
     [failure] = run.failures
     assert failure.trace_id == "g"
-    assert str(tmp_path / "a.jsonl") in failure.reason and str(tmp_path / "b.jsonl") in failure.reason
+    assert (
+        str(tmp_path / "a.jsonl") in failure.reason and str(tmp_path / "b.jsonl") in failure.reason
+    )
     assert "generation 2 differs" in failure.reason
     assert "--prefix" in failure.reason
 

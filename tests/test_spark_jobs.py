@@ -366,12 +366,16 @@ def test_spark_sigkill_mid_replay_keeps_the_previous_result_and_the_next_run_cle
 
     traces = large_traces(tmp_path / "traces")
     out = tmp_path / "out"
-    replay_traces.run([str(traces / "small.jsonl")], ["range"], str(out), timings=False, spark=spark)
+    replay_traces.run(
+        [str(traces / "small.jsonl")], ["range"], str(out), timings=False, spark=spark
+    )
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     debris = replay_killed_mid_run(traces, out, "spark", settle=12.0)
     assert debris, "the run was not caught while staging"
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    replay_traces.run([str(traces / "small.jsonl")], ["range"], str(out), timings=False, spark=spark)
+    replay_traces.run(
+        [str(traces / "small.jsonl")], ["range"], str(out), timings=False, spark=spark
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "traces"]
 
 

@@ -90,10 +90,11 @@ def recorded_protocol(trace: Trace) -> str:
     >>> def row(generation, protocol):
     ...     return {"trace_id": "g", "generation": generation, "protocol": protocol,
     ...             "topics": [], "members": []}
-    >>> recorded_protocol(build_trace("g", [parse_generation(row(1, "cooperative-sticky"), None, 1)]))
+    >>> cooperative = parse_generation(row(2, "cooperative-sticky"), None, 2)
+    >>> recorded_protocol(build_trace("g", [cooperative]))
     'cooperative'
-    >>> recorded_protocol(build_trace("g", [parse_generation(row(1, "range"), None, 1),
-    ...                                     parse_generation(row(2, "cooperative-sticky"), None, 2)]))
+    >>> eager = parse_generation(row(1, "range"), None, 1)
+    >>> recorded_protocol(build_trace("g", [eager, cooperative]))
     'mixed'
     """
     protocols = {_protocol_of(generation.protocol) for generation in trace.generations}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -131,7 +131,9 @@ def _print_summary(summary: list[Any]) -> None:
         ("mean ms", "mean_assign_ms"),
     )
     for heading, _ in columns:
-        justify = "left" if heading in ("trace", "assignor") else "right"
+        justify: Literal["left", "right"] = (
+            "left" if heading in ("trace", "assignor", "protocol") else "right"
+        )
         table.add_column(heading, justify=justify, no_wrap=True)
     for row in summary:
         cells = []
