@@ -415,3 +415,15 @@ def test_spark_engine_exits_two_on_a_missing_path_or_refused_out_before_any_jvm(
     outcome = invoke("replay", str(traces_dir), "--engine", "spark", "--out", str(traces_dir))
     assert outcome.exit_code == 2 and "refusing to write into" in outcome.stderr
     assert started == [] and not (tmp_path / "r").exists()
+
+
+def test_python_engine_refuses_uris_with_exit_two(traces_dir, tmp_path):
+    outcome = invoke(
+        "replay", str(traces_dir), "--engine", "python", "--out", "hdfs://namenode/results"
+    )
+    assert outcome.exit_code == 2 and "local paths only" in outcome.stderr
+    outcome = invoke(
+        "replay", "s3a://bucket/traces", "--engine", "python", "--out", str(tmp_path / "r")
+    )
+    assert outcome.exit_code == 2 and "local paths only" in outcome.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -34,14 +34,22 @@ def _assignor_names(option: str | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _check_inputs(paths: list[str]) -> None:
-    """Missing local inputs exit 2 here, before any output is touched or a JVM starts."""
-    from spark_jobs.files import local_name
+def _check_paths(paths: list[str], out_dir: str, engine: str) -> None:
+    """Missing local inputs exit 2 here, before any output is touched or a JVM starts; so do
+    URIs given to the Python engine, which reads and writes local files only."""
+    from spark_jobs.files import is_local, local_name
 
     for path in paths:
         local = local_name(path)
         if local is not None and not Path(local).exists():
             raise fail(f"{path}: No such file or directory")
+    if engine == "python":
+        for path in [*paths, out_dir]:
+            if not is_local(path):
+                raise fail(
+                    f"{path}: --engine python reads and writes local paths only; "
+                    "use --engine spark for URIs"
+                )
 
 
 def _run_python(
@@ -208,7 +216,7 @@ def replay_command(
     if engine not in ENGINES:
         raise fail(f"--engine must be one of {', '.join(ENGINES)} (got {engine!r})")
     paths = list(traces)
-    _check_inputs(paths)
+    _check_paths(paths, out_dir, engine)
     command = shlex.join(
         ["ktk", "replay", *paths, "--out", out_dir, "--engine", engine]
         + (["--assignors", assignors] if assignors is not None else [])
