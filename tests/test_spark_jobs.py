@@ -321,6 +321,8 @@ def test_spark_engine_refuses_unsafe_out_before_starting_and_force_keeps_foreign
     for out in (keep, mixed_traces, mixed_traces / "nested", ".", target_file):
         outcome = replay(out)
         assert outcome.exit_code == 2, (out, outcome.output)
+    outcome = replay(mixed_traces, traces=mixed_traces / "part-a.jsonl")
+    assert outcome.exit_code == 2 and "contains the input" in outcome.stderr
     assert sorted(p.relative_to(mixed_traces) for p in mixed_traces.rglob("*")) == before
     assert sorted(p.name for p in keep.iterdir()) == ["notes.txt"]
     assert target_file.read_text() == "x"
