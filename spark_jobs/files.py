@@ -41,8 +41,9 @@ def local_name(uri: str) -> str | None:
 
 
 def is_local(uri: str) -> bool:
-    """A plain path (no scheme): read and written by the local writers. ``file:`` URIs, like
-    every other URI, go through Hadoop."""
+    """A plain path (no scheme), written by the local writers; a ``file:`` URI, like every
+    other URI, names an output directory written through Hadoop (inputs named by ``file:``
+    URIs are still listed and read in place, see :func:`local_name`)."""
     return "://" not in uri and not uri.startswith("file:")
 
 
