@@ -210,7 +210,7 @@ def _output(
     """The checked staging directory for a local ``out_dir`` (raises OutputError before any
     JVM starts when it may not be written); None for a Hadoop URI (checked once Spark runs)."""
     if files.is_local(out_dir):
-        local_inputs = [path for path in inputs if files.is_local(path)]
+        local_inputs = [local for path in inputs if (local := files.local_name(path)) is not None]
         return results.open_results(
             out_dir, command=command, version=version, inputs=local_inputs, force=force
         )

@@ -427,3 +427,15 @@ def test_python_engine_refuses_uris_with_exit_two(traces_dir, tmp_path):
     )
     assert outcome.exit_code == 2 and "local paths only" in outcome.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_spark_job_refuses_an_out_that_is_an_input_named_by_file_uri_even_with_force(
+    traces_dir, monkeypatch
+):
+    import spark_jobs.session
+    from ktkbase.errors import OutputError
+    from spark_jobs import replay_traces
+
+    monkeypatch.setattr(spark_jobs.session, "get_session", lambda *a, **k: pytest.fail("JVM"))
+    with pytest.raises(OutputError, match="it is the input"):
+        replay_traces.run([f"file://{traces_dir}"], ["range"], str(traces_dir), force=True)
