@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from ktk.commands.options import force_option, out_option
 from ktk.console import err, escape, fail, out, reported_errors, warn
 
 EXIT_BAD_TRACES = 1
@@ -169,12 +170,10 @@ def replay_command(
     ],
     out_dir: Annotated[
         str,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Result directory. Created if missing; replaced (atomically) only when an "
-            "earlier ktk run wrote it. A directory holding anything else, an input, or the "
-            "current directory is refused (exit 2).",
+        out_option(
+            "Result directory. Created if missing; replaced (atomically) only when an earlier "
+            "ktk run wrote it. A directory holding anything else, an input, or the current "
+            "directory is refused (exit 2)."
         ),
     ],
     assignors: str | None = typer.Option(
@@ -192,12 +191,7 @@ def replay_command(
         help="Record assign_ms (wall time). --no-timings leaves it null: identical input then "
         "gives byte-identical result files.",
     ),
-    force: bool = typer.Option(
-        False,
-        "--force",
-        help="Write into a --out directory ktk did not create: replaces only ktk's three result "
-        "files and manifest there, keeps every other entry.",
-    ),
+    force: Annotated[bool, force_option()] = False,
     master: str | None = typer.Option(None, "--master", help="Spark master (engine spark)."),
     conf: Annotated[
         list[str] | None, typer.Option("--conf", help="Spark setting KEY=VALUE (engine spark).")
