@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from assignors.traces.format import TraceFailure, failure_key
@@ -184,6 +183,8 @@ def _read_table(path: Path, schema: pa.Schema, order: list[str]) -> pa.Table:
     ``assignor=x/`` partitions, ``_SUCCESS`` and ``.crc`` files skipped), with ``schema``'s
     columns in order, sorted by ``order``. Columns a version 1 file lacks come back null."""
     if path.is_dir():
+        import pyarrow.dataset as ds  # slow to import; only older Spark results need it
+
         table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
     else:
         table = pq.read_table(path)
