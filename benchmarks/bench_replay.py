@@ -8,6 +8,9 @@ sticky), printing both figures and the ratio of the time spent inside the assign
     python benchmarks/bench_replay.py --size large    # 1,000 members x 100,000 partitions
     python benchmarks/bench_replay.py --no-peer
 
+Each size ends with the whole Python engine on the same traces written to a file: reading,
+every assignor and the summary (``assignors.traces.job.replay_paths``), then the result bytes.
+
 Sizes (initial members x partitions per group, generations per trace at most):
 small 40 groups of 3-12 x 8-200 (24); medium 4 groups of 100-300 x 2,000-10,000 (8);
 large 1 group of 1,000 x 100,000 (4).
@@ -228,6 +231,31 @@ def main() -> None:
             else:
                 line += " | " + "-".rjust(11)
             print(line, flush=True)
+        replays, seconds = measure_job(size, names)
+        print(
+            f"{size:<7} {'job, all assignors':<19} {replays:>5} {replays / seconds:>9.1f}"
+            "  (read, replay, summarise, result bytes)",
+            flush=True,
+        )
+
+
+def measure_job(size: str, names: list[str]) -> tuple[int, float]:
+    """(generations replayed, seconds) for the Python engine end to end on ``size``'s traces:
+    the job over a JSON Lines file, then the three result files' bytes."""
+    import tempfile
+    from pathlib import Path
+
+    from assignors.traces.files import write_traces_jsonl
+    from assignors.traces.job import replay_paths
+    from assignors.traces.results import result_files
+
+    with tempfile.TemporaryDirectory(prefix="ktk-bench-") as scratch:
+        path = Path(scratch) / f"{size}.jsonl"
+        write_traces_jsonl(generate_rows("mixed", seed=SEED, **SIZES[size]), path)
+        started = time.perf_counter()
+        run = replay_paths([path], names)
+        result_files(run.scores, run.failures, run.summary)
+        return len(run.scores), time.perf_counter() - started
 
 
 def _importable(name: str) -> bool:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from assignors import registry
 from assignors.traces import files as trace_files
-from assignors.traces import generate, replay
+from assignors.traces import generate
+from assignors.traces.job import replay_paths
 from assignors.traces.results import write_results
 
 SEED = 20261122
@@ -36,10 +37,10 @@ def write_traces(directory: Path, groups: int, files: int) -> int:
 
 
 def python_engine(directory: Path, out_dir: Path, names: list[str]) -> float:
+    """What ``ktk replay --engine python`` runs: the domain job, then the result writer."""
     started = time.perf_counter()
-    traces, failures = trace_files.read_traces([directory])
-    rows = [row for each in traces for row in replay.replay_assignors(each, names)]
-    write_results(out_dir, rows, failures)
+    run = replay_paths([directory], names)
+    write_results(out_dir, run.scores, run.failures, run.summary)
     return time.perf_counter() - started
 
 

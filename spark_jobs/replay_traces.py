@@ -4,13 +4,16 @@ Data flow (docs/spark.md)::
 
     trace files (JSONL / JSONL.gz / Parquet; local or any Hadoop-compatible path)
       -> one task per file reads its rows with assignors.traces          (file, line kept)
-      -> rows grouped by trace id, crossed with the assignor names
-      -> applyInPandas: assignors.traces.replay per (trace, assignor)           (pure Python)
-      -> scores + summary Parquet partitioned by assignor, errors.jsonl
-      -> committed by renaming a temporary directory
+      -> rows grouped by trace id (hash buckets of traces)
+      -> applyInPandas: assignors.traces.job.replay_trace_rows per trace        (pure Python)
+      -> score, summary and error rows collected to the driver as Arrow
+      -> scores.parquet, summary.parquet, errors.jsonl written by assignors.traces.results
+         into a staged directory (ktkbase.outputs) that is moved into place
 
-The job only distributes: parsing, validation, assignment and scoring are the domain package's
-functions, so a trace gives the same rows here as with ``ktk replay --engine python``.
+The job only distributes: listing, grouping and writing. Parsing, validation, merging,
+assignment, scoring and the failure of a trace are the domain job's
+(:mod:`assignors.traces.job`), so a trace gives the same rows and the same errors here as with
+``ktk replay --engine python``, and with ``--no-timings`` the same bytes.
 
 Runnable as ``spark-submit spark_jobs/replay_traces.py TRACES... --out DIR`` or through
 ``ktk replay ... --engine spark``.
@@ -23,16 +26,17 @@ import json
 import logging
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
 
-from assignors.errors import InputError
 from assignors.traces import files as trace_files
 from assignors.traces import format as trace_format
+from assignors.traces import job, results, scoring
 from assignors.traces import replay as replay_module
-from assignors.traces import results, scoring
+from ktkbase.outputs import plan_output_directory, staged_directory
 from spark_jobs import files
 from spark_jobs.schemas import spark_ddl
 
@@ -42,8 +46,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # rows travel between stages as JSON text: the trace format is nested and open-ended
-RAW_ROW_SCHEMA = "trace_id string, source string, line long, row string, error string"
-RAW_ROW_COLUMNS = ("trace_id", "source", "line", "row", "error")
+RAW_ROW_SCHEMA = (
+    "trace_id string, source string, line long, row string, error string, "
+    "file_index long, row_index long"
+)
+RAW_ROW_COLUMNS = ("trace_id", "source", "line", "row", "error", "file_index", "row_index")
 
 ERROR_COLUMNS = ("error_file", "error_line", "error_reason")
 BUCKETS_PER_SHUFFLE_PARTITION = 4
@@ -54,56 +61,53 @@ _SUMMARY_ONLY = [f for f in scoring.SUMMARY_SCHEMA if f.name not in scoring.SCOR
 OUTPUT_SCHEMA = pa.schema([*scoring.SCORE_SCHEMA, *_SUMMARY_ONLY])
 OUTPUT_COLUMNS = (*OUTPUT_SCHEMA.names, *ERROR_COLUMNS, "row_kind")
 
+DEFAULT_COMMAND = "spark_jobs/replay_traces.py"
 
-def read_file_rows(uri: str, content: bytes | None = None) -> Iterator[tuple[object, ...]]:
-    """Rows of one trace file as (trace_id, source, line, row JSON, error).
+
+def read_file_rows(
+    uri: str, content: bytes | None = None, name: str | None = None, file_index: int = 0
+) -> Iterator[tuple[object, ...]]:
+    """Rows of one trace file as (trace_id, source, line, row JSON, error, file_index,
+    row_index), reported under ``name`` (default: the file's own name).
 
     A row that cannot be read becomes an error row; its trace (when the row names one) is then
     reported and skipped as a whole by the replay stage.
     """
     with files.readable(uri, content) as (path, source):
-        yield from _rows_of(path, source)
+        shown = name if name is not None else source
+        for row_index, (trace_id, raw) in enumerate(trace_files.file_raw_rows(path)):
+            text = None if raw.row is None else json.dumps(raw.row)
+            error = None if raw.error is None else raw.error.replace(path, shown)
+            yield (trace_id, shown, raw.line or 0, text, error, file_index, row_index)
 
 
-def _rows_of(path: str, source: str) -> Iterator[tuple[object, ...]]:
-    for trace_id, raw in trace_files.file_raw_rows(path):
-        text = None if raw.row is None else json.dumps(raw.row)
-        error = None if raw.error is None else raw.error.replace(path, source)
-        yield (trace_id, source, raw.line or 0, text, error)
-
-
-def _assemble(trace_id: str, rows: pd.DataFrame) -> trace_format.Trace | trace_format.TraceFailure:
-    """One trace from its raw rows (in file, line order); the first bad row fails it."""
-    raw_rows = [
-        trace_files.RawRow(source, int(line), None if text is None else json.loads(text), error)
+def _raw_rows(rows: pd.DataFrame) -> list[trace_files.RawRow]:
+    return [
+        trace_files.RawRow(
+            source, int(line) or None, None if text is None else json.loads(text), error
+        )
         for source, line, text, error in zip(
             rows["source"], rows["line"], rows["row"], rows["error"], strict=True
         )
     ]
-    try:
-        return trace_files.assemble_trace(trace_id, raw_rows)
-    except InputError as problem:
-        return trace_format.TraceFailure(trace_id, problem.source or "", problem.line, str(problem))
 
 
 def _replay_trace(rows: pd.DataFrame, assignors: Sequence[str], timings: bool) -> pd.DataFrame:
-    """Replay one trace (the group's rows are its raw rows) through every assignor.
+    """Replay one trace (the group's rows are its raw rows) with the domain job.
 
-    The trace is read once; the output holds its score rows, then its summary rows (one per
-    assignor), or a single error row, told apart by ``row_kind``.
+    The output holds its score rows, then its summary rows (one per assignor), or a single
+    error row, told apart by ``row_kind``.
     """
-    ordered = rows.sort_values(["source", "line"], kind="stable")
+    ordered = rows.sort_values(["file_index", "row_index"], kind="stable")
     trace_id = str(ordered["trace_id"].iloc[0])
-    assembled = _assemble(trace_id, ordered)
-    if isinstance(assembled, trace_format.TraceFailure):
-        error = (trace_id, assembled.file, assembled.line, assembled.reason)
+    outcome = job.replay_trace_rows(trace_id, _raw_rows(ordered), assignors, timings=timings)
+    if isinstance(outcome, trace_format.TraceFailure):
+        error = (trace_id, outcome.file, outcome.line, outcome.reason)
         return _output_frame(ERROR_ROW, [error], ("trace_id", *ERROR_COLUMNS))
-    score_rows = replay_module.replay_assignors(assembled, assignors, timings=timings)
-    summary_rows = scoring.summarize(score_rows)
     return pd.concat(
         [
-            _output_frame(SCORE_ROW, score_rows, scoring.ScoreRow._fields),
-            _output_frame(SUMMARY_ROW, summary_rows, scoring.SummaryRow._fields),
+            _output_frame(SCORE_ROW, outcome.scores, scoring.ScoreRow._fields),
+            _output_frame(SUMMARY_ROW, outcome.summary, scoring.SummaryRow._fields),
         ],
         ignore_index=True,
     )
@@ -121,19 +125,23 @@ def _output_frame(kind: str, records: Sequence[tuple], fields: Sequence[str]) ->
 def build_scores(
     spark: SparkSession, paths: Sequence[str], assignors: Sequence[str], timings: bool = True
 ) -> tuple[DataFrame, list[trace_format.TraceFailure], DataFrame]:
-    """Scores DataFrame (with error columns), the errors of rows that name no trace, and the
-    persisted raw rows (to unpersist once the scores are computed)."""
+    """Scores DataFrame (with summary and error rows), the errors of rows that name no trace,
+    and the persisted raw rows (to unpersist once the scores are computed)."""
     from pyspark.sql import functions as F
 
-    found = files.list_files(spark, paths, trace_files.TRACE_SUFFIXES)
+    found = files.list_inputs(spark, paths, trace_files.TRACE_SUFFIXES)
+    # listing order decides which of a trace's rows comes first, as in the Python engine
+    indexed = {location: (index, name) for index, (location, name) in enumerate(found)}
 
     def read(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
             for uri, content in zip(batch["path"], batch["content"], strict=True):
-                rows = list(read_file_rows(uri, content))
+                index, name = indexed.get(uri, (len(indexed), uri))
+                rows = list(read_file_rows(uri, content, name, index))
                 yield pd.DataFrame(rows, columns=RAW_ROW_COLUMNS, dtype=object)
 
-    raw_rows = files.listing(spark, found).mapInPandas(read, RAW_ROW_SCHEMA).persist()
+    listed = files.listing(spark, [location for location, _ in found])
+    raw_rows = listed.mapInPandas(read, RAW_ROW_SCHEMA).persist()
 
     orphan_errors = [
         trace_format.TraceFailure(None, row["source"], row["line"] or None, row["error"])
@@ -143,7 +151,8 @@ def build_scores(
     extra = ["error_file string", "error_line bigint", "error_reason string", "row_kind string"]
     schema = spark_ddl(OUTPUT_SCHEMA, extra)
     names = list(assignors)
-    buckets = BUCKETS_PER_SHUFFLE_PARTITION * int(spark.conf.get("spark.sql.shuffle.partitions"))
+    partitions = spark.conf.get("spark.sql.shuffle.partitions") or "200"  # Spark's default
+    buckets = BUCKETS_PER_SHUFFLE_PARTITION * int(partitions)
 
     def replay_bucket(rows: pd.DataFrame) -> pd.DataFrame:
         frames = [
@@ -167,6 +176,47 @@ class RunResult(NamedTuple):
     errors: list[trace_format.TraceFailure]
 
 
+def _collected(
+    scored: DataFrame,
+) -> tuple[list[scoring.ScoreRow], list[scoring.SummaryRow], list[trace_format.TraceFailure]]:
+    """Score, summary and error rows on the driver (as Arrow: the results are small next to
+    the work that made them)."""
+    table: pa.Table = scored.toArrow()
+    kinds = table.column("row_kind").to_pylist()
+    columns = {name: table.column(name).to_pylist() for name in table.column_names}
+    scores, summary, failures = [], [], []
+    score_fields = scoring.ScoreRow._fields
+    summary_fields = scoring.SummaryRow._fields
+    for index, kind in enumerate(kinds):
+        if kind == SCORE_ROW:
+            scores.append(scoring.ScoreRow(*(columns[f][index] for f in score_fields)))
+        elif kind == SUMMARY_ROW:
+            summary.append(scoring.SummaryRow(*(columns[f][index] for f in summary_fields)))
+        elif kind == ERROR_ROW:
+            failures.append(
+                trace_format.TraceFailure(
+                    columns["trace_id"][index],
+                    columns["error_file"][index],
+                    columns["error_line"][index],
+                    columns["error_reason"][index],
+                )
+            )
+    return scores, summary, failures
+
+
+def _output(
+    out_dir: str, command: str, version: str | None, inputs: Sequence[str], force: bool
+) -> AbstractContextManager[Any]:
+    """The checked staging directory for a local ``out_dir`` (raises OutputError before any
+    JVM starts when it may not be written); None for a Hadoop URI (checked once Spark runs)."""
+    if files.is_local(out_dir):
+        local_inputs = [local for path in inputs if (local := files.local_name(path)) is not None]
+        return results.open_results(
+            out_dir, command=command, version=version, inputs=local_inputs, force=force
+        )
+    return nullcontext(None)
+
+
 def run(
     paths: Sequence[str],
     assignors: Sequence[str],
@@ -176,57 +226,57 @@ def run(
     master: str | None = None,
     conf: Sequence[str] | dict[str, str] = (),
     spark: SparkSession | None = None,
+    command: str = DEFAULT_COMMAND,
+    version: str | None = None,
+    force: bool = False,
 ) -> RunResult:
     """Replay every trace under ``paths`` through ``assignors``; write results to ``out_dir``.
 
-    Writes ``scores.parquet/`` and ``summary.parquet/`` (partitioned by assignor) and
-    ``errors.jsonl`` into a staging directory beside ``out_dir`` and renames it into place, so
-    readers never see a half-written result. Returns the summary rows and the skipped traces.
+    Writes ``scores.parquet``, ``summary.parquet``, ``errors.jsonl`` and the manifest
+    ``.ktk-output.json`` (``command``, ``version``, the inputs) by the rules of
+    :mod:`ktkbase.outputs`: staged beside ``out_dir`` and moved into place, refusing a
+    directory ktk did not create (unless ``force``), one that is or holds an input, and the
+    current directory. Local paths are written with :mod:`assignors.traces.results` (the
+    Python engine's writer), other URIs through Hadoop's FileSystem API. Missing local inputs
+    and a refused local ``out_dir`` raise before any JVM starts. Returns the summary rows and
+    the skipped traces.
     """
-    from pyspark.sql import functions as F
+    files.check_local_inputs(paths)
+    with _output(out_dir, command, version, paths, force) as local_staging:
+        if spark is None:
+            from spark_jobs.session import get_session, parse_conf
 
-    from spark_jobs.session import get_session, parse_conf
-
-    if spark is None:
-        conf_map = dict(conf) if isinstance(conf, dict) else parse_conf(conf)
-        spark = get_session(master=master, conf=conf_map, app_name="ktk-replay")
-    scored, errors, raw_rows = build_scores(spark, paths, assignors, timings=timings)
-    scored = scored.persist()
-    kind = F.col("row_kind")
-    scores = scored.filter(kind == SCORE_ROW).select(*scoring.SCORE_SCHEMA.names)
-    summary = scored.filter(kind == SUMMARY_ROW).select(*scoring.SUMMARY_SCHEMA.names)
-    staging = files.staging_path(out_dir)
-    try:
-        failed = scored.filter(kind == ERROR_ROW)
-        errors += [
-            trace_format.TraceFailure(
-                row["trace_id"], row["error_file"], row["error_line"], row["error_reason"]
+            conf_map = dict(conf) if isinstance(conf, dict) else parse_conf(conf)
+            spark = get_session(master=master, conf=conf_map, app_name="ktk-replay")
+        remote = None
+        if local_staging is None:
+            fs = files.HadoopFileSystem(spark)
+            plan = plan_output_directory(
+                out_dir,
+                command=command,
+                version=version if version is not None else results.default_version(),
+                inputs=list(paths),
+                force=force,
+                fs=fs,
             )
-            for row in failed.select("trace_id", *ERROR_COLUMNS).collect()
-        ]
-        (
-            scores.repartition("assignor")
-            .sortWithinPartitions("trace_id", "generation")
-            .write.partitionBy("assignor")
-            .parquet(f"{staging}/scores.parquet")
-        )
-        summary_rows = [scoring.SummaryRow(**row.asDict()) for row in summary.collect()]
-        (
-            summary.coalesce(1)
-            .sortWithinPartitions("assignor", "trace_id")
-            .write.partitionBy("assignor")
-            .parquet(f"{staging}/summary.parquet")
-        )
-        files.write_text(spark, f"{staging}/{results.ERRORS_FILE}", results.errors_jsonl(errors))
-        files.commit(spark, staging, out_dir)
-    except BaseException:
-        files.discard(spark, staging)
-        raise
-    finally:
-        scored.unpersist()
-        raw_rows.unpersist()
-    summary_rows.sort(key=lambda row: (row.trace_id, row.assignor))
-    return RunResult(summary_rows, errors)
+            remote = (fs, plan)
+        scored, errors, raw_rows = build_scores(spark, paths, assignors, timings=timings)
+        try:
+            scores, summary, failures = _collected(scored)
+        finally:
+            raw_rows.unpersist()
+        errors = failures + errors
+        if local_staging is not None:
+            results.write_result_files(local_staging, scores, errors, summary)
+        else:
+            assert remote is not None
+            fs, plan = remote
+            with staged_directory(plan) as staging:
+                for name, data in results.result_files(scores, errors, summary).items():
+                    fs.write_bytes(fs.join(staging, name), data)
+    summary.sort(key=lambda row: (row.trace_id, row.assignor))
+    errors.sort(key=lambda failure: (failure.trace_id is None, trace_format.failure_key(failure)))
+    return RunResult(summary, errors)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -235,10 +285,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="replay_traces.py", description=__doc__.split("\n")[0])
     parser.add_argument("traces", nargs="+", help="trace files or directories (any Hadoop URI)")
-    parser.add_argument("--out", required=True, help="results directory (replaced atomically)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="results directory: created, or replaced only when an earlier ktk run wrote it",
+    )
     parser.add_argument("--assignors", default=",".join([*registry.builtin_names(), "recorded"]))
     parser.add_argument("--strict", action="store_true", help="exit 1 when any trace is bad")
     parser.add_argument("--no-timings", action="store_true", help="null assign_ms: byte-stable")
+    parser.add_argument(
+        "--force", action="store_true", help="write ktk's files into a directory ktk did not create"
+    )
     parser.add_argument("--master", default=None)
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
@@ -253,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         timings=not args.no_timings,
         master=args.master,
         conf=args.conf,
+        force=args.force,
     )
     for error in result.errors:
         print(f"skipped trace {error.trace_id}: {error.reason}", file=sys.stderr)

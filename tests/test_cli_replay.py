@@ -53,6 +53,7 @@ def test_replay_scores_good_traces_and_lists_the_broken_ones(traces_dir, tmp_pat
     )
     assert outcome.exit_code == 0, outcome.output
     assert sorted(path.name for path in out.iterdir()) == [
+        ".ktk-output.json",
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
@@ -115,27 +116,165 @@ def test_no_timings_runs_give_byte_identical_files(traces_dir, tmp_path):
     assert keys == sorted(keys)
 
 
-def test_rerunning_replaces_the_result_directory(traces_dir, tmp_path):
-    out = tmp_path / "r"
-    out.mkdir()
-    (out / "stale.txt").write_text("old")
-    outcome = invoke(
+def _replay(traces: Path, out: Path, *extra: str):  # type: ignore[no-untyped-def]
+    return invoke(
         "replay",
-        str(traces_dir / "part-1.jsonl"),
+        str(traces),
         "--engine",
         "python",
         "--assignors",
         "range",
         "--out",
         str(out),
+        "--no-timings",
+        *extra,
     )
+
+
+def test_a_second_replay_into_the_same_out_replaces_the_first_result(traces_dir, tmp_path):
+    out = tmp_path / "r"
+    assert _replay(traces_dir, out).exit_code == 0
+    first = read_scores(out)
+    outcome = _replay(traces_dir / "part-1.jsonl", out)
     assert outcome.exit_code == 0, outcome.output
     assert sorted(p.name for p in out.iterdir()) == [
+        ".ktk-output.json",
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
     ]
+    assert 0 < len(read_scores(out)) < len(first)
+    assert json.loads((out / ".ktk-output.json").read_text())["command"].startswith("ktk replay")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_replay_into_a_folder_holding_an_unrelated_file_exits_two_and_keeps_it(
+    traces_dir, tmp_path
+):
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("mine")
+    outcome = _replay(traces_dir, keep)
+    assert outcome.exit_code == 2
+    assert "refusing to replace" in outcome.stderr and "--force" in outcome.stderr
+    assert sorted(p.name for p in keep.iterdir()) == ["notes.txt"]
+    assert (keep / "notes.txt").read_text() == "mine"
+
+
+def test_force_into_a_foreign_directory_keeps_the_foreign_file(traces_dir, tmp_path):
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("mine")
+    for _ in range(2):
+        outcome = _replay(traces_dir / "part-1.jsonl", keep, "--force")
+        assert outcome.exit_code == 0, outcome.output
+    assert (keep / "notes.txt").read_text() == "mine"
+    assert {p.name for p in keep.iterdir()} == {
+        "notes.txt",
+        ".ktk-output.json",
+        "errors.jsonl",
+        "scores.parquet",
+        "summary.parquet",
+    }
+    assert read_scores(keep)
+
+
+def _snapshot(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes() for p in directory.rglob("*") if p.is_file()
+    }
+
+
+def test_out_equal_to_an_input_or_holding_one_exits_two_with_inputs_intact(traces_dir, tmp_path):
+    before = _snapshot(traces_dir)
+    for traces, out in (
+        (traces_dir, traces_dir),
+        (traces_dir / "part-1.jsonl", traces_dir),
+        (traces_dir / "nested", traces_dir),
+    ):
+        outcome = _replay(traces, out)
+        assert outcome.exit_code == 2, outcome.output
+        assert "refusing to write into" in outcome.stderr and "input" in outcome.stderr
+        assert _snapshot(traces_dir) == before
+        assert not [p for p in traces_dir.parent.iterdir() if ".ktk-" in p.name]
+
+
+def test_out_dot_exits_two_and_writes_nothing(traces_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outcome = _replay(traces_dir, Path("."))
+    assert outcome.exit_code == 2
+    assert "current directory" in outcome.stderr
+    assert list(tmp_path.iterdir()) == [] and list(tmp_path.parent.glob(".*.old")) == []
+
+
+def test_out_naming_an_existing_file_exits_two(traces_dir, tmp_path):
+    target = tmp_path / "results.txt"
+    target.write_text("not a directory")
+    outcome = _replay(traces_dir, target)
+    assert outcome.exit_code == 2 and "not a directory" in outcome.stderr
+    assert target.read_text() == "not a directory"
+
+
+def test_help_says_what_out_may_replace():
+    outcome = invoke("replay", "--help")
+    assert outcome.exit_code == 0
+    text = " ".join(outcome.stdout.replace("│", " ").split())
+    assert "replaced (atomically) only when an earlier ktk run wrote it" in text
+    assert "--force" in text
+
+
+def test_summary_names_each_assignors_rebalance_protocol(tmp_path):
+    rows = [
+        {
+            "trace_id": "real",
+            "generation": generation,
+            "protocol": "cooperative-sticky",
+            "topics": [{"name": "t", "partitions": 2}],
+            "members": [
+                {"member_id": "a", "topics": ["t"], "assigned": [["t", 0]]},
+                {"member_id": "b", "topics": ["t"], "assigned": [["t", 1]]},
+            ],
+        }
+        for generation in (1, 2)
+    ]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    outcome = invoke(
+        "replay", str(tmp_path / "t.jsonl"), "--engine", "python", "--out", str(tmp_path / "r")
+    )
+    assert outcome.exit_code == 0, outcome.output
+    protocols = {row.assignor: row.protocol for row in read_summary(tmp_path / "r")}
+    assert protocols == {
+        "range": "eager",
+        "roundrobin": "eager",
+        "sticky": "eager",
+        "cooperative-sticky": "cooperative",
+        "recorded": "cooperative",
+    }
+    metadata = pq.read_schema(tmp_path / "r" / "summary.parquet").metadata
+    assert metadata[b"ktk.results.version"] == b"2"
+    assert (
+        pq.read_schema(tmp_path / "r" / "scores.parquet").metadata[b"ktk.results.version"] == b"2"
+    )
+    assert "cooperative" in outcome.stdout
+
+
+def test_sigkill_mid_replay_keeps_the_previous_result_and_the_next_run_clears_debris(
+    tmp_path,
+):
+    from replay_kill import large_traces, replay_killed_mid_run
+
+    traces = large_traces(tmp_path / "traces")
+    out = tmp_path / "out"
+    assert _replay(traces / "small.jsonl", out).exit_code == 0
+    before = _snapshot(out)
+    debris = replay_killed_mid_run(traces, out, "python")
+    assert debris, "the run was not caught while staging"
+    assert _snapshot(out) == before
+    assert _replay(traces / "small.jsonl", out).exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "traces"]
+    assert {k: v for k, v in _snapshot(out).items() if k != ".ktk-output.json"} == {
+        k: v for k, v in before.items() if k != ".ktk-output.json"
+    }
 
 
 def test_unknown_assignor_and_missing_path_exit_two(traces_dir, tmp_path):
@@ -259,3 +398,44 @@ def test_bundled_example_traces_come_from_the_documented_command(tmp_path):
     assert outcome.exit_code == 0, outcome.output
     bundled = EXAMPLES / "traces" / "mixed-s137.jsonl"
     assert (tmp_path / "mixed-s137.jsonl").read_bytes() == bundled.read_bytes()
+
+
+def test_spark_engine_exits_two_on_a_missing_path_or_refused_out_before_any_jvm(
+    traces_dir, tmp_path, monkeypatch
+):
+    import spark_jobs.session
+
+    started = []
+    monkeypatch.setattr(spark_jobs.session, "get_session", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(spark_jobs.session, "check_java", lambda *a, **k: started.append(a))
+    outcome = invoke(
+        "replay", str(tmp_path / "missing"), "--engine", "spark", "--out", str(tmp_path / "r")
+    )
+    assert outcome.exit_code == 2 and "missing: No such file or directory" in outcome.stderr
+    outcome = invoke("replay", str(traces_dir), "--engine", "spark", "--out", str(traces_dir))
+    assert outcome.exit_code == 2 and "refusing to write into" in outcome.stderr
+    assert started == [] and not (tmp_path / "r").exists()
+
+
+def test_python_engine_refuses_uris_with_exit_two(traces_dir, tmp_path):
+    outcome = invoke(
+        "replay", str(traces_dir), "--engine", "python", "--out", "hdfs://namenode/results"
+    )
+    assert outcome.exit_code == 2 and "local paths only" in outcome.stderr
+    outcome = invoke(
+        "replay", "s3a://bucket/traces", "--engine", "python", "--out", str(tmp_path / "r")
+    )
+    assert outcome.exit_code == 2 and "local paths only" in outcome.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_spark_job_refuses_an_out_that_is_an_input_named_by_file_uri_even_with_force(
+    traces_dir, monkeypatch
+):
+    import spark_jobs.session
+    from ktkbase.errors import OutputError
+    from spark_jobs import replay_traces
+
+    monkeypatch.setattr(spark_jobs.session, "get_session", lambda *a, **k: pytest.fail("JVM"))
+    with pytest.raises(OutputError, match="it is the input"):
+        replay_traces.run([f"file://{traces_dir}"], ["range"], str(traces_dir), force=True)

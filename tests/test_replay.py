@@ -255,3 +255,129 @@ def test_no_assignor_beats_the_exact_references_on_generated_traces():
                 assert row.moved >= row.min_moved, row
             checked += 1
     assert checked >= 2 * sum(len(trace.generations) for trace in traces)
+
+
+# -- the replay job (assignors.traces.job): one trace's rows in, rows or one failure out ------
+
+
+def _row(trace_id: str, generation: int, members=("a", "b"), partitions: int = 4) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    return {
+        "trace_id": trace_id,
+        "generation": generation,
+        "topics": [{"name": "t", "partitions": partitions}],
+        "members": [_member(m) for m in members],
+    }
+
+
+def _write(path, rows) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_two_inputs_carrying_identical_generations_merge_into_one_trace(tmp_path):
+    from assignors.traces.job import replay_paths
+
+    _write(tmp_path / "a.jsonl", [_row("g", 1), _row("g", 2, ("a", "b", "c"))])
+    _write(tmp_path / "b.jsonl", [_row("g", 2, ("a", "b", "c")), _row("g", 3, ("a",))])
+    run = replay_paths([tmp_path], ["range"], timings=False)
+    assert run.failures == []
+    assert [row.generation for row in run.scores] == [1, 2, 3]
+    assert [row.generations for row in run.summary] == [3]
+
+
+def test_conflicting_inputs_fail_only_that_trace_naming_both_files_and_the_generation(tmp_path):
+    from assignors.traces.job import replay_paths
+
+    _write(tmp_path / "a.jsonl", [_row("g", 1), _row("g", 2), _row("g", 3), _row("other", 1)])
+    _write(tmp_path / "b.jsonl", [_row("g", 1), _row("g", 2, ("x",)), _row("g", 3, ("y",))])
+    run = replay_paths([tmp_path], ["range"], timings=False)
+    assert {row.trace_id for row in run.scores} == {"other"}
+    [failure] = run.failures
+    assert failure.trace_id == "g"
+    assert (
+        str(tmp_path / "a.jsonl") in failure.reason and str(tmp_path / "b.jsonl") in failure.reason
+    )
+    assert "generation 2 differs" in failure.reason
+    assert "--prefix" in failure.reason
+
+
+def test_duplicate_generations_within_one_file_still_fail(tmp_path):
+    from assignors.traces.job import replay_paths
+
+    _write(tmp_path / "a.jsonl", [_row("g", 1), _row("g", 1)])
+    _write(tmp_path / "b.jsonl", [_row("g", 1)])
+    [failure] = replay_paths([tmp_path], ["range"], timings=False).failures
+    assert "strictly increasing" in failure.reason
+
+
+def test_an_assignor_that_raises_fails_its_trace_and_the_others_run(tmp_path, monkeypatch):
+    import sys
+
+    import raising_plugin
+
+    from assignors.traces.job import replay_paths
+
+    monkeypatch.syspath_prepend(str(raising_plugin.build(tmp_path)))
+    monkeypatch.delitem(sys.modules, raising_plugin.MODULE, raising=False)
+    _write(tmp_path / "t" / "a.jsonl", [_row("big", 1, ("a", "b", "c")), _row("small", 1)])
+    run = replay_paths([tmp_path / "t"], ["range", raising_plugin.NAME], timings=False)
+    assert {(row.trace_id, row.assignor) for row in run.summary} == {
+        ("small", "range"),
+        ("small", raising_plugin.NAME),
+    }
+    [failure] = run.failures
+    assert failure.trace_id == "big" and failure.file == str(tmp_path / "t" / "a.jsonl")
+    assert failure.reason == (
+        f"trace big: assignor {raising_plugin.NAME} failed: RuntimeError: cannot handle 3 members"
+    )
+
+
+def test_progress_reports_every_trace_and_assignor_step(tmp_path):
+    from assignors.traces.job import replay_paths
+
+    _write(tmp_path / "a.jsonl", [_row("g", 1), _row("h", 1)])
+    calls = []
+    replay_paths([tmp_path], ["range", "sticky"], progress=lambda *a: calls.append(a))
+    assert calls == [
+        (0, 4, "g / range"),
+        (1, 4, "g / sticky"),
+        (2, 4, "h / range"),
+        (3, 4, "h / sticky"),
+        (4, 4, ""),
+    ]
+
+
+def test_readers_accept_a_partitioned_parquet_dataset_directory(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from assignors.traces import scoring
+    from assignors.traces.job import replay_paths
+    from assignors.traces.results import read_errors, read_scores, read_summary, write_results
+
+    _write(tmp_path / "t" / "a.jsonl", [_row("g", 1), _row("g", 2, ("a",)), _row("h", 1)])
+    run = replay_paths([tmp_path / "t"], ["range", "sticky"], timings=False)
+    single = write_results(tmp_path / "single", run.scores, run.failures, run.summary)
+    dataset = tmp_path / "dataset"
+    for name, table in (
+        ("scores.parquet", scoring.scores_table(run.scores)),
+        ("summary.parquet", scoring.summary_table(run.summary)),
+    ):
+        # the layout Spark's partitionBy("assignor") writes: part files, _SUCCESS, .crc
+        pq.write_to_dataset(table, dataset / name, partition_cols=["assignor"])
+        (dataset / name / "_SUCCESS").write_text("")
+        (dataset / name / ".part-0.parquet.crc").write_bytes(b"\x00crc")
+    (dataset / "errors.jsonl").mkdir()
+    (dataset / "errors.jsonl" / "part-00000").write_text('{"trace_id": "x"}\n')
+    (dataset / "errors.jsonl" / "_SUCCESS").write_text("")
+    assert read_scores(dataset) == read_scores(single) == sorted(run.scores)
+    assert read_summary(dataset) == read_summary(single) == run.summary
+    assert read_errors(dataset) == [{"trace_id": "x"}]
+    # a version 1 summary (no protocol column) reads with protocol null
+    old = scoring.summary_table(run.summary).drop_columns(["protocol"])
+    (tmp_path / "v1").mkdir()
+    pq.write_table(old, tmp_path / "v1" / "summary.parquet")
+    assert {row.protocol for row in read_summary(tmp_path / "v1")} == {None}
+    assert pa.types.is_string(scoring.SUMMARY_SCHEMA.field("protocol").type)

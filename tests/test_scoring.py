@@ -245,10 +245,11 @@ def test_summary_totals_per_trace_and_assignor():
             (2, 1, False, None, 3, 2, 4.0),
         )
     ]
-    [summary] = summarize(rows)
+    [summary] = summarize(rows, {("g", "x"): "cooperative"})
     assert summary._asdict() == {
         "trace_id": "g",
         "assignor": "x",
+        "protocol": "cooperative",
         "generations": 2,
         "total_moved": 3,
         "total_forced": 2,
@@ -262,3 +263,10 @@ def test_summary_totals_per_trace_and_assignor():
         "unbalanced_generations": 1,
     }
     assert scores_table(rows).num_rows == 2 and summary_table([summary]).num_rows == 1
+
+
+def test_summary_protocol_is_null_when_the_caller_names_none():
+    row = ScoreRow("g", "x", 1, 2, 4, 0, 0, 2, 2, 0, True, 2, None, 0, 0, 0, 0, 1, None, None)
+    [summary] = summarize([row], {("other", "x"): "eager"})
+    assert summary.protocol is None
+    assert summary_table([summary]).column("protocol").null_count == 1

@@ -14,8 +14,9 @@ from conftest import EXAMPLES
 
 from assignors import registry
 from assignors.traces import files as trace_files
-from assignors.traces import generate, replay, scoring
-from assignors.traces.results import read_errors, write_results
+from assignors.traces import generate, job, replay, scoring
+from assignors.traces.results import read_errors, read_scores, read_summary, write_results
+from ktkbase.errors import OutputError
 from partitioners import keytrace
 from partitioners import scoring as key_scoring
 from spark_jobs import replay_traces, score_key_traces
@@ -27,10 +28,9 @@ KEY_COLUMNS = ["trace_id", "assignor", "generation"]
 
 
 def _python_scores(paths: list[Path], names: list[str]) -> tuple[pd.DataFrame, list]:
-    traces, failures = trace_files.read_traces(paths)
-    rows = [row for each in traces for row in replay.replay_assignors(each, names, timings=False)]
-    table = scoring.scores_table(rows)
-    return _normalised(table.to_pandas()), failures
+    run = job.replay_paths(paths, names, timings=False)
+    table = scoring.scores_table(run.scores)
+    return _normalised(table.to_pandas()), run.failures
 
 
 def _normalised(frame: pd.DataFrame) -> pd.DataFrame:
@@ -72,9 +72,9 @@ def test_spark_summary_matches_the_python_summary(spark, mixed_traces, tmp_path)
     result = replay_traces.run(
         [str(mixed_traces)], ASSIGNORS, str(out_dir), timings=False, spark=spark
     )
-    traces, _ = trace_files.read_traces([mixed_traces])
-    rows = [row for each in traces for row in replay.replay_assignors(each, ASSIGNORS, False)]
-    expected = scoring.summary_table(scoring.summarize(rows)).to_pandas()
+    python_run = job.replay_paths([mixed_traces], ASSIGNORS, timings=False)
+    assert {row.protocol for row in python_run.summary} == {"eager", "cooperative"}
+    expected = scoring.summary_table(python_run.summary).to_pandas()
     expected = expected.sort_values(["trace_id", "assignor"], ignore_index=True)
     on_disk = pq.read_table(out_dir / "summary.parquet").to_pandas().astype({"assignor": str})
     on_disk = on_disk[expected.columns].sort_values(["trace_id", "assignor"], ignore_index=True)
@@ -133,20 +133,26 @@ def test_bad_traces_are_quarantined_and_the_rest_complete(spark, tmp_path) -> No
     assert summarized == sorted({row["trace_id"] for row in rows})
 
 
-def test_spark_output_replaces_the_old_directory_and_leaves_no_staging(
+def test_spark_output_replaces_its_own_result_and_refuses_a_foreign_directory(
     spark, mixed_traces, tmp_path
 ) -> None:
     out_dir = tmp_path / "results"
     write_results(out_dir, [], [])
-    (out_dir / "stale-file").write_text("from an older run")
     replay_traces.run([str(mixed_traces)], ["range"], str(out_dir), timings=False, spark=spark)
-    assert not (out_dir / "stale-file").exists()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["results"]
-    assert {path.name for path in out_dir.iterdir()} >= {
+    assert sorted(path.name for path in out_dir.iterdir()) == [
+        ".ktk-output.json",
+        "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
-        "errors.jsonl",
-    }
+    ]
+    assert len(read_scores(out_dir)) > 0
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="refusing to replace"):
+        replay_traces.run([str(mixed_traces)], ["range"], str(foreign), spark=spark)
+    assert sorted(path.name for path in foreign.iterdir()) == ["notes.txt"]
 
 
 def test_missing_input_path_fails_before_any_output(spark, tmp_path) -> None:
@@ -182,6 +188,208 @@ def test_ktk_replay_on_spark_writes_the_python_engines_rows(spark, mixed_traces,
         result = runner.invoke(app, arguments)
         assert result.exit_code == 0, result.output
         assert "results:" in result.output
-    pd.testing.assert_frame_equal(
-        _spark_scores(tmp_path / "spark"), _spark_scores(tmp_path / "python"), check_dtype=False
+    _assert_same_result_bytes(tmp_path / "spark", tmp_path / "python")
+
+
+# -- engine parity: the same input gives the same result files on both engines ---------------
+
+RESULT_FILES = ("scores.parquet", "summary.parquet", "errors.jsonl")
+
+
+def _assert_same_result_bytes(first: Path, second: Path) -> None:
+    for name in RESULT_FILES:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    manifests = [json.loads((d / ".ktk-output.json").read_text()) for d in (first, second)]
+    assert manifests[0]["entries"] == manifests[1]["entries"] == sorted(RESULT_FILES)
+
+
+def _replay_both(inputs: list[Path], out_root: Path, *extra: str) -> dict[str, object]:
+    from typer.testing import CliRunner
+
+    from ktk.cli import app
+
+    outcomes = {}
+    for engine in ("python", "spark"):
+        arguments = ["replay", *map(str, inputs), "--engine", engine, "--no-timings"]
+        arguments += ["--out", str(out_root / engine), *extra]
+        outcomes[engine] = CliRunner().invoke(app, arguments)
+    return outcomes
+
+
+def test_both_engines_skip_underscore_and_hidden_entries_and_write_the_same_bytes(
+    spark, tmp_path
+) -> None:
+    source = tmp_path / "traces"
+    rows = list(generate.generate_rows("mixed", 6, seed=4, members=(2, 5), partitions=(4, 30)))
+    trace_files.write_traces_jsonl(rows[:10], source / "a.jsonl")
+    trace_files.write_traces_jsonl(rows[10:], source / "nested" / "b.jsonl.gz")
+    hidden = [dict(row, trace_id="must-not-appear") for row in rows[:2]]
+    trace_files.write_traces_jsonl(hidden, source / "_underscore" / "c.jsonl")
+    trace_files.write_traces_jsonl(hidden, source / ".hidden" / "d.jsonl")
+    trace_files.write_traces_jsonl(hidden, source / "nested" / "_e.jsonl")
+    (source / "bad.jsonl").write_text('{"trace_id": "broken", "generation": 1,\n{"no": 1}\n')
+    outcomes = _replay_both([source], tmp_path)
+    for outcome in outcomes.values():
+        assert outcome.exit_code == 0, outcome.output
+    _assert_same_result_bytes(tmp_path / "python", tmp_path / "spark")
+    traces = {row.trace_id for row in read_scores(tmp_path / "spark")}
+    assert traces == {row["trace_id"] for row in rows}
+    errors = read_errors(tmp_path / "spark")
+    assert [error["trace_id"] for error in errors] == [None, "broken"]
+    assert all(error["file"] == str(source / "bad.jsonl") for error in errors)
+
+
+def test_an_assignor_that_raises_becomes_the_same_error_line_on_both_engines(
+    spark, tmp_path, monkeypatch
+) -> None:
+    import sys
+
+    import raising_plugin
+
+    plugin = raising_plugin.build(tmp_path)
+    monkeypatch.syspath_prepend(str(plugin))
+    monkeypatch.delitem(sys.modules, raising_plugin.MODULE, raising=False)
+    spark.sparkContext.addPyFile(str(plugin))
+    source = tmp_path / "traces"
+    rows = [
+        {
+            "trace_id": trace_id,
+            "generation": 1,
+            "topics": [{"name": "t", "partitions": 6}],
+            "members": [{"member_id": m, "topics": ["t"]} for m in members],
+        }
+        for trace_id, members in (("big", "abc"), ("small", "ab"))
+    ]
+    trace_files.write_traces_jsonl(rows, source / "t.jsonl")
+    outcomes = _replay_both([source], tmp_path, "--assignors", f"range,{raising_plugin.NAME}")
+    for outcome in outcomes.values():
+        assert outcome.exit_code == 0, outcome.output
+    _assert_same_result_bytes(tmp_path / "python", tmp_path / "spark")
+    [error] = read_errors(tmp_path / "spark")
+    assert error == {
+        "trace_id": "big",
+        "file": str(source / "t.jsonl"),
+        "reason": f"trace big: assignor {raising_plugin.NAME} failed: RuntimeError: "
+        "cannot handle 3 members",
+    }
+    assert {row.trace_id for row in read_summary(tmp_path / "spark")} == {"small"}
+
+
+def test_inputs_sharing_a_trace_id_merge_or_fail_alike_on_both_engines(spark, tmp_path) -> None:
+    rows = list(generate.generate_rows("scale-out", 3, seed=8, members=(2, 4), partitions=(4, 9)))
+    first = tmp_path / "capture-1.jsonl"
+    second = tmp_path / "capture-2.jsonl"
+    trace_files.write_traces_jsonl(rows, first)
+    conflicting = [
+        dict(row, members=row["members"][:1]) if i == 3 else row for i, row in enumerate(rows)
+    ]
+    trace_files.write_traces_jsonl(conflicting, second)
+    outcomes = _replay_both([first, second], tmp_path, "--assignors", "range,sticky")
+    for outcome in outcomes.values():
+        assert outcome.exit_code == 0, outcome.output
+    _assert_same_result_bytes(tmp_path / "python", tmp_path / "spark")
+    [error] = read_errors(tmp_path / "spark")
+    assert error["trace_id"] == rows[3]["trace_id"]
+    assert str(first) in error["reason"] and str(second) in error["reason"]
+    assert f"generation {rows[3]['generation']} differs" in error["reason"]
+    assert "--prefix" in error["reason"]
+    summarised = {row.trace_id for row in read_summary(tmp_path / "spark")}
+    assert summarised == {row["trace_id"] for row in rows} - {rows[3]["trace_id"]}
+    merged = read_scores(tmp_path / "python")
+    alone = job.replay_paths([first], ["range", "sticky"], timings=False).scores
+    assert [r for r in merged] == sorted(r for r in alone if r.trace_id in summarised)
+
+
+def test_spark_engine_refuses_unsafe_out_before_starting_and_force_keeps_foreign_files(
+    spark, mixed_traces, tmp_path, monkeypatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from ktk.cli import app
+
+    def replay(out: Path | str, *extra: str, traces: Path = mixed_traces):  # type: ignore[no-untyped-def]
+        arguments = ["replay", str(traces), "--engine", "spark", "--assignors", "range"]
+        return CliRunner().invoke(app, [*arguments, "--out", str(out), *extra])
+
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("mine")
+    target_file = tmp_path / "a-file"
+    target_file.write_text("x")
+    before = sorted(p.relative_to(mixed_traces) for p in mixed_traces.rglob("*"))
+    monkeypatch.chdir(tmp_path)
+    for out in (keep, mixed_traces, mixed_traces / "nested", ".", target_file):
+        outcome = replay(out)
+        assert outcome.exit_code == 2, (out, outcome.output)
+    outcome = replay(mixed_traces, traces=mixed_traces / "part-a.jsonl")
+    assert outcome.exit_code == 2 and "contains the input" in outcome.stderr
+    assert sorted(p.relative_to(mixed_traces) for p in mixed_traces.rglob("*")) == before
+    assert sorted(p.name for p in keep.iterdir()) == ["notes.txt"]
+    assert target_file.read_text() == "x"
+    outcome = replay(keep, "--force")
+    assert outcome.exit_code == 0, outcome.output
+    assert (keep / "notes.txt").read_text() == "mine"
+    assert read_scores(keep)
+    assert not [p for p in tmp_path.iterdir() if ".ktk-" in p.name]
+
+
+def test_hadoop_uri_output_follows_the_same_rules_and_bytes(spark, mixed_traces, tmp_path) -> None:
+    local = tmp_path / "local"
+    replay_traces.run([str(mixed_traces)], ["range"], str(local), timings=False, spark=spark)
+    uri = f"file://{tmp_path / 'remote'}"
+    for _ in range(2):  # the second run replaces the first through Hadoop renames
+        replay_traces.run([str(mixed_traces)], ["range"], uri, timings=False, spark=spark)
+    remote = tmp_path / "remote"
+    _assert_same_result_bytes(local, remote)
+    assert sorted(p.name for p in remote.iterdir()) == [
+        ".ktk-output.json",
+        "errors.jsonl",
+        "scores.parquet",
+        "summary.parquet",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "remote"]
+    (remote / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="entries ktk did not write"):
+        replay_traces.run([str(mixed_traces)], ["range"], uri, spark=spark)
+    replay_traces.run([str(mixed_traces)], ["range"], uri, spark=spark, force=True)
+    assert (remote / "notes.txt").read_text() == "mine"
+    with pytest.raises(OutputError, match="it is the input"):
+        replay_traces.run([str(mixed_traces)], ["range"], f"file://{mixed_traces}", spark=spark)
+    with pytest.raises(OutputError, match="contains the input"):
+        replay_traces.run(
+            [str(mixed_traces / "nested")], ["range"], f"file://{mixed_traces}", spark=spark
+        )
+
+
+def test_spark_sigkill_mid_replay_keeps_the_previous_result_and_the_next_run_clears_debris(
+    spark, tmp_path
+) -> None:
+    from replay_kill import large_traces, replay_killed_mid_run
+
+    traces = large_traces(tmp_path / "traces")
+    out = tmp_path / "out"
+    replay_traces.run(
+        [str(traces / "small.jsonl")], ["range"], str(out), timings=False, spark=spark
     )
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    debris = replay_killed_mid_run(traces, out, "spark", settle=12.0)
+    assert debris, "the run was not caught while staging"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    replay_traces.run(
+        [str(traces / "small.jsonl")], ["range"], str(out), timings=False, spark=spark
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "traces"]
+
+
+def test_spark_readers_accept_the_older_partitioned_dataset_layout(spark, mixed_traces, tmp_path):
+    single = tmp_path / "single"
+    replay_traces.run([str(mixed_traces)], ["range", "sticky"], str(single), spark=spark)
+    dataset = tmp_path / "dataset"
+    for name in ("scores.parquet", "summary.parquet"):
+        frame = spark.read.parquet(str(single / name))
+        frame.write.partitionBy("assignor").parquet(str(dataset / name))
+        assert (dataset / name / "_SUCCESS").exists()
+    (dataset / "errors.jsonl").write_bytes((single / "errors.jsonl").read_bytes())
+    assert read_scores(dataset) == read_scores(single)
+    assert read_summary(dataset) == read_summary(single)
+    assert read_errors(dataset) == read_errors(single)

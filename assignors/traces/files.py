@@ -19,11 +19,12 @@ starting with ``.`` or ``_`` are skipped), the same rule the Spark jobs use.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -178,8 +179,8 @@ class RawRow(NamedTuple):
 
 
 def assemble_trace(trace_id: str, raw_rows: Iterable[RawRow]) -> Trace:
-    """:func:`parse_generation` on every row, then :func:`build_trace`; a row carrying a read
-    error fails the trace with that error."""
+    """:func:`parse_generation` on every row, :func:`merge_inputs`, then :func:`build_trace`;
+    a row carrying a read error fails the trace with that error."""
     generations = []
     for raw in raw_rows:
         if raw.error is not None:
@@ -187,7 +188,63 @@ def assemble_trace(trace_id: str, raw_rows: Iterable[RawRow]) -> Trace:
             error.source, error.line, error.trace_id = raw.source, raw.line, trace_id
             raise error
         generations.append(parse_generation(raw.row, raw.source, raw.line))
-    return build_trace(trace_id, generations)
+    return build_trace(trace_id, merge_inputs(trace_id, generations))
+
+
+def merge_inputs(trace_id: str, generations: Sequence[Generation]) -> list[Generation]:
+    """Rows of one trace read from several files, as one trace: a generation that two files
+    both carry with identical content is kept once; one they carry with different content means
+    two groups (or two captures) share the trace id, and fails the trace naming both files and
+    the first such generation. Rows of one file are left alone (:func:`build_trace` judges them).
+
+    >>> from assignors.traces.format import parse_generation
+    >>> row = {"trace_id": "g", "generation": 1, "topics": [{"name": "t", "partitions": 2}],
+    ...        "members": [{"member_id": "a", "topics": ["t"]}]}
+    >>> same = [parse_generation(row, "a.jsonl", 1), parse_generation(row, "b.jsonl", 1)]
+    >>> len(merge_inputs("g", same))
+    1
+    >>> other = parse_generation(dict(row, members=[]), "b.jsonl", 4)
+    >>> try:
+    ...     merge_inputs("g", [same[0], other])
+    ... except InputError as error:
+    ...     print(error.message[:52])
+    generation 1 differs between a.jsonl:1 and b.jsonl:4
+    """
+    sources = {generation.source for generation in generations}
+    if len(sources) < 2:
+        return list(generations)
+    by_number: dict[int, list[Generation]] = {}
+    for generation in generations:
+        by_number.setdefault(generation.generation, []).append(generation)
+    for number in sorted(by_number):
+        seen = by_number[number]
+        for first, second in itertools.combinations(seen, 2):
+            if first.source != second.source and first != second:
+                raise InputError(
+                    f"generation {number} differs between {_where(first)} and {_where(second)}: "
+                    "two inputs carry this trace id with different contents (two groups or two "
+                    "captures); import them with distinct `ktk traces import --prefix` values "
+                    "to replay both",
+                    source=first.source,
+                    line=first.line,
+                    trace_id=trace_id,
+                    field="generation",
+                    value=number,
+                )
+    kept: list[Generation] = []
+    read: dict[int, list[Generation]] = {}
+    for generation in generations:
+        earlier = read.setdefault(generation.generation, [])
+        # a row equal to one read before it from another file is the same generation twice
+        if not any(other.source != generation.source and other == generation for other in earlier):
+            kept.append(generation)
+        earlier.append(generation)
+    return kept
+
+
+def _where(generation: Generation) -> str:
+    source = generation.source or "?"
+    return source if generation.line is None else f"{source}:{generation.line}"
 
 
 _TRACE_ID_PATTERN = re.compile(r'"trace_id"\s*:\s*"([^"\\]+)"')
@@ -215,47 +272,47 @@ def file_raw_rows(path: str | os.PathLike[str]) -> Iterator[tuple[str | None, Ra
         yield problem.trace_id, RawRow(source, problem.line, None, str(problem))
 
 
-def read_traces(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Trace], list[TraceFailure]]:
-    """Read every trace under ``paths`` (files or directories); a trace's rows may be spread
-    over several files. A trace with any bad row is reported once (its first error) and
-    skipped; the others are returned sorted by trace id. Missing paths raise
-    FileNotFoundError; unreadable files and rows naming no trace become failures without a
-    trace id."""
-    rows_by_trace: dict[str, list[Generation]] = {}
-    failures: dict[str, TraceFailure] = {}
+def raw_rows_by_trace(
+    paths: Iterable[str | os.PathLike[str]],
+) -> tuple[dict[str, list[RawRow]], list[TraceFailure]]:
+    """Every row under ``paths`` (files or directories, :func:`trace_files`), grouped by trace
+    id in reading order (files as listed, each as :func:`file_raw_rows` yields it), and the
+    failures of rows and files naming no trace. Missing paths raise FileNotFoundError."""
+    by_trace: dict[str, list[RawRow]] = {}
     unattributed: list[TraceFailure] = []
-
-    def record(trace_id: str | None, source: str, line: int | None, reason: str) -> None:
-        if trace_id is None:
-            unattributed.append(TraceFailure(None, source, line, reason))
-        elif trace_id not in failures:
-            failures[trace_id] = TraceFailure(trace_id, source, line, reason)
-
     for path in trace_files(paths):
         for trace_id, raw in file_raw_rows(path):
-            if raw.error is not None:
-                record(trace_id, raw.source, raw.line, raw.error)
-                continue
-            if trace_id is None or trace_id in failures:
-                continue
-            try:
-                rows_by_trace.setdefault(trace_id, []).append(
-                    parse_generation(raw.row, raw.source, raw.line)
-                )
-            except InputError as error:
-                record(trace_id, raw.source, raw.line, str(error))
+            if trace_id is None:
+                unattributed.append(TraceFailure(None, raw.source, raw.line, raw.error or ""))
+            else:
+                by_trace.setdefault(trace_id, []).append(raw)
+    return by_trace, sorted(unattributed, key=failure_key)
+
+
+def trace_or_failure(trace_id: str, raw_rows: Iterable[RawRow]) -> Trace | TraceFailure:
+    """:func:`assemble_trace`, with the first problem as a :class:`TraceFailure`."""
+    try:
+        return assemble_trace(trace_id, raw_rows)
+    except InputError as problem:
+        return TraceFailure(trace_id, problem.source or "", problem.line, str(problem))
+
+
+def read_traces(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Trace], list[TraceFailure]]:
+    """Read every trace under ``paths`` (files or directories); a trace's rows may be spread
+    over several files (:func:`merge_inputs` says how two files carrying the same generation
+    combine). A trace with any bad row is reported once (its first error) and skipped; the
+    others are returned sorted by trace id. Missing paths raise FileNotFoundError; unreadable
+    files and rows naming no trace become failures without a trace id."""
+    by_trace, unattributed = raw_rows_by_trace(paths)
     traces: list[Trace] = []
-    for trace_id in sorted(rows_by_trace):
-        if trace_id in failures:
-            continue
-        try:
-            traces.append(build_trace(trace_id, rows_by_trace[trace_id]))
-        except InputError as error:
-            record(trace_id, error.source or "", error.line, str(error))
-    ordered_failures = sorted(failures.values(), key=failure_key) + sorted(
-        unattributed, key=failure_key
-    )
-    return traces, ordered_failures
+    failures: list[TraceFailure] = []
+    for trace_id in sorted(by_trace):
+        outcome = trace_or_failure(trace_id, by_trace[trace_id])
+        if isinstance(outcome, TraceFailure):
+            failures.append(outcome)
+        else:
+            traces.append(outcome)
+    return traces, sorted(failures, key=failure_key) + unattributed
 
 
 # ---------------------------------------------------------------------------------------------

@@ -82,6 +82,25 @@ def _protocol_of(recorded_protocol: str | None) -> RebalanceProtocol:
     return "eager"
 
 
+def recorded_protocol(trace: Trace) -> str:
+    """The rebalance protocol the real group ran (``eager`` or ``cooperative``, from each
+    generation's ``protocol``), or ``mixed`` when its generations disagree.
+
+    >>> from assignors.traces.format import build_trace, parse_generation
+    >>> def row(generation, protocol):
+    ...     return {"trace_id": "g", "generation": generation, "protocol": protocol,
+    ...             "topics": [], "members": []}
+    >>> cooperative = parse_generation(row(2, "cooperative-sticky"), None, 2)
+    >>> recorded_protocol(build_trace("g", [cooperative]))
+    'cooperative'
+    >>> eager = parse_generation(row(1, "range"), None, 1)
+    >>> recorded_protocol(build_trace("g", [eager, cooperative]))
+    'mixed'
+    """
+    protocols = {_protocol_of(generation.protocol) for generation in trace.generations}
+    return protocols.pop() if len(protocols) == 1 else "mixed"
+
+
 def _owned_by_identity(
     generation: Generation, partitions: Mapping[str, Sequence[TopicPartition]]
 ) -> dict[str, tuple[TopicPartition, ...]]:

@@ -1,8 +1,11 @@
 """The result directory of a replay: ``scores.parquet``, ``summary.parquet``, ``errors.jsonl``.
 
-Rows are sorted (trace, assignor, generation) and Parquet is written with fixed settings, so the
-same rows give the same bytes. The directory appears atomically: everything is written into a
-temporary directory beside it, which is then renamed into place (replacing an older result).
+Both engines write the same layout, three single files plus ktk's manifest ``.ktk-output.json``,
+with the same bytes for the same rows: rows are sorted (trace, assignor, generation), Parquet is
+written with fixed settings and carries the result format version under
+:data:`RESULTS_VERSION_KEY`. The directory is written through :mod:`ktkbase.outputs`: staged
+beside the target and moved into place, refusing to replace a directory ktk did not create, an
+input, or the current directory.
 
 >>> import tempfile, pathlib
 >>> from assignors.traces.scoring import ScoreRow
@@ -10,23 +13,26 @@ temporary directory beside it, which is then renamed into place (replacing an ol
 >>> with tempfile.TemporaryDirectory() as parent:
 ...     out = write_results(pathlib.Path(parent) / "out", [row], [])
 ...     sorted(path.name for path in out.iterdir()), read_scores(out) == [row]
-(['errors.jsonl', 'scores.parquet', 'summary.parquet'], True)
+(['.ktk-output.json', 'errors.jsonl', 'scores.parquet', 'summary.parquet'], True)
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assignors.traces.format import TraceFailure, failure_key
 from assignors.traces.scoring import (
+    SCORE_SCHEMA,
+    SUMMARY_SCHEMA,
     ScoreRow,
     SummaryRow,
     score_key,
@@ -34,23 +40,46 @@ from assignors.traces.scoring import (
     summarize,
     summary_table,
 )
+from ktkbase.outputs import output_directory
 
 SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.parquet"
 ERRORS_FILE = "errors.jsonl"
+RESULT_FILES = (SCORES_FILE, SUMMARY_FILE, ERRORS_FILE)
+
+RESULTS_VERSION = 2
+"""Version of the documented result columns (docs/traces.md); 2 added ``summary.protocol``."""
+RESULTS_VERSION_KEY = "ktk.results.version"
+"""Parquet schema metadata key holding :data:`RESULTS_VERSION` in both result files."""
 
 # fixed writer settings: byte-identical files for identical rows
-_PARQUET_OPTIONS = {
+_PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "use_dictionary": True,
     "write_statistics": True,
     "version": "2.6",
 }
+_METADATA = {RESULTS_VERSION_KEY: str(RESULTS_VERSION)}
+
+
+def default_version() -> str:
+    try:
+        return metadata.version("ktk")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """One result table as Parquet bytes, written with the settings every result file uses
+    (no pandas metadata; the result format version in the schema metadata)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table.replace_schema_metadata(_METADATA), sink, **_PARQUET_OPTIONS)
+    return bytes(sink.getvalue().to_pybytes())
 
 
 def write_parquet(table: pa.Table, path: str | os.PathLike[str]) -> None:
-    """Write one table with the settings every result file uses (no pandas metadata)."""
-    pq.write_table(table.replace_schema_metadata(None), path, **_PARQUET_OPTIONS)
+    """Write one table with the settings every result file uses."""
+    Path(path).write_bytes(parquet_bytes(table))
 
 
 def errors_jsonl(failures: Iterable[TraceFailure]) -> str:
@@ -65,60 +94,136 @@ def errors_jsonl(failures: Iterable[TraceFailure]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def write_results(
-    out_dir: str | os.PathLike[str],
+def result_files(
     scores: Iterable[ScoreRow],
     failures: Iterable[TraceFailure],
     summary: Iterable[SummaryRow] | None = None,
-) -> Path:
-    """Write the three result files into ``out_dir`` atomically and return its path.
+) -> dict[str, bytes]:
+    """The bytes of the three result files, by file name: the one writer both engines use
+    (locally through :func:`write_result_files`, on Hadoop file systems through its streams).
 
-    ``summary`` defaults to :func:`~assignors.traces.scoring.summarize` of ``scores``.
+    ``summary`` defaults to :func:`~assignors.traces.scoring.summarize` of ``scores`` (which
+    knows no protocols: the column is then null).
     """
-    target = Path(out_dir)
     ordered = sorted(scores, key=score_key)
     summary_rows = sorted(
         summary if summary is not None else summarize(ordered),
         key=lambda row: (row.trace_id, row.assignor),
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
-        staging.chmod(0o755)  # mkdtemp makes it private; results are meant to be shared
-        write_parquet(scores_table(ordered), staging / SCORES_FILE)
-        write_parquet(summary_table(summary_rows), staging / SUMMARY_FILE)
-        (staging / ERRORS_FILE).write_text(errors_jsonl(failures), encoding="utf-8")
-        _swap_into_place(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+    return {
+        SCORES_FILE: parquet_bytes(scores_table(ordered)),
+        SUMMARY_FILE: parquet_bytes(summary_table(summary_rows)),
+        ERRORS_FILE: errors_jsonl(failures).encode("utf-8"),
+    }
 
 
-def _swap_into_place(staging: Path, target: Path) -> None:
-    if not target.exists():
-        os.rename(staging, target)
-        return
-    if not target.is_dir():
-        raise NotADirectoryError(20, "Not a directory", str(target))
-    retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-    os.rename(target, retired / target.name)
-    os.rename(staging, target)
-    shutil.rmtree(retired, ignore_errors=True)
+def write_result_files(
+    directory: str | os.PathLike[str],
+    scores: Iterable[ScoreRow],
+    failures: Iterable[TraceFailure],
+    summary: Iterable[SummaryRow] | None = None,
+) -> None:
+    """Write the three result files into ``directory`` (a staging directory of
+    :func:`open_results`; nothing here checks what it replaces)."""
+    for name, data in result_files(scores, failures, summary).items():
+        path = Path(directory) / name
+        path.write_bytes(data)
+        path.chmod(0o644)
+
+
+@contextmanager
+def open_results(
+    out_dir: str | os.PathLike[str],
+    *,
+    command: str = "assignors.traces.results",
+    version: str | None = None,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+    force: bool = False,
+) -> Iterator[Path]:
+    """A staging directory for a result directory (:func:`ktkbase.outputs.output_directory`):
+    checked on entry (raises :class:`~ktkbase.errors.OutputError` before anything is written),
+    moved into place when the block ends without an error, removed otherwise."""
+    with output_directory(
+        out_dir,
+        command=command,
+        version=version if version is not None else default_version(),
+        inputs=inputs,
+        force=force,
+    ) as staging:
+        staging.chmod(0o755)  # results are meant to be shared
+        yield staging
+
+
+def write_results(
+    out_dir: str | os.PathLike[str],
+    scores: Iterable[ScoreRow],
+    failures: Iterable[TraceFailure],
+    summary: Iterable[SummaryRow] | None = None,
+    *,
+    command: str = "assignors.traces.results",
+    version: str | None = None,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+    force: bool = False,
+) -> Path:
+    """Write the three result files into ``out_dir`` safely (:func:`open_results`) and return
+    its path. ``command``, ``version`` and ``inputs`` go into the manifest; ``force`` writes
+    into a directory ktk did not create, keeping its other entries."""
+    with open_results(
+        out_dir, command=command, version=version, inputs=inputs, force=force
+    ) as staging:
+        write_result_files(staging, scores, failures, summary)
+    return Path(out_dir)
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def _read_table(path: Path, schema: pa.Schema, order: list[str]) -> pa.Table:
+    """A result table from a single Parquet file or a Parquet dataset directory (part files,
+    ``assignor=x/`` partitions, ``_SUCCESS`` and ``.crc`` files skipped), with ``schema``'s
+    columns in order, sorted by ``order``. Columns a version 1 file lacks come back null."""
+    if path.is_dir():
+        import pyarrow.dataset as ds  # slow to import; only older Spark results need it
+
+        table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
+    else:
+        table = pq.read_table(path)
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            column = table.column(field.name)
+            if pa.types.is_dictionary(column.type):
+                column = column.cast(column.type.value_type)
+            columns.append(column.cast(field.type))
+        else:
+            columns.append(pa.nulls(table.num_rows, field.type))
+    table = pa.Table.from_arrays(columns, names=schema.names)
+    return table.sort_by([(name, "ascending") for name in order])
 
 
 def read_scores(out_dir: str | os.PathLike[str]) -> list[ScoreRow]:
-    table = pq.read_table(Path(out_dir) / SCORES_FILE)
+    """The score rows of a result directory, sorted (trace, assignor, generation)."""
+    table = _read_table(
+        Path(out_dir) / SCORES_FILE, SCORE_SCHEMA, ["trace_id", "assignor", "generation"]
+    )
     return [ScoreRow(**row) for row in table.to_pylist()]
 
 
 def read_summary(out_dir: str | os.PathLike[str]) -> list[SummaryRow]:
-    table = pq.read_table(Path(out_dir) / SUMMARY_FILE)
+    """The summary rows of a result directory, sorted (trace, assignor); ``protocol`` is null
+    in results of format version 1."""
+    table = _read_table(Path(out_dir) / SUMMARY_FILE, SUMMARY_SCHEMA, ["trace_id", "assignor"])
     return [SummaryRow(**row) for row in table.to_pylist()]
 
 
 def read_errors(out_dir: str | os.PathLike[str]) -> list[dict[str, object]]:
+    """The lines of ``errors.jsonl`` (a file, or a directory of part files), in order."""
     path = Path(out_dir) / ERRORS_FILE
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    if path.is_dir():
+        parts = sorted(p for p in path.iterdir() if not p.name.startswith((".", "_")))
+        text = "".join(part.read_text(encoding="utf-8") for part in parts)
+    else:
+        text = path.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line]

@@ -63,10 +63,13 @@ class ScoreRow(NamedTuple):
 
 
 class SummaryRow(NamedTuple):
-    """One row per trace x assignor: totals over its generations."""
+    """One row per trace x assignor: totals over its generations, and the rebalance protocol
+    the assignor ran (``eager``/``cooperative``; for ``recorded`` the real group's, ``mixed``
+    when its generations disagree; null when the caller did not say)."""
 
     trace_id: str
     assignor: str
+    protocol: str | None
     generations: int
     total_moved: int
     total_forced: int
@@ -109,6 +112,7 @@ SUMMARY_SCHEMA = pa.schema(
     [
         pa.field("trace_id", pa.string(), nullable=False),
         pa.field("assignor", pa.string(), nullable=False),
+        pa.field("protocol", pa.string()),
         pa.field("generations", pa.int64(), nullable=False),
         pa.field("total_moved", pa.int64(), nullable=False),
         pa.field("total_forced", pa.int64(), nullable=False),
@@ -592,15 +596,19 @@ def _rack_mismatch(
 # summary
 
 
-def summarize(rows: Iterable[ScoreRow]) -> list[SummaryRow]:
-    """One row per trace x assignor, sorted by both.
+def summarize(
+    rows: Iterable[ScoreRow], protocols: Mapping[tuple[str, str], str] | None = None
+) -> list[SummaryRow]:
+    """One row per trace x assignor, sorted by both; ``protocols`` maps (trace id, assignor)
+    to the rebalance protocol the summary reports (null where it has none).
 
     >>> rows = [ScoreRow("g", "range", gen, 2, 4, 0, 0, 2, 2, 0, True, 2, None, moved, 0, 0,
     ...                  moved, 1, None, None) for gen, moved in ((1, 0), (2, 3))]
-    >>> summary = summarize(rows)[0]
-    >>> summary.generations, summary.total_moved, summary.mean_assign_ms
-    (2, 3, None)
+    >>> summary = summarize(rows, {("g", "range"): "eager"})[0]
+    >>> summary.protocol, summary.generations, summary.total_moved, summary.mean_assign_ms
+    ('eager', 2, 3, None)
     """
+    known = protocols or {}
     grouped: dict[tuple[str, str], list[ScoreRow]] = defaultdict(list)
     for row in rows:
         grouped[row.trace_id, row.assignor].append(row)
@@ -612,6 +620,7 @@ def summarize(rows: Iterable[ScoreRow]) -> list[SummaryRow]:
             SummaryRow(
                 trace_id=trace_id,
                 assignor=assignor,
+                protocol=known.get((trace_id, assignor)),
                 generations=len(group_rows),
                 total_moved=sum(row.moved for row in group_rows),
                 total_forced=sum(row.forced for row in group_rows),

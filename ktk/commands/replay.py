@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
+from ktk.commands.options import force_option, out_option
 from ktk.console import err, escape, fail, out, reported_errors, warn
 
 EXIT_BAD_TRACES = 1
 ENGINES = ("python", "spark")
 
 
-def _assignor_names(option: str | None, with_recorded: bool) -> list[str]:
+def _assignor_names(option: str | None) -> list[str]:
     from assignors import registry
     from assignors.traces.replay import RECORDED
 
     if option is None:
-        return [*registry.builtin_names(), *([RECORDED] if with_recorded else [])]
+        # `recorded` gives no rows for a trace without `assigned`: listing it costs nothing
+        return [*registry.builtin_names(), RECORDED]
     names = [name.strip() for name in option.split(",") if name.strip()]
     if not names:
         raise fail("--assignors names no assignor")
@@ -32,70 +35,86 @@ def _assignor_names(option: str | None, with_recorded: bool) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _check_paths(paths: list[str], out_dir: str, engine: str) -> None:
+    """Missing local inputs exit 2 here, before any output is touched or a JVM starts; so do
+    URIs given to the Python engine, which reads and writes local files only."""
+    from spark_jobs.files import is_local, local_name
+
+    for path in paths:
+        local = local_name(path)
+        if local is not None and not Path(local).exists():
+            raise fail(f"{path}: No such file or directory")
+    if engine == "python":
+        for path in [*paths, out_dir]:
+            if not is_local(path):
+                raise fail(
+                    f"{path}: --engine python reads and writes local paths only; "
+                    "use --engine spark for URIs"
+                )
+
+
 def _run_python(
-    paths: list[str], assignors: str | None, out_dir: Path, timings: bool
+    paths: list[str], names: list[str], out_dir: str, timings: bool, force: bool, command: str
 ) -> tuple[list[Any], list[Any]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from assignors.traces.files import read_traces
-    from assignors.traces.format import TraceFailure
-    from assignors.traces.replay import replay
-    from assignors.traces.results import write_results
-    from assignors.traces.scoring import summarize
+    from assignors.traces.job import replay_paths
+    from assignors.traces.results import open_results, write_result_files
+    from ktk import __version__
 
-    traces, failures = read_traces(paths)
-    names = _assignor_names(assignors, any(t.has_recorded_assignment() for t in traces))
-    rows = []
-    with Progress(
-        TextColumn("replaying"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[current]}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("replay", total=len(traces) * len(names), current="")
-        for trace in traces:
-            trace_rows = []
-            try:
-                for name in names:
-                    progress.update(task, current=f"{trace.trace_id} / {name}")
-                    trace_rows.extend(replay(trace, name, timings=timings))
-                    progress.advance(task)
-            except Exception as error:  # an assignor crashing on one trace must not stop the run
-                source = (trace.generations[0].source or "") if trace.generations else ""
-                reason = (
-                    f"trace {trace.trace_id}: assignor {name} failed: "
-                    f"{type(error).__name__}: {error}"
-                )
-                failures.append(TraceFailure(trace.trace_id, source, None, reason))
-                progress.advance(task, len(names) - names.index(name))
-                continue
-            rows.extend(trace_rows)
-    write_results(out_dir, rows, failures)
-    return summarize(rows), failures
+    with open_results(
+        out_dir, command=command, version=__version__, inputs=paths, force=force
+    ) as staging:
+        with Progress(
+            TextColumn("replaying"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[current]}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("replay", total=None, current="")
+
+            def advance(done: int, total: int, current: str) -> None:
+                progress.update(task, completed=done, total=total, current=current)
+
+            run = replay_paths(paths, names, timings=timings, progress=advance)
+        write_result_files(staging, run.scores, run.failures, run.summary)
+    return run.summary, run.failures
 
 
 def _run_spark(
     paths: list[str],
-    assignors: str | None,
-    out_dir: Path,
+    names: list[str],
+    out_dir: str,
     timings: bool,
+    force: bool,
+    command: str,
     master: str | None,
     conf: list[str],
 ) -> tuple[list[Any], list[Any]]:
+    from ktk import __version__
     from spark_jobs.replay_traces import run
     from spark_jobs.session import JavaNotFoundError, parse_conf
 
-    names = _assignor_names(assignors, with_recorded=True)
     try:
         settings = parse_conf(conf)
     except ValueError as error:
         raise fail(str(error)) from None
     try:
         # Spark draws its own progress bar on stderr
-        result = run(paths, names, str(out_dir), timings=timings, master=master, conf=settings)
+        result = run(
+            paths,
+            names,
+            out_dir,
+            timings=timings,
+            master=master,
+            conf=settings,
+            command=command,
+            version=__version__,
+            force=force,
+        )
     except JavaNotFoundError as error:
         raise fail(str(error)) from None
     return result.summary, result.errors
@@ -108,6 +127,7 @@ def _print_summary(summary: list[Any]) -> None:
     columns = (
         ("trace", "trace_id"),
         ("assignor", "assignor"),
+        ("protocol", "protocol"),
         ("gens", "generations"),
         ("moved", "total_moved"),
         ("min moved", "total_min_moved"),
@@ -120,7 +140,9 @@ def _print_summary(summary: list[Any]) -> None:
         ("mean ms", "mean_assign_ms"),
     )
     for heading, _ in columns:
-        justify = "left" if heading in ("trace", "assignor") else "right"
+        justify: Literal["left", "right"] = (
+            "left" if heading in ("trace", "assignor", "protocol") else "right"
+        )
         table.add_column(heading, justify=justify, no_wrap=True)
     for row in summary:
         cells = []
@@ -147,7 +169,12 @@ def replay_command(
         list[str], typer.Argument(metavar="TRACES...", help="Trace files or directories.")
     ],
     out_dir: Annotated[
-        Path, typer.Option("--out", "-o", help="Result directory (replaced atomically).")
+        str,
+        out_option(
+            "Result directory. Created if missing; replaced (atomically) only when an earlier "
+            "ktk run wrote it. A directory holding anything else, an input, or the current "
+            "directory is refused (exit 2)."
+        ),
     ],
     assignors: str | None = typer.Option(
         None,
@@ -164,6 +191,7 @@ def replay_command(
         help="Record assign_ms (wall time). --no-timings leaves it null: identical input then "
         "gives byte-identical result files.",
     ),
+    force: Annotated[bool, force_option()] = False,
     master: str | None = typer.Option(None, "--master", help="Spark master (engine spark)."),
     conf: Annotated[
         list[str] | None, typer.Option("--conf", help="Spark setting KEY=VALUE (engine spark).")
@@ -171,27 +199,39 @@ def replay_command(
 ) -> None:
     """Replay rebalance traces through assignors and score every generation.
 
-    Writes scores.parquet, summary.parquet and errors.jsonl into --out and prints the summary.
+    Writes scores.parquet, summary.parquet, errors.jsonl and ktk's manifest .ktk-output.json
+    into --out and prints the summary. --out may replace only an earlier ktk result (or, with
+    --force, ktk's own files inside another directory); never an input or the current directory.
 
     A broken trace is listed in errors.jsonl and skipped: exit 0 with a warning, 1 with --strict.
 
-    A missing path or an unknown assignor exits 2.
+    A missing path, an unknown assignor or a refused --out exits 2.
     """
     if engine not in ENGINES:
         raise fail(f"--engine must be one of {', '.join(ENGINES)} (got {engine!r})")
+    paths = list(traces)
+    _check_paths(paths, out_dir, engine)
+    command = shlex.join(
+        ["ktk", "replay", *paths, "--out", out_dir, "--engine", engine]
+        + (["--assignors", assignors] if assignors is not None else [])
+        + ([] if timings else ["--no-timings"])
+        + (["--force"] if force else [])
+    )
     with reported_errors():
+        names = _assignor_names(assignors)
         if engine == "python":
-            summary, failures = _run_python(list(traces), assignors, out_dir, timings)
+            summary, failures = _run_python(paths, names, out_dir, timings, force, command)
         else:
             summary, failures = _run_spark(
-                list(traces), assignors, out_dir, timings, master, conf or []
+                paths, names, out_dir, timings, force, command, master, conf or []
             )
     if not summary and not failures:
         warn("no traces found (looked for .jsonl, .jsonl.gz and .parquet files)")
     _print_summary(summary)
-    out.print(f"results: {escape(str(out_dir))}")
+    out.print(f"results: {escape(out_dir)}")
     if failures:
-        warn(f"{len(failures)} trace(s) skipped; reasons in {out_dir / 'errors.jsonl'}")
+        errors_file = f"{out_dir.rstrip('/')}/errors.jsonl"
+        warn(f"{len(failures)} trace(s) skipped; reasons in {errors_file}")
         if strict:
             raise typer.Exit(EXIT_BAD_TRACES)
 
