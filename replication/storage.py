@@ -116,6 +116,7 @@ BATCH_OVERHEAD = 68
 # the fixed namespace of the topic ids ktk derives from topic names
 TOPIC_ID_NAMESPACE = uuid.UUID("6b746b2d-746f-7069-632d-69642d763100")
 
+
 class StorageError(ReplicationError):
     """Base class of the errors this module raises on purpose."""
 
@@ -567,7 +568,9 @@ class DiskLogStorage:
         fsync: bool = False,
     ) -> None:
         if segment_bytes < MIN_SEGMENT_BYTES:
-            raise ValueError(f"segment_bytes must be at least {MIN_SEGMENT_BYTES} (Kafka's minimum)")
+            raise ValueError(
+                f"segment_bytes must be at least {MIN_SEGMENT_BYTES} (Kafka's minimum)"
+            )
         self.log_dir = Path(log_dir)
         self.topic = topic
         self.partition = partition

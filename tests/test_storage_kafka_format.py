@@ -21,6 +21,7 @@ from kafka_format.checkpoint import (
 from kafka_format.index import build_indexes, parse_offset_index, parse_time_index
 from kafka_format.inspect import inspect_path
 from kafka_format.segment import read_segment_file, recover_segment
+from replication.errors import InputError
 from replication.log import EpochEntry, ReplicaLog
 from replication.scenario import load_scenario
 from replication.storage import (
@@ -29,7 +30,6 @@ from replication.storage import (
     ProducerFields,
     topic_id_for,
 )
-from replication.errors import InputError
 
 DISK_SETTINGS = settings(
     max_examples=40,
