@@ -330,10 +330,6 @@ class ReplicaLog:
         self.epoch_cache = LeaderEpochCache(entry for entry in entries if entry.start_offset < end)
         self._flushed = end
         self._high_watermark = min(max(high_watermark, self.log_start_offset), end)
-        if self.storage is not None:
-            # the clamped HW and epoch cache replace what the crash left checkpointed, as
-            # Kafka rewrites both files after recovering a log
-            self._write_checkpoints()
 
     def _store(self, record: LogRecord) -> None:
         self._records.append(record)

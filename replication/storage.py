@@ -763,7 +763,15 @@ class DiskLogStorage:
         records = [
             LogRecord(record.offset, record.leader_epoch, record.value) for record in self.read()
         ]
-        return records, self._read_high_watermark(), self._read_epoch_entries()
+        high_watermark, epoch_entries = self._read_high_watermark(), self._read_epoch_entries()
+        # what Kafka writes back once the log is loaded: the HW clamped to the log end, the
+        # epoch cache without the entries recovery cut off (ReplicaLog applies the same rule)
+        end = self.log_end_offset
+        self.write_checkpoints(
+            min(max(high_watermark, self.log_start_offset), end),
+            [entry for entry in epoch_entries if entry.start_offset < end],
+        )
+        return records, high_watermark, epoch_entries
 
     # -- internals -------------------------------------------------------------------------
 
