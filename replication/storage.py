@@ -181,7 +181,7 @@ def encode_record(record: StoredRecord, producer: ProducerFields = NO_PRODUCER) 
     )
 
 
-def decode_frames(
+def decode_batches(
     data: bytes, *, source: str | None = None, base_offset: int = 0
 ) -> tuple[list[tuple[int, StoredRecord]], int]:
     """Decode batches from ``data``; return ``[(batch position, record)]`` and the valid length.
@@ -191,12 +191,12 @@ def decode_frames(
     increase are cut there too (nothing from them on can be trusted).
 
     >>> one = encode_record(StoredRecord(0, 0, 5, "a"))
-    >>> frames, valid = decode_frames(one + encode_record(StoredRecord(1, 0, 6, "b"))[:-3])
-    >>> [record.value for _, record in frames], valid
+    >>> located, valid = decode_batches(one + encode_record(StoredRecord(1, 0, 6, "b"))[:-3])
+    >>> [record.value for _, record in located], valid
     (['a'], 69)
     """
     recovery = recover_segment(data, source=source)
-    frames: list[tuple[int, StoredRecord]] = []
+    located: list[tuple[int, StoredRecord]] = []
     valid_length = 0
     last_offset = base_offset - 1
     for batch in recovery.batches:
@@ -216,10 +216,10 @@ def decode_frames(
                 record.timestamp,
                 value.decode("utf-8", "surrogatepass"),
             )
-            frames.append((batch.position, stored))
+            located.append((batch.position, stored))
         last_offset = batch.last_offset
         valid_length = batch.position + batch.size_in_bytes
-    return frames, valid_length
+    return located, valid_length
 
 
 def topic_id_for(topic: str) -> bytes:
@@ -449,7 +449,7 @@ class Segment:
         return self.size == 0
 
     def note_record(
-        self, offset: int, timestamp_ms: int, position: int, frame_size: int
+        self, offset: int, timestamp_ms: int, position: int, batch_size: int
     ) -> tuple[IndexEntry | None, IndexEntry | None]:
         """Update index state for a record at ``position``; return new (offset, time) entries."""
         # same order as Kafka's LogSegment.append: max timestamp first, then the index check
@@ -463,7 +463,7 @@ class Segment:
             self.offset_index.append(new_offset_entry)
             new_time_entry = self._maybe_time_entry()
             self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += frame_size
+        self.bytes_since_last_index_entry += batch_size
         self.next_offset = offset + 1
         return new_offset_entry, new_time_entry
 
@@ -494,7 +494,7 @@ class Segment:
         """Validate the log file, cut it at the first bad batch and rebuild both indexes."""
         data = self.log_path.read_bytes() if self.log_path.exists() else b""
         # a segment cannot hold offsets below its base: decoding stops at such a batch
-        frames, valid_length = decode_frames(
+        located, valid_length = decode_batches(
             data, source=str(self.log_path), base_offset=self.base_offset
         )
         if valid_length < len(data):
@@ -509,8 +509,8 @@ class Segment:
         self.max_timestamp = NO_TIMESTAMP
         self.offset_of_max_timestamp = -1
         records: list[StoredRecord] = []
-        for index, (position, record) in enumerate(frames):
-            end = frames[index + 1][0] if index + 1 < len(frames) else valid_length
+        for index, (position, record) in enumerate(located):
+            end = located[index + 1][0] if index + 1 < len(located) else valid_length
             if end != position:  # one index step per batch, at its last record
                 self.note_record(record.offset, record.timestamp_ms, position, end - position)
             records.append(record)
@@ -518,19 +518,19 @@ class Segment:
         return records
 
     def read_from(self, position: int) -> list[tuple[int, StoredRecord]]:
-        """Frames from ``position`` to the end of the segment, with their positions."""
+        """Records from ``position`` to the end of the segment, with their batches' positions."""
         with open(self.log_path, "rb") as handle:
             handle.seek(position)
             data = handle.read(self.size - position)
-        frames: list[tuple[int, StoredRecord]] = []
+        located: list[tuple[int, StoredRecord]] = []
         for batch in iter_batches(data, source=str(self.log_path)):
             for record in batch.records():
                 value = (record.value or b"").decode("utf-8", "surrogatepass")
                 stored = StoredRecord(
                     record.offset, batch.partition_leader_epoch, record.timestamp, value
                 )
-                frames.append((position + batch.position, stored))
-        return frames
+                located.append((position + batch.position, stored))
+        return located
 
     def lookup_position(self, offset: int) -> int:
         """Start position for ``offset``: the largest index entry at or below it, else 0.
@@ -676,17 +676,17 @@ class DiskLogStorage:
             )
         if timestamp_ms is None:
             timestamp_ms = self.clock() if self.clock is not None else NO_TIMESTAMP
-        frame = encode_record(StoredRecord(offset, leader_epoch, timestamp_ms, value), producer)
+        batch = encode_record(StoredRecord(offset, leader_epoch, timestamp_ms, value), producer)
         active = self._segments[-1]
-        if not active.is_empty() and active.size + len(frame) > self.segment_bytes:
+        if not active.is_empty() and active.size + len(batch) > self.segment_bytes:
             active = self._roll(offset)
         elif active.is_empty() and offset != active.base_offset:
             active = self._restart_empty_active_at(offset)
         with open(active.log_path, "ab") as handle:
-            handle.write(frame)
+            handle.write(batch)
         position = active.size
-        active.size += len(frame)
-        offset_entry, time_entry = active.note_record(offset, timestamp_ms, position, len(frame))
+        active.size += len(batch)
+        offset_entry, time_entry = active.note_record(offset, timestamp_ms, position, len(batch))
         if offset_entry is not None:
             with open(active.index_path, "ab") as handle:
                 handle.write(_OFFSET_INDEX_ENTRY.pack(*offset_entry))
@@ -807,7 +807,7 @@ class DiskLogStorage:
 
     def _load(self) -> None:
         """Find segment files, validate them, rebuild indexes; the log is cut at the first bad
-        frame and every later segment deleted, as Kafka's log recovery does."""
+        batch and every later segment deleted, as Kafka's log recovery does."""
         bases = sorted(
             int(path.name[: -len(LOG_SUFFIX)])
             for path in self.partition_dir.glob("*" + LOG_SUFFIX)

@@ -21,7 +21,7 @@ from replication.storage import (
     CorruptCheckpointError,
     DiskLogStorage,
     StoredRecord,
-    decode_frames,
+    decode_batches,
     encode_record,
     format_epoch_checkpoint,
     parse_epoch_checkpoint,
@@ -55,14 +55,14 @@ def test_record_batch_round_trips_and_counts_its_header() -> None:
     record = StoredRecord(12, 3, 1_700_000_000_000, "héllo")
     frame = encode_record(record)
     assert len(frame) == BATCH_OVERHEAD + len("héllo".encode())
-    assert decode_frames(frame) == ([(0, record)], len(frame))
+    assert decode_batches(frame) == ([(0, record)], len(frame))
 
 
 def test_decoding_stops_at_a_batch_whose_crc_does_not_match() -> None:
     first = encode_record(StoredRecord(0, 0, 1, "a"))
     second = bytearray(encode_record(StoredRecord(1, 0, 2, "b")))
     second[-1] ^= 0xFF
-    frames, valid = decode_frames(first + bytes(second))
+    frames, valid = decode_batches(first + bytes(second))
     assert [record.offset for _, record in frames] == [0]
     assert valid == len(first)
 
