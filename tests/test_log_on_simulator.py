@@ -107,6 +107,15 @@ def test_replicate_run_log_dir_refuses_a_directory_ktk_did_not_create(tmp_path: 
     assert sorted(p.name for p in foreign.iterdir()) == ["keep.txt"]
 
 
+def test_replicate_run_log_dir_writes_nothing_for_an_invalid_scenario(tmp_path: Path) -> None:
+    scenario = tmp_path / "bad.yaml"
+    scenario.write_text("name: bad\nconfig: {brokers: [1], replicas: [1]}\nsteps: [{jump: 1}]\n")
+    ran = invoke("replicate", "run", str(scenario), "--log-dir", str(tmp_path / "logs"))
+    assert ran.exit_code == 2
+    assert "Traceback" not in ran.output
+    assert not (tmp_path / "logs").exists()
+
+
 def test_replicate_run_log_dir_writes_the_same_bytes_twice(tmp_path: Path) -> None:
     path = SCENARIOS / "s3-fast-leader-changes.yaml"
 
