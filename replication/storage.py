@@ -1,27 +1,35 @@
-"""A replica's log on disk, laid out the way Kafka lays out a partition directory.
+"""A replica's log on disk, in Kafka's own files: a partition directory Kafka could load.
 
 One directory per replica (the "log dir") holds a partition directory ``<topic>-<partition>``
 with, per segment, three files named by the segment's base offset padded to 20 digits:
 
-- ``00000000000000000000.log``: the records, in ktk's own framing (below);
+- ``00000000000000000000.log``: record batches in Kafka's message format v2
+  (``kafka_format.batch``), one batch per append, as the leader writes one batch per produce
+  request and a follower copies the leader's batches: base offset, the partition leader epoch
+  the record was appended in, CRC-32C, the producer fields (-1/-1/-1: the simulator's producer
+  is not idempotent, so it writes what Kafka's non-idempotent producers write), and one record
+  whose value is the simulator's string in UTF-8 (no key);
 - ``00000000000000000000.index``: the sparse offset index, 8-byte entries
-  (relative offset u32, file position u32), one each time more than ``index_interval_bytes``
+  (relative offset i32, file position i32), one each time more than ``index_interval_bytes``
   were appended since the last entry (Kafka's ``index.interval.bytes``);
 - ``00000000000000000000.timeindex``: the time index, 12-byte entries (timestamp i64, relative
-  offset u32) holding the largest timestamp seen so far and the offset that first reached it.
+  offset i32) holding the largest timestamp seen so far and the offset that first reached it.
 
-plus the partition's ``leader-epoch-checkpoint`` and, in the log dir, the high-watermark file
-``replication-offset-checkpoint``, both in Kafka's text format (version line ``0``, entry count
-line, then one entry per line). A segment rolls when the next record would push it past
-``segment_bytes`` (Kafka's ``segment.bytes``; time-based rolling is not modelled).
+plus, in the partition directory, ``leader-epoch-checkpoint`` and ``partition.metadata`` (the
+topic id: a UUID hashed from the topic name, so that the same run writes the same bytes), and,
+in the log dir, ``replication-offset-checkpoint`` (high watermark),
+``recovery-point-offset-checkpoint`` (the flushed offset) and ``log-start-offset-checkpoint``
+(no entries: as Kafka, only a log start above the first segment's base offset is written), all
+in Kafka's text format (version line ``0``, entry count line, then one entry per line; one
+partition per log dir). ``ktk log inspect`` and ``ktk log compare`` read these directories.
 
-Record framing. This is *not* Kafka's record-batch format: every record is one frame, all
-integers big-endian::
+A segment rolls when the next batch would push it past ``segment_bytes`` (Kafka's
+``segment.bytes``; time-based rolling is not modelled); a batch larger than ``segment_bytes``
+gets a segment of its own (Kafka would refuse it; the simulator cannot refuse an append).
 
-    length u32 | crc32 u32 | offset i64 | leader_epoch i32 | timestamp_ms i64 | value (UTF-8)
-
-where ``length`` counts the bytes after itself and the CRC covers offset..value. Recovery stops
-at the first frame that is short or fails its CRC and truncates the log there, as Kafka does.
+Recovery reads each segment as Kafka's ``LogSegment.recover`` does
+(``kafka_format.segment.recover_segment``): batches are kept while each passes its CRC, the
+segment is truncated at the first torn or corrupt batch, and every later segment is deleted.
 
 Durability model. ``flush()`` marks every byte written so far as durable. A hard crash followed
 by ``recover(lose_unflushed=True)`` cuts each segment file back to its flushed length, which drops
@@ -30,20 +38,25 @@ exactly the records appended since the last flush; ``recover(lose_unflushed=Fals
 place, so they are durable as soon as they are written. Recovery always rebuilds both indexes
 from the log files.
 
-A worked example: 30-byte records (a 28-byte frame header plus a 2-byte value), segments of at
-most 64 bytes, an index entry whenever more than 20 bytes went by since the last one.
+A worked example: 70-byte batches (the 61-byte batch header, a 9-byte record holding a 2-byte
+value), segments of at most 150 bytes, an index entry whenever more than 50 bytes went by since
+the last one.
 
 >>> import tempfile
 >>> log_dir = tempfile.mkdtemp()
->>> storage = DiskLogStorage(log_dir, segment_bytes=64, index_interval_bytes=20)
+>>> storage = DiskLogStorage(log_dir, segment_bytes=150, index_interval_bytes=50)
 >>> for offset, value in enumerate(["m1", "m2", "m3", "m4", "m5"]):
 ...     storage.append(offset, 0, value, timestamp_ms=1000 + 10 * offset)
 >>> [segment.base_offset for segment in storage.segments()]
 [0, 2, 4]
 >>> storage.position_of(3)
-SegmentPosition(base_offset=2, position=30)
+SegmentPosition(base_offset=2, position=70)
 >>> storage.offset_for_timestamp(1025)
 3
+>>> from kafka_format.segment import read_segment_file
+>>> batch = read_segment_file(storage.segments()[1].log_path).batches[1]
+>>> batch.base_offset, batch.partition_leader_epoch, batch.producer_id, batch.records()[0].value
+(3, 0, -1, b'm4')
 >>> storage.flush()
 >>> storage.append(5, 1, "m6", timestamp_ms=1050)
 >>> storage.write_checkpoints(4, [(0, 0), (1, 5)])
@@ -52,6 +65,10 @@ SegmentPosition(base_offset=2, position=30)
 (['m1', 'm2', 'm3', 'm4', 'm5'], 4)
 >>> epoch_entries
 [EpochEntry(epoch=0, start_offset=0), EpochEntry(epoch=1, start_offset=5)]
+>>> print((storage.log_dir / RECOVERY_POINT_CHECKPOINT).read_text(), end="")
+0
+1
+ktk 0 5
 """
 
 from __future__ import annotations
@@ -59,12 +76,23 @@ from __future__ import annotations
 import bisect
 import os
 import struct
-import zlib
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from kafka_format.batch import build_batch
+from kafka_format.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    PARTITION_METADATA,
+    RECOVERY_POINT_CHECKPOINT,
+    format_partition_metadata,
+    topic_id_to_string,
+)
+from kafka_format.errors import KafkaFormatError
+from kafka_format.model import NewRecord
+from kafka_format.segment import iter_batches, recover_segment
 from replication.errors import InputError, ReplicationError
 from replication.log import EpochEntry, LogRecord
 
@@ -75,16 +103,18 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 CHECKPOINT_VERSION = 0
 
-# Kafka's defaults for segment.bytes and index.interval.bytes
+# Kafka's defaults for segment.bytes and index.interval.bytes; its smallest segment.bytes
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
+MIN_SEGMENT_BYTES = 14
 NO_TIMESTAMP = -1
 
-_LENGTH = struct.Struct(">I")
-_BODY_HEADER = struct.Struct(">Iqiq")  # crc32, offset, leader_epoch, timestamp_ms
-_OFFSET_INDEX_ENTRY = struct.Struct(">II")  # relative offset, file position
-_TIME_INDEX_ENTRY = struct.Struct(">qI")  # timestamp, relative offset
-FRAME_OVERHEAD = _LENGTH.size + _BODY_HEADER.size
+_OFFSET_INDEX_ENTRY = struct.Struct(">ii")  # relative offset, file position
+_TIME_INDEX_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
+# a batch of one record with an empty value and no key: 61-byte header + 7-byte record
+BATCH_OVERHEAD = 68
+# the fixed namespace of the topic ids ktk derives from topic names
+TOPIC_ID_NAMESPACE = uuid.UUID("6b746b2d-746f-7069-632d-69642d763100")
 
 
 class StorageError(ReplicationError):
@@ -120,48 +150,92 @@ class SegmentPosition(NamedTuple):
     position: int
 
 
-def encode_record(record: StoredRecord) -> bytes:
-    """One frame of ktk's record framing.
+class ProducerFields(NamedTuple):
+    """The producer fields of a batch header; -1/-1/-1 for a producer that is not idempotent."""
 
-    >>> encode_record(StoredRecord(7, 2, 1000, "hi")).hex()
-    '0000001a474a119e00000000000000070000000200000000000003e86869'
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+
+
+NO_PRODUCER = ProducerFields()
+
+
+def encode_record(record: StoredRecord, producer: ProducerFields = NO_PRODUCER) -> bytes:
+    """One record as one Kafka v2 record batch (what ``MemoryRecordsBuilder`` writes for it).
+
+    The value is UTF-8; a lone surrogate (never a valid scenario value) is kept as its
+    surrogate-escaped bytes rather than failing the append.
+
+    >>> batch = encode_record(StoredRecord(7, 2, 1000, "hi"))
+    >>> len(batch), batch[:8].hex(), batch[12:16].hex()  # base offset, partition leader epoch
+    (70, '0000000000000007', '00000002')
     """
-    value_bytes = record.value.encode("utf-8")
-    body_tail = _BODY_HEADER.pack(0, record.offset, record.leader_epoch, record.timestamp_ms)[4:]
-    crc = zlib.crc32(body_tail + value_bytes)
-    body = _BODY_HEADER.pack(crc, record.offset, record.leader_epoch, record.timestamp_ms)
-    return _LENGTH.pack(len(body) + len(value_bytes)) + body + value_bytes
+    return build_batch(
+        [NewRecord(None, record.value.encode("utf-8", "surrogatepass"), record.timestamp_ms)],
+        base_offset=record.offset,
+        partition_leader_epoch=record.leader_epoch,
+        producer_id=producer.producer_id,
+        producer_epoch=producer.producer_epoch,
+        base_sequence=producer.base_sequence,
+    )
 
 
-def decode_frames(data: bytes) -> tuple[list[tuple[int, StoredRecord]], int]:
-    """Decode frames from ``data``; return ``[(position, record)]`` and the valid byte length.
+def decode_batches(
+    data: bytes, *, source: str | None = None, base_offset: int = 0
+) -> tuple[list[tuple[int, StoredRecord]], int]:
+    """Decode batches from ``data``; return ``[(batch position, record)]`` and the valid length.
 
-    Decoding stops at the first short or corrupt frame (bad CRC, offsets not increasing).
+    Kafka's recovery reading (``recover_segment``): decoding stops at the first batch that is
+    cut short or fails its CRC; batches whose offsets go below ``base_offset`` or do not
+    increase are cut there too (nothing from them on can be trusted).
 
-    >>> frames, valid = decode_frames(encode_record(StoredRecord(0, 0, 5, "a")) + b"\\x00\\x00")
-    >>> [record.value for _, record in frames], valid
-    (['a'], 29)
+    >>> one = encode_record(StoredRecord(0, 0, 5, "a"))
+    >>> located, valid = decode_batches(one + encode_record(StoredRecord(1, 0, 6, "b"))[:-3])
+    >>> [record.value for _, record in located], valid
+    (['a'], 69)
     """
-    frames: list[tuple[int, StoredRecord]] = []
-    position = 0
-    last_offset = -1
-    while position + FRAME_OVERHEAD <= len(data):
-        (length,) = _LENGTH.unpack_from(data, position)
-        end = position + _LENGTH.size + length
-        if length < _BODY_HEADER.size or end > len(data):
-            break
-        body_start = position + _LENGTH.size
-        crc, offset, leader_epoch, timestamp_ms = _BODY_HEADER.unpack_from(data, body_start)
-        if zlib.crc32(data[body_start + 4 : end]) != crc or offset <= last_offset:
+    recovery = recover_segment(data, source=source)
+    located: list[tuple[int, StoredRecord]] = []
+    valid_length = 0
+    last_offset = base_offset - 1
+    for batch in recovery.batches:
+        if batch.base_offset <= last_offset:
             break
         try:
-            value = data[body_start + _BODY_HEADER.size : end].decode("utf-8")
-        except UnicodeDecodeError:
+            batch_records = batch.records()
+        except KafkaFormatError:
             break
-        frames.append((position, StoredRecord(offset, leader_epoch, timestamp_ms, value)))
-        last_offset = offset
-        position = end
-    return frames, position
+        if not batch_records:
+            break
+        for record in batch_records:
+            value = record.value or b""
+            stored = StoredRecord(
+                record.offset,
+                batch.partition_leader_epoch,
+                record.timestamp,
+                value.decode("utf-8", "surrogatepass"),
+            )
+            located.append((batch.position, stored))
+        last_offset = batch.last_offset
+        valid_length = batch.position + batch.size_in_bytes
+    return located, valid_length
+
+
+def topic_id_for(topic: str) -> bytes:
+    """A topic id derived from the topic name (a name-based UUID): the same topic always gets
+    the same id, so the simulator's files are deterministic. Like ``Uuid.randomUuid`` it is
+    never the zero id and its text never starts with ``-``.
+
+    >>> topic_id_to_string(topic_id_for("ktk"))
+    '7K70cZ82VI6rbOdGHsrF6Q'
+    """
+    salt = 0
+    while True:
+        candidate = uuid.uuid5(TOPIC_ID_NAMESPACE, topic if salt == 0 else f"{topic}#{salt}").bytes
+        if candidate != bytes(16) and not topic_id_to_string(candidate).startswith("-"):
+            return candidate
+        salt += 1
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -375,7 +449,7 @@ class Segment:
         return self.size == 0
 
     def note_record(
-        self, offset: int, timestamp_ms: int, position: int, frame_size: int
+        self, offset: int, timestamp_ms: int, position: int, batch_size: int
     ) -> tuple[IndexEntry | None, IndexEntry | None]:
         """Update index state for a record at ``position``; return new (offset, time) entries."""
         # same order as Kafka's LogSegment.append: max timestamp first, then the index check
@@ -389,7 +463,7 @@ class Segment:
             self.offset_index.append(new_offset_entry)
             new_time_entry = self._maybe_time_entry()
             self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += frame_size
+        self.bytes_since_last_index_entry += batch_size
         self.next_offset = offset + 1
         return new_offset_entry, new_time_entry
 
@@ -417,12 +491,12 @@ class Segment:
         self.time_index_path.write_bytes(time_bytes)
 
     def rebuild(self) -> list[StoredRecord]:
-        """Validate the log file, cut it at the first bad frame and rebuild both indexes."""
+        """Validate the log file, cut it at the first bad batch and rebuild both indexes."""
         data = self.log_path.read_bytes() if self.log_path.exists() else b""
-        frames, valid_length = decode_frames(data)
-        if frames and frames[0][1].offset < self.base_offset:
-            # a segment cannot hold offsets below its base: nothing in it is trustworthy
-            frames, valid_length = [], 0
+        # a segment cannot hold offsets below its base: decoding stops at such a batch
+        located, valid_length = decode_batches(
+            data, source=str(self.log_path), base_offset=self.base_offset
+        )
         if valid_length < len(data):
             with open(self.log_path, "r+b") as handle:
                 handle.truncate(valid_length)
@@ -435,20 +509,28 @@ class Segment:
         self.max_timestamp = NO_TIMESTAMP
         self.offset_of_max_timestamp = -1
         records: list[StoredRecord] = []
-        for index, (position, record) in enumerate(frames):
-            end = frames[index + 1][0] if index + 1 < len(frames) else valid_length
-            self.note_record(record.offset, record.timestamp_ms, position, end - position)
+        for index, (position, record) in enumerate(located):
+            end = located[index + 1][0] if index + 1 < len(located) else valid_length
+            if end != position:  # one index step per batch, at its last record
+                self.note_record(record.offset, record.timestamp_ms, position, end - position)
             records.append(record)
         self.write_indexes()
         return records
 
     def read_from(self, position: int) -> list[tuple[int, StoredRecord]]:
-        """Frames from ``position`` to the end of the segment, with their positions."""
+        """Records from ``position`` to the end of the segment, with their batches' positions."""
         with open(self.log_path, "rb") as handle:
             handle.seek(position)
             data = handle.read(self.size - position)
-        frames, _ = decode_frames(data)
-        return [(position + relative, record) for relative, record in frames]
+        located: list[tuple[int, StoredRecord]] = []
+        for batch in iter_batches(data, source=str(self.log_path)):
+            for record in batch.records():
+                value = (record.value or b"").decode("utf-8", "surrogatepass")
+                stored = StoredRecord(
+                    record.offset, batch.partition_leader_epoch, record.timestamp, value
+                )
+                located.append((position + batch.position, stored))
+        return located
 
     def lookup_position(self, offset: int) -> int:
         """Start position for ``offset``: the largest index entry at or below it, else 0.
@@ -469,8 +551,9 @@ class Segment:
 class DiskLogStorage:
     """A replica log persisted in Kafka's partition-directory layout (see the module docstring).
 
-    ``clock`` supplies timestamps for appends that do not pass one (the simulator passes its
-    simulated clock); without it such records carry Kafka's ``NO_TIMESTAMP`` (-1).
+    ``clock`` supplies timestamps for appends that do not pass one; without it such records
+    carry Kafka's ``NO_TIMESTAMP`` (-1). ``recovery_point`` is the offset below which
+    everything was flushed (``recovery-point-offset-checkpoint``).
     """
 
     def __init__(
@@ -484,8 +567,10 @@ class DiskLogStorage:
         clock: Callable[[], int] | None = None,
         fsync: bool = False,
     ) -> None:
-        if segment_bytes <= FRAME_OVERHEAD:
-            raise ValueError(f"segment_bytes must exceed the {FRAME_OVERHEAD}-byte frame header")
+        if segment_bytes < MIN_SEGMENT_BYTES:
+            raise ValueError(
+                f"segment_bytes must be at least {MIN_SEGMENT_BYTES} (Kafka's minimum)"
+            )
         self.log_dir = Path(log_dir)
         self.topic = topic
         self.partition = partition
@@ -497,6 +582,17 @@ class DiskLogStorage:
         self.partition_dir.mkdir(parents=True, exist_ok=True)
         self._segments: list[Segment] = []
         self._load()
+        self.recovery_point = self.log_end_offset
+        _write_atomically(
+            self.partition_dir / PARTITION_METADATA,
+            format_partition_metadata(topic_id_for(topic)),
+            fsync,
+        )
+        # Kafka lists only logs whose start is above their first segment's base offset
+        _write_atomically(
+            self.log_dir / LOG_START_OFFSET_CHECKPOINT, format_offset_checkpoint([]), fsync
+        )
+        self._write_recovery_point()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -565,26 +661,32 @@ class DiskLogStorage:
     # -- writing ---------------------------------------------------------------------------
 
     def append(
-        self, offset: int, leader_epoch: int, value: str, timestamp_ms: int | None = None
+        self,
+        offset: int,
+        leader_epoch: int,
+        value: str,
+        timestamp_ms: int | None = None,
+        producer: ProducerFields = NO_PRODUCER,
     ) -> None:
-        """Append one record at ``offset`` (must be at or above the log end offset)."""
+        """Append one record at ``offset`` (at or above the log end offset) as one batch whose
+        partition leader epoch is ``leader_epoch``."""
         if offset < self.log_end_offset:
             raise AppendOutOfOrderError(
                 f"append at offset {offset} below log end offset {self.log_end_offset}"
             )
         if timestamp_ms is None:
             timestamp_ms = self.clock() if self.clock is not None else NO_TIMESTAMP
-        frame = encode_record(StoredRecord(offset, leader_epoch, timestamp_ms, value))
+        batch = encode_record(StoredRecord(offset, leader_epoch, timestamp_ms, value), producer)
         active = self._segments[-1]
-        if not active.is_empty() and active.size + len(frame) > self.segment_bytes:
+        if not active.is_empty() and active.size + len(batch) > self.segment_bytes:
             active = self._roll(offset)
         elif active.is_empty() and offset != active.base_offset:
             active = self._restart_empty_active_at(offset)
         with open(active.log_path, "ab") as handle:
-            handle.write(frame)
+            handle.write(batch)
         position = active.size
-        active.size += len(frame)
-        offset_entry, time_entry = active.note_record(offset, timestamp_ms, position, len(frame))
+        active.size += len(batch)
+        offset_entry, time_entry = active.note_record(offset, timestamp_ms, position, len(batch))
         if offset_entry is not None:
             with open(active.index_path, "ab") as handle:
                 handle.write(_OFFSET_INDEX_ENTRY.pack(*offset_entry))
@@ -603,6 +705,7 @@ class DiskLogStorage:
             # everything goes: start afresh at end_offset, as truncateFullyAndStartAt does
             active.delete_files()
             self._segments = [self._new_segment(end_offset)]
+            self._move_recovery_point(min(self.recovery_point, end_offset))
             return
         cut = active.size
         for position, record in active.read_from(active.lookup_position(end_offset)):
@@ -613,6 +716,7 @@ class DiskLogStorage:
             handle.truncate(cut)
         active.flushed_size = min(active.flushed_size, cut)
         active.rebuild()
+        self._move_recovery_point(min(self.recovery_point, end_offset))
 
     def flush(self) -> None:
         """Make everything written so far durable (survives ``recover(lose_unflushed=True)``)."""
@@ -621,6 +725,7 @@ class DiskLogStorage:
                 with open(segment.log_path, "rb+") as handle:
                     os.fsync(handle.fileno())
             segment.flushed_size = segment.size
+        self._move_recovery_point(self.log_end_offset)
 
     def write_checkpoints(
         self, high_watermark: int, epoch_entries: Iterable[tuple[int, int]]
@@ -654,12 +759,33 @@ class DiskLogStorage:
                     with open(segment.log_path, "r+b") as handle:
                         handle.truncate(segment.flushed_size)
         self._load()
+        self._move_recovery_point(self.log_end_offset)
         records = [
             LogRecord(record.offset, record.leader_epoch, record.value) for record in self.read()
         ]
-        return records, self._read_high_watermark(), self._read_epoch_entries()
+        high_watermark, epoch_entries = self._read_high_watermark(), self._read_epoch_entries()
+        # what Kafka writes back once the log is loaded: the HW clamped to the log end, the
+        # epoch cache without the entries recovery cut off (ReplicaLog applies the same rule)
+        end = self.log_end_offset
+        self.write_checkpoints(
+            min(max(high_watermark, self.log_start_offset), end),
+            [entry for entry in epoch_entries if entry.start_offset < end],
+        )
+        return records, high_watermark, epoch_entries
 
     # -- internals -------------------------------------------------------------------------
+
+    def _move_recovery_point(self, recovery_point: int) -> None:
+        if recovery_point != self.recovery_point:
+            self.recovery_point = recovery_point
+            self._write_recovery_point()
+
+    def _write_recovery_point(self) -> None:
+        _write_atomically(
+            self.log_dir / RECOVERY_POINT_CHECKPOINT,
+            format_offset_checkpoint([(self.topic, self.partition, self.recovery_point)]),
+            self.fsync,
+        )
 
     def _new_segment(self, base_offset: int) -> Segment:
         segment = Segment(self.partition_dir, base_offset, self.index_interval_bytes)
@@ -681,7 +807,7 @@ class DiskLogStorage:
 
     def _load(self) -> None:
         """Find segment files, validate them, rebuild indexes; the log is cut at the first bad
-        frame and every later segment deleted, as Kafka's log recovery does."""
+        batch and every later segment deleted, as Kafka's log recovery does."""
         bases = sorted(
             int(path.name[: -len(LOG_SUFFIX)])
             for path in self.partition_dir.glob("*" + LOG_SUFFIX)

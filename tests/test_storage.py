@@ -15,13 +15,13 @@ from replication.log import EpochEntry, LogRecord, ReplicaLog
 from replication.modes import MODE_NAMES
 from replication.sim import load_scenario, run_scenario
 from replication.storage import (
-    FRAME_OVERHEAD,
+    BATCH_OVERHEAD,
     HIGH_WATERMARK_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
     CorruptCheckpointError,
     DiskLogStorage,
     StoredRecord,
-    decode_frames,
+    decode_batches,
     encode_record,
     format_epoch_checkpoint,
     parse_epoch_checkpoint,
@@ -51,25 +51,25 @@ def on_disk_indexes(storage: DiskLogStorage) -> list[tuple[list, list]]:
     ]
 
 
-def test_record_frame_round_trips_and_counts_its_header() -> None:
+def test_record_batch_round_trips_and_counts_its_header() -> None:
     record = StoredRecord(12, 3, 1_700_000_000_000, "héllo")
     frame = encode_record(record)
-    assert len(frame) == FRAME_OVERHEAD + len("héllo".encode())
-    assert decode_frames(frame) == ([(0, record)], len(frame))
+    assert len(frame) == BATCH_OVERHEAD + len("héllo".encode())
+    assert decode_batches(frame) == ([(0, record)], len(frame))
 
 
-def test_decoding_stops_at_a_frame_whose_crc_does_not_match() -> None:
+def test_decoding_stops_at_a_batch_whose_crc_does_not_match() -> None:
     first = encode_record(StoredRecord(0, 0, 1, "a"))
     second = bytearray(encode_record(StoredRecord(1, 0, 2, "b")))
     second[-1] ^= 0xFF
-    frames, valid = decode_frames(first + bytes(second))
+    frames, valid = decode_batches(first + bytes(second))
     assert [record.offset for _, record in frames] == [0]
     assert valid == len(first)
 
 
 def test_segments_roll_by_size_and_are_named_by_padded_base_offset(tmp_path: Path) -> None:
-    storage = DiskLogStorage(tmp_path, topic="orders", partition=3, segment_bytes=100)
-    fill(storage, [f"v{i}" for i in range(10)])  # 30-byte frames: 3 per segment
+    storage = DiskLogStorage(tmp_path, topic="orders", partition=3, segment_bytes=230)
+    fill(storage, [f"v{i}" for i in range(10)])  # 70-byte batches: 3 per segment
     partition_dir = tmp_path / "orders-3"
     assert sorted(path.name for path in partition_dir.glob("*.log")) == [
         "00000000000000000000.log",
@@ -78,17 +78,17 @@ def test_segments_roll_by_size_and_are_named_by_padded_base_offset(tmp_path: Pat
         "00000000000000000009.log",
     ]
     for segment in storage.segments():
-        assert segment.log_path.stat().st_size <= 100
+        assert segment.log_path.stat().st_size <= 230
         assert segment.index_path.exists() and segment.time_index_path.exists()
     assert [record.value for record in storage.read()] == [f"v{i}" for i in range(10)]
     assert storage.log_end_offset == 10
 
 
 def test_offset_index_gets_an_entry_once_more_than_the_interval_went_by(tmp_path: Path) -> None:
-    storage = DiskLogStorage(tmp_path, index_interval_bytes=60)
-    fill(storage, [f"v{i}" for i in range(7)])  # 30-byte frames
-    # 60 bytes since the last entry is not more than 60: records 3 and 6 get entries
-    assert read_offset_index(storage.segments()[0].index_path) == [(3, 90), (6, 180)]
+    storage = DiskLogStorage(tmp_path, index_interval_bytes=140)
+    fill(storage, [f"v{i}" for i in range(7)])  # 70-byte batches
+    # 140 bytes since the last entry is not more than 140: records 3 and 6 get entries
+    assert read_offset_index(storage.segments()[0].index_path) == [(3, 210), (6, 420)]
     assert read_time_index(storage.segments()[0].time_index_path) == [(1_003, 3), (1_006, 6)]
 
 
@@ -178,20 +178,20 @@ def test_indexes_built_while_appending_equal_indexes_rebuilt_on_recovery(
 
 
 def test_truncation_inside_a_segment_cuts_the_file_and_later_segments(tmp_path: Path) -> None:
-    storage = DiskLogStorage(tmp_path, segment_bytes=100, index_interval_bytes=20)
+    storage = DiskLogStorage(tmp_path, segment_bytes=230, index_interval_bytes=45)
     fill(storage, [f"v{i}" for i in range(10)])
     storage.truncate_to(4)
     assert [segment.base_offset for segment in storage.segments()] == [0, 3]
-    assert storage.segments()[-1].log_path.stat().st_size == 30
+    assert storage.segments()[-1].log_path.stat().st_size == 70
     assert storage.log_end_offset == 4
     assert not (tmp_path / "ktk-0" / "00000000000000000006.log").exists()
     storage.append(4, 2, "new", timestamp_ms=5)
     assert [r.value for r in storage.read()] == ["v0", "v1", "v2", "v3", "new"]
-    assert read_offset_index(storage.segments()[-1].index_path) == [(1, 30)]
+    assert read_offset_index(storage.segments()[-1].index_path) == [(1, 70)]
 
 
 def test_truncation_at_a_segment_base_deletes_that_segment(tmp_path: Path) -> None:
-    storage = DiskLogStorage(tmp_path, segment_bytes=100)
+    storage = DiskLogStorage(tmp_path, segment_bytes=230)
     fill(storage, [f"v{i}" for i in range(7)])
     storage.truncate_to(3)
     assert [segment.base_offset for segment in storage.segments()] == [0]
@@ -199,7 +199,7 @@ def test_truncation_at_a_segment_base_deletes_that_segment(tmp_path: Path) -> No
 
 
 def test_truncation_to_the_log_start_leaves_one_empty_segment(tmp_path: Path) -> None:
-    storage = DiskLogStorage(tmp_path, segment_bytes=100)
+    storage = DiskLogStorage(tmp_path, segment_bytes=230)
     fill(storage, [f"v{i}" for i in range(7)])
     storage.truncate_to(0)
     assert [segment.base_offset for segment in storage.segments()] == [0]
@@ -253,7 +253,7 @@ def test_offset_checkpoint_keeps_the_entry_of_its_own_partition(tmp_path: Path) 
 
 
 def test_crash_keeping_the_page_cache_keeps_unflushed_records(tmp_path: Path) -> None:
-    storage = DiskLogStorage(tmp_path, segment_bytes=100)
+    storage = DiskLogStorage(tmp_path, segment_bytes=230)
     fill(storage, ["a", "b", "c"])
     storage.flush()
     fill(storage, ["d", "e"], start=3)
@@ -264,7 +264,7 @@ def test_crash_keeping_the_page_cache_keeps_unflushed_records(tmp_path: Path) ->
 def test_crash_losing_the_page_cache_drops_exactly_what_followed_the_flush(
     tmp_path: Path,
 ) -> None:
-    storage = DiskLogStorage(tmp_path, segment_bytes=100)
+    storage = DiskLogStorage(tmp_path, segment_bytes=230)
     fill(storage, ["a", "b", "c", "d"])
     storage.flush()
     fill(storage, ["e", "f", "g", "h"], start=4)  # rolls twice after the flush
@@ -288,11 +288,11 @@ def test_truncation_after_a_flush_is_not_undone_by_a_lossy_crash(tmp_path: Path)
 
 
 def test_recovery_cuts_a_torn_tail_and_drops_later_segments(tmp_path: Path) -> None:
-    storage = DiskLogStorage(tmp_path, segment_bytes=100)
+    storage = DiskLogStorage(tmp_path, segment_bytes=230)
     fill(storage, [f"v{i}" for i in range(9)])
     middle = storage.segments()[1].log_path
     data = bytearray(middle.read_bytes())
-    data[40] ^= 0xFF  # corrupt the second record of the middle segment
+    data[100] ^= 0xFF  # corrupt the second batch of the middle segment
     middle.write_bytes(bytes(data))
     records, _, _ = storage.recover(lose_unflushed=False)
     assert [r.value for r in records] == ["v0", "v1", "v2", "v3"]
@@ -301,10 +301,10 @@ def test_recovery_cuts_a_torn_tail_and_drops_later_segments(tmp_path: Path) -> N
 
 
 def test_reopening_a_directory_finds_the_same_log(tmp_path: Path) -> None:
-    storage = DiskLogStorage(tmp_path, segment_bytes=100, index_interval_bytes=20)
+    storage = DiskLogStorage(tmp_path, segment_bytes=230, index_interval_bytes=45)
     fill(storage, [f"v{i}" for i in range(8)])
     storage.write_checkpoints(5, [EpochEntry(0, 0)])
-    reopened = DiskLogStorage(tmp_path, segment_bytes=100, index_interval_bytes=20)
+    reopened = DiskLogStorage(tmp_path, segment_bytes=230, index_interval_bytes=45)
     assert reopened.read() == storage.read()
     assert on_disk_indexes(reopened) == on_disk_indexes(storage)
     assert reopened.recover(lose_unflushed=True)[1] == 5

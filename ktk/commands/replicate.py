@@ -18,6 +18,7 @@ from ktk.console import err, escape, fail, is_interactive, out, reported_errors
 
 if TYPE_CHECKING:
     from replication.explore import ExploreReport
+    from replication.scenario import Scenario
     from replication.sim import ScenarioResult
 
 EXIT_EXPECT_FAILED = 1
@@ -36,7 +37,8 @@ EXIT_CODES_EXPLORE = (
 HELP = (
     "Run a replication scenario and print its timeline and verdict, or explore fault schedules."
     "\n\n"
-    "ktk replicate FILE [--mode M] [--json] [--html page.html] [--invariants A,B]: the same as "
+    "ktk replicate FILE [--mode M] [--json] [--html page.html] [--invariants A,B] "
+    "[--log-dir DIR]: the same as "
     "ktk replicate run FILE. " + EXIT_CODES_RUN + "\n\n"
     "ktk replicate explore --mode M [--min-isr N] [--acks A] [--unclean] [--elr] "
     "--schedules N --seed S [--out DIR] [--json]: run seeded random fault schedules; each "
@@ -94,8 +96,18 @@ def run_command(
     as_json: bool = typer.Option(False, "--json", help="Print the result document as JSON."),
     html: str | None = typer.Option(None, "--html", help="Also write the timeline page here."),
     invariants: str | None = typer.Option(None, "--invariants", help=INVARIANTS_HELP),
+    log_dir: str | None = typer.Option(
+        None,
+        "--log-dir",
+        help="Keep each broker's log directory (Kafka's files: record batches, indexes, "
+        "checkpoints) in DIR/broker-<id>, for `ktk log inspect` and `ktk log compare` "
+        "(created by ktk; a directory ktk did not create is refused unless --force).",
+    ),
     force: bool = typer.Option(
-        False, "--force", help="Overwrite an --html file ktk did not write."
+        False,
+        "--force",
+        help="Overwrite an --html file ktk did not write; write into a --log-dir directory ktk "
+        "did not create (its other files are kept).",
     ),
 ) -> None:
     from replication.modes import get_mode
@@ -107,8 +119,18 @@ def run_command(
             get_mode(mode)
         if html is not None:
             _check_html_target(html, [path], force)
+        if log_dir is not None:
+            from ktkbase.outputs import plan_output_directory
+
+            # refuse a foreign directory before running anything
+            plan_output_directory(
+                log_dir, command="replicate run", version=__version__, inputs=[path], force=force
+            )
         scenario = load_scenario(Path(path))
-        result = run_scenario(scenario, mode, invariants=_invariant_names(invariants))
+        if log_dir is None:
+            result = run_scenario(scenario, mode, invariants=_invariant_names(invariants))
+        else:
+            result = _run_keeping_logs(scenario, mode, invariants, log_dir, path, force)
     document = result.to_json()
     if as_json:
         typer.echo(json.dumps(document, indent=2))
@@ -121,6 +143,32 @@ def run_command(
         for failure in result.expect_failures:
             err.print(f"[bold red]expect failed:[/] {escape(failure)}")
         raise typer.Exit(EXIT_EXPECT_FAILED)
+
+
+def _run_keeping_logs(
+    scenario: Scenario,
+    mode: str | None,
+    invariants: str | None,
+    log_dir: str,
+    path: str,
+    force: bool,
+) -> ScenarioResult:
+    """Run with every replica log on disk, one Kafka log directory per broker under
+    ``log_dir`` (written through ktk's safe output directory)."""
+    from ktkbase.outputs import output_directory
+    from replication.sim import run_scenario
+    from replication.storage import DiskLogStorage
+
+    with output_directory(
+        log_dir, command="replicate run", version=__version__, inputs=[path], force=force
+    ) as staging:
+
+        def broker_storage(broker_id: int) -> DiskLogStorage:
+            return DiskLogStorage(staging / f"broker-{broker_id}")
+
+        return run_scenario(
+            scenario, mode, invariants=_invariant_names(invariants), storage_factory=broker_storage
+        )
 
 
 def _is_our_page(head: bytes) -> bool:
