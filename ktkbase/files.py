@@ -9,6 +9,11 @@ directory argument. A file named directly is always kept.
 (True, False)
 >>> is_data_path((".hidden", "c.jsonl"), (".jsonl",)), is_data_path(("d.txt",), (".jsonl",))
 (False, False)
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as directory:
+...     _ = (Path(directory) / "a.jsonl").write_text("")
+...     [p.name for p in data_files([directory, Path(directory) / "a.jsonl"], (".jsonl",))]
+['a.jsonl']
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ def is_data_path(relative_parts: Sequence[str], suffixes: tuple[str, ...]) -> bo
 
 def data_files(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...]) -> list[Path]:
     """The data files named by ``paths``: files as given, directories searched recursively
-    (see the module rule). A missing path raises FileNotFoundError."""
+    (see the module rule), each file once even when two arguments reach it. A missing path
+    raises FileNotFoundError."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -53,4 +59,11 @@ def data_files(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...
             found.append(path)
         else:
             raise FileNotFoundError(2, "No such file or directory", str(path))
-    return found
+    seen: set[Path] = set()
+    unique = []
+    for file in found:
+        key = file.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(file)
+    return unique

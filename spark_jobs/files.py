@@ -79,7 +79,11 @@ def list_inputs(
             if is_data_path(uri[len(root) :].strip("/").split("/"), suffixes):
                 in_directory.append(uri)
         found.extend((uri, uri) for uri in sorted(in_directory))
-    return found
+    # each file once even when two arguments reach it, as the Python engine lists them
+    unique: dict[str, tuple[str, str]] = {}
+    for location, name in found:
+        unique.setdefault(location, (location, name))
+    return list(unique.values())
 
 
 def list_files(spark: SparkSession, paths: Sequence[str], suffixes: tuple[str, ...]) -> list[str]:
