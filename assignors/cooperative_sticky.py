@@ -24,9 +24,8 @@ move, so round one withholds it (``c1``'s ``a3``) and changes nothing else:
 Round two: every member reports what round one gave it (``c1`` revoked ``a3``). Nothing is
 claimed twice and nothing needs to move, so the withheld partition goes to ``c2``:
 
->>> rejoined = Group(topics, tuple(
-...     Member(m, frozenset({"a"}), first.partitions[m], generation=4) for m in ("c0", "c1", "c2")))
->>> second = CooperativeStickyAssignor().assign(rejoined)
+>>> from assignors.model import rejoin
+>>> second = CooperativeStickyAssignor().assign(rejoin(joined, first, 4))
 >>> {m: [tp.partition for tp in tps] for m, tps in second.partitions.items()}, second.withheld
 ({'c0': [0, 1], 'c1': [2], 'c2': [3]}, ())
 

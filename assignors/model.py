@@ -42,8 +42,11 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass, field, replace
+from operator import itemgetter
+from typing import NamedTuple, NoReturn
+
+from assignors.errors import InputError
 
 from assignors.errors import InputError
 
@@ -116,7 +119,15 @@ class Member:
 
     ``owned_partitions`` are the partitions the member held before this rebalance together with
     the ``generation`` in which it held them (``-1``: unknown or none). ``instance_id`` is the
-    static membership id (``group.instance.id``); ``rack`` is ``client.rack``.
+    static membership id (``group.instance.id``); ``rack`` is ``client.rack`` (an empty rack is
+    kept: Kafka's assignors treat it as no rack).
+
+    Bad values raise :class:`assignors.errors.InputError` naming the field:
+
+    >>> Member("c0", frozenset({"orders"}), generation=-2)
+    Traceback (most recent call last):
+    ...
+    assignors.errors.InputError: generation: member 'c0': must be an integer >= -1 (got -2)
     """
 
     member_id: str
@@ -127,14 +138,63 @@ class Member:
     instance_id: str | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.member_id, str) or not self.member_id:
+            raise InputError("must be a non-empty string", field="member_id", value=self.member_id)
+        if isinstance(self.topics, str):
+            self._fail("topics", "must be a collection of topic names, not one string", self.topics)
         if not isinstance(self.topics, frozenset):
             object.__setattr__(self, "topics", frozenset(self.topics))
-        owned = tuple(sorted(set(map(TopicPartition._make, self.owned_partitions))))
+        if not set(map(type, self.topics)) <= {str}:
+            self._fail(
+                "topics", "every topic name must be a string", sorted(map(repr, self.topics))
+            )
+        try:
+            owned = tuple(sorted(set(map(TopicPartition._make, self.owned_partitions))))
+        except TypeError:
+            self._fail(
+                "owned_partitions",
+                "must be (topic, partition) pairs of a string and an integer",
+                self.owned_partitions,
+            )
+        if owned:
+            # C-level passes over the pairs: members may own hundreds of thousands of partitions
+            topic_types = set(map(type, map(itemgetter(0), owned)))
+            numbers = tuple(map(itemgetter(1), owned))
+            if topic_types != {str} or not set(map(type, numbers)) <= {int} or min(numbers) < 0:
+                bad = next(
+                    tp
+                    for tp in owned
+                    if type(tp.topic) is not str
+                    or type(tp.partition) is not int
+                    or tp.partition < 0
+                )
+                self._fail(
+                    "owned_partitions",
+                    "each must be (topic name, partition number >= 0)",
+                    tuple(bad),
+                )
         object.__setattr__(self, "owned_partitions", owned)
+        if type(self.generation) is not int or self.generation < NO_GENERATION:
+            self._fail("generation", "must be an integer >= -1", self.generation)
+        if self.rack is not None and not isinstance(self.rack, str):
+            self._fail("rack", "must be a string or None", self.rack)
+        if self.instance_id is not None and (
+            not isinstance(self.instance_id, str) or not self.instance_id
+        ):
+            self._fail("instance_id", "must be a non-empty string or None", self.instance_id)
+
+    def _fail(self, field: str, message: str, value: object) -> NoReturn:
+        raise InputError(f"member {self.member_id!r}: {message}", field=field, value=value)
 
     @property
-    def sort_key(self) -> str:
-        """The key Kafka's range assignor orders members by: instance id when static."""
+    def identity(self) -> str:
+        """Who this member is across rebalances: the static instance id, else the member id.
+        Kafka's range and sticky assignors also order members by it.
+
+        >>> static = Member("c-7", frozenset(), instance_id="pod-0")
+        >>> static.identity, Member("c-7", frozenset()).identity
+        ('pod-0', 'c-7')
+        """
         return self.instance_id if self.instance_id is not None else self.member_id
 
 
@@ -271,6 +331,32 @@ class Assignment:
             member_id: [[tp.topic, tp.partition] for tp in tps]
             for member_id, tps in self.partitions.items()
         }
+
+
+def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
+    """The next rebalance of ``group`` with unchanged membership: every member owns what
+    ``assignment`` handed it (nothing when it got nothing; withheld partitions are owned by
+    nobody, their old owner revoked them) in ``generation``. This is how a cooperative group
+    settles: rebalance, revoke, rejoin with what you were given.
+
+    >>> topics = (Topic("a", 2),)
+    >>> group = Group(topics, (Member("c0", frozenset({"a"})), Member("c1", frozenset({"a"}))))
+    >>> given = Assignment.build(["c0", "c1"], {"c0": [TopicPartition("a", 1)]})
+    >>> [(m.member_id, m.owned_partitions, m.generation) for m in rejoin(group, given, 4).members]
+    [('c0', (TopicPartition(topic='a', partition=1),), 4), ('c1', (), 4)]
+    """
+    handed = assignment.partitions
+    return Group(
+        topics=group.topics,
+        members=tuple(
+            replace(
+                member,
+                owned_partitions=handed.get(member.member_id, ()),
+                generation=generation,
+            )
+            for member in group.members
+        ),
+    )
 
 
 def show(assignment: Assignment) -> dict[str, list[str]]:

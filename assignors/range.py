@@ -185,8 +185,8 @@ def _assign_ranges(state: _TopicState, racks: Sequence[str | None] | None = None
     start_by_rack: dict[str | None, int] = {}
     if racks is not None:
         for partition, partition_racks in enumerate(_topic_replica_racks(state.topic)):
-            for rack in partition_racks:
-                by_rack.setdefault(rack, []).append(partition)
+            for replica_rack in partition_racks:
+                by_rack.setdefault(replica_rack, []).append(partition)
     for consumer in state.consumers:
         if state.next_free >= len(all_partitions):
             break
@@ -247,9 +247,9 @@ def _assign_co_partitioned(states: Sequence[_TopicState], racks: Sequence[str | 
         for rack in candidates:
             if rack not in by_rack:
                 continue
-            consumer = first_with_quota(rack)
-            if consumer is not None and (best is None or rank[consumer] < rank[best]):
-                best = consumer
+            found = first_with_quota(rack)
+            if found is not None and (best is None or rank[found] < rank[best]):
+                best = found
         if best is not None:
             for state in states:
                 state.give(best, [partition])

@@ -76,6 +76,7 @@ from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
 
 _INDEX = np.int64
 _NOBODY = -1
+_NONE = np.array(None, dtype=object)  # compares element-wise with an object array
 # heterogeneous groups with at most this many subscription edges get a local search over member
 # loads for fewer moves, trying at most this many load vectors (one small flow each)
 LOAD_SEARCH_EDGES = 2_000
@@ -125,7 +126,7 @@ class StickyPlan:
         return tuple(self._filled_objects()[np.sort(indexes)].tolist())
 
     def _filled_objects(self) -> np.ndarray:
-        missing = np.flatnonzero(np.equal(self.objects, None))
+        missing = np.flatnonzero(np.equal(self.objects, _NONE))
         if missing.size:
             offsets = np.asarray(self.space.offsets, dtype=_INDEX)
             positions = np.searchsorted(offsets, missing, side="right") - 1
@@ -176,7 +177,7 @@ def plan_sticky(group: Group) -> StickyPlan:
         subscriptions.append(subscription)
     # ties go to the member that sorts first by static instance id, else by member id
     by_sort_key = sorted(
-        range(num_members), key=lambda i: (members[i].sort_key, members[i].member_id)
+        range(num_members), key=lambda i: (members[i].identity, members[i].member_id)
     )
     rank = np.empty(num_members, dtype=_INDEX)
     rank[by_sort_key] = np.arange(num_members, dtype=_INDEX)
@@ -361,9 +362,10 @@ def _assign_heterogeneous(
         moved_claims = True
     holdings = [held + placed for held, placed in zip(kept, free, strict=True)]
     if moved_claims:
-        holdings = _fewest_moves(subscribers, claims, counts, loads)
-        if holdings is None:
+        fewest = _fewest_moves(subscribers, claims, counts, loads)
+        if fewest is None:
             raise RuntimeError("the balanced loads admit no assignment")
+        holdings = fewest
         edges = sum(members.size for members in subscribers)
         if edges <= LOAD_SEARCH_EDGES:
             holdings = _search_loads(subscribers, claims, counts, loads, holdings)

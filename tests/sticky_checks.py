@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from assignors.model import Assignment, Group, Member, Topic, TopicPartition
+from assignors.model import Group, Member, Topic, TopicPartition
 
 
 def group_from_request(request: Mapping[str, Any]) -> Group:
@@ -154,21 +154,3 @@ def over_share_ok(group: Group, partitions: Mapping[str, Sequence[TopicPartition
         if counts[loser] >= claimed_by_loser:
             problems.append(f"{tp} moved away from {loser} although it kept room for it")
     return problems
-
-
-def next_round(group: Group, assignment: Assignment, generation: int) -> Group:
-    """Same membership, each member owning what ``assignment`` gave it, at ``generation``."""
-    return Group(
-        topics=group.topics,
-        members=tuple(
-            Member(
-                m.member_id,
-                m.topics,
-                assignment.partitions.get(m.member_id, ()),
-                generation,
-                m.rack,
-                m.instance_id,
-            )
-            for m in group.members
-        ),
-    )

@@ -29,7 +29,15 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from assignors.model import NO_GENERATION, Assignment, Group, Member, Topic, TopicPartition
+from assignors.model import (
+    NO_GENERATION,
+    Assignment,
+    Group,
+    Member,
+    Topic,
+    TopicPartition,
+    rejoin,
+)
 
 RACKS = ("r0", "r1", "r2")
 UNKNOWN_TOPICS = ("gone-0", "gone-1")
@@ -194,16 +202,4 @@ def next_round(group: Group, assignment: Assignment) -> Group:
     """The same membership one generation later, every member owning what ``assignment`` gave it
     (withheld partitions are owned by nobody: their old owner revoked them)."""
     generation = max((member.generation for member in group.members), default=NO_GENERATION)
-    generation = max(generation, 0) + 1
-    members = tuple(
-        Member(
-            member_id=member.member_id,
-            topics=member.topics,
-            owned_partitions=assignment.partitions.get(member.member_id, ()),
-            generation=generation,
-            rack=member.rack,
-            instance_id=member.instance_id,
-        )
-        for member in group.members
-    )
-    return Group(topics=group.topics, members=members)
+    return rejoin(group, assignment, max(generation, 0) + 1)

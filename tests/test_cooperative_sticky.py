@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sticky_checks import balance_problems, make_member, next_round, validity_problems
+from sticky_checks import balance_problems, make_member, validity_problems
 
 from assignors.cooperative_sticky import CooperativeStickyAssignor
-from assignors.model import Group, Topic, TopicPartition
+from assignors.model import Group, Topic, TopicPartition, rejoin
 from assignors.registry import get
 from assignors.sticky import StickyAssignor
 
@@ -33,7 +33,7 @@ def test_joining_member_gets_moved_partitions_only_in_the_follow_up_round():
     assert len(first.withheld) == 3
     assert set(first.partitions["c0"]).isdisjoint(first.withheld)
 
-    second = CooperativeStickyAssignor().assign(next_round(group, first, 3))
+    second = CooperativeStickyAssignor().assign(rejoin(group, first, 3))
     assert second.withheld == ()
     assert set(second.partitions["c1"]) == set(first.withheld)
     assert second.partitions["c0"] == first.partitions["c0"]
@@ -63,7 +63,7 @@ def test_same_generation_double_claim_is_withheld_until_both_revoke():
     first = CooperativeStickyAssignor().assign(group)
     assert first.withheld == (TP("a", 1),)
     assert first.partitions == {"c0": (TP("a", 0),), "c1": ()}
-    second = CooperativeStickyAssignor().assign(next_round(group, first, 5))
+    second = CooperativeStickyAssignor().assign(rejoin(group, first, 5))
     assert second.withheld == ()
     assert second.partitions == {"c0": (TP("a", 0),), "c1": (TP("a", 1),)}
 
@@ -106,7 +106,7 @@ def test_rack_aware_moves_prefer_the_joining_member_on_the_replica_rack():
     )
     first = CooperativeStickyAssignor().assign(group)
     assert first.withheld == (TP("a", 2), TP("a", 3))
-    second = CooperativeStickyAssignor().assign(next_round(group, first, 2))
+    second = CooperativeStickyAssignor().assign(rejoin(group, first, 2))
     assert second.partitions == {"c0": (TP("a", 0), TP("a", 1)), "c1": (TP("a", 2), TP("a", 3))}
 
 
@@ -136,7 +136,7 @@ def test_heterogeneous_final_round_is_valid_and_balanced():
     )
     first = CooperativeStickyAssignor().assign(group)
     assert first.withheld
-    second = CooperativeStickyAssignor().assign(next_round(group, first, 2))
+    second = CooperativeStickyAssignor().assign(rejoin(group, first, 2))
     assert second.withheld == ()
     assert validity_problems(group, second.partitions) == []
     assert balance_problems(group, second.partitions) == []

@@ -14,14 +14,17 @@ from kafka.coordinator.assignors.abstract import RebalanceProtocol
 from kafka.coordinator.assignors.sticky.sticky_assignor import (
     StickyPartitionAssignor,
 )
+from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
 from kafka.protocol.consumer.group import JoinGroupResponse
 from kafka.protocol.consumer.metadata import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
 )
 
+from assignors.errors import InputError
 from assignors.model import TopicPartition
 from assignors.protocol.kafka_python import group_from_members, kafka_python_assignor
+from assignors.protocol.wire import StickyUserData, decode_sticky_user_data, encode_sticky_user_data
 from assignors.sticky import StickyAssignor
 
 JoinMember = JoinGroupResponse.JoinGroupResponseMember
@@ -185,6 +188,47 @@ def test_leader_reads_claims_from_java_sticky_user_data():
     [member] = group.members
     assert member.owned_partitions == (TopicPartition("orders", 0), TopicPartition("orders", 2))
     assert (member.generation, member.instance_id) == (4, "pod-1")
+
+
+def test_sticky_user_data_the_adapter_writes_is_kafka_pythons_and_the_wire_decoder_reads_it():
+    adapter = kafka_python_assignor("sticky")
+    adapter.on_assignment(ConsumerProtocolAssignment(0, [("orders", [2, 0])], b""), 5)
+    written = adapter.metadata({"orders"}).user_data
+    owned = [("orders", [0, 2])]
+    assert written == StickyAssignorUserData(owned, 5).encode()
+    assert written == encode_sticky_user_data(
+        StickyUserData((TopicPartition("orders", 0), TopicPartition("orders", 2)), 5, 1)
+    )
+    assert decode_sticky_user_data(written).version_prefix == 1
+
+
+def test_leader_ignores_unreadable_sticky_user_data(caplog):
+    subscription = ConsumerProtocolSubscription(
+        version=0, topics=["orders"], user_data=b"\x00\x00\x00\x09garbage"
+    )
+    members = [JoinMember(member_id="c0", group_instance_id=None, metadata=subscription.encode())]
+    [member] = group_from_members(StandInCluster({"orders": 3}), members).members
+    assert (member.owned_partitions, member.generation) == ((), -1)
+    assert "ignoring unreadable sticky user data" in caplog.text
+
+
+def test_leader_drops_claims_on_negative_partition_numbers():
+    subscription = ConsumerProtocolSubscription(
+        version=2,
+        topics=["orders"],
+        user_data=b"",
+        owned_partitions=[ConsumerProtocolSubscription.TopicPartition("orders", [-1, 1])],
+        generation_id=3,
+    )
+    members = [JoinMember(member_id="c0", group_instance_id=None, metadata=subscription.encode())]
+    [member] = group_from_members(StandInCluster({"orders": 3}), members).members
+    assert member.owned_partitions == (TopicPartition("orders", 1),)
+
+
+def test_adapter_with_a_rack_that_is_not_text_names_the_field():
+    with pytest.raises(InputError) as caught:
+        kafka_python_assignor("sticky", rack=3)  # type: ignore[arg-type]
+    assert caught.value.field == "rack"
 
 
 def test_unknown_topics_are_left_out_and_racks_reach_the_group():

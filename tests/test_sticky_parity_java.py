@@ -20,11 +20,10 @@ from sticky_checks import (
     balance_problems,
     group_from_request,
     moved,
-    next_round,
     validity_problems,
 )
 
-from assignors.model import Assignment, Group, TopicPartition
+from assignors.model import Assignment, Group, TopicPartition, rejoin
 from assignors.registry import get
 
 STICKY_FAMILY = ("sticky", "cooperative-sticky")
@@ -62,7 +61,7 @@ def _rounds_until_settled(group: Group, assignment: Assignment, limit: int = 5) 
         if not assignment.withheld:
             return assignment
         generation = max(generation, 0) + 1
-        assignment = get("cooperative-sticky").assign(next_round(group, assignment, generation))
+        assignment = get("cooperative-sticky").assign(rejoin(group, assignment, generation))
     raise AssertionError(f"still withholding after {limit} rounds")
 
 

@@ -76,6 +76,52 @@ def test_sticky_user_data_round_trips_v0_and_v1(previous: tuple, generation: int
 
 
 @relaxed
+@given(partition_lists, st.none() | int32s, st.sampled_from([0, 1]))
+def test_sticky_user_data_round_trips_with_kafka_pythons_version_prefix(
+    previous: tuple, generation: int | None, prefix: int
+) -> None:
+    user = StickyUserData(previous, generation, version_prefix=prefix)
+    encoded = encode_sticky_user_data(user)
+    assert encoded[:2] == bytes([0, prefix])
+    assert decode_sticky_user_data(encoded) == user
+
+
+def test_sticky_user_data_decoder_reads_java_and_kafka_python_layouts() -> None:
+    # one topic "orders" with partitions 0 and 2, then generation 4
+    java_v1 = bytes.fromhex("00000001 0006 6f7264657273 00000002 00000000 00000002 00000004")
+    owned = (TopicPartition("orders", 0), TopicPartition("orders", 2))
+    assert decode_sticky_user_data(java_v1) == StickyUserData(owned, 4, None)
+    # kafka-python: an int16 version before the same layout (StickyAssignorUserData v1 and v0)
+    assert decode_sticky_user_data(b"\x00\x01" + java_v1) == StickyUserData(owned, 4, 1)
+    assert decode_sticky_user_data(b"\x00\x00" + java_v1[:-4]) == StickyUserData(owned, None, 0)
+    # an empty kafka-python v1 payload is not Java data of 65,536 topics
+    empty = bytes.fromhex("0001 00000000 ffffffff")
+    assert decode_sticky_user_data(empty) == StickyUserData((), -1, 1)
+
+
+def test_sticky_user_data_in_neither_layout_reports_javas_error() -> None:
+    with pytest.raises(InputError) as caught:
+        decode_sticky_user_data(bytes.fromhex("0001 0000"))
+    assert caught.value.field.startswith("sticky_user_data.previous_assignment")
+    assert "byte offset 0" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"previous_assignment": (TopicPartition("t", 2**31),)}, "previous_assignment[0]"),
+        ({"previous_assignment": (TopicPartition(7, 0),)}, "previous_assignment[0]"),
+        ({"previous_assignment": (), "generation": True}, "generation"),
+        ({"previous_assignment": (), "version_prefix": 2}, "version_prefix"),
+    ],
+)
+def test_sticky_user_data_with_a_bad_value_names_the_field(arguments: dict, field: str) -> None:
+    with pytest.raises(InputError) as caught:
+        StickyUserData(**arguments)
+    assert caught.value.field == field
+
+
+@relaxed
 @given(int32s)
 def test_cooperative_user_data_is_the_bare_generation(generation: int) -> None:
     data = encode_cooperative_user_data(generation)

@@ -38,12 +38,14 @@ import logging
 import struct
 from collections.abc import Callable, Iterable
 from functools import cache
-from itertools import groupby, repeat
+from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
 from assignors.base import Assignor
+from assignors.errors import InputError
 from assignors.model import NO_GENERATION, Group, Member, Topic, TopicPartition
+from assignors.protocol.wire import decode_sticky_user_data
 from assignors.registry import get
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,8 @@ def kafka_python_assignor(
     default the racks of each partition's replicas are read from the cluster metadata when
     kafka-python has them.
     """
+    if rack is not None and not isinstance(rack, str):
+        raise InputError("must be a string (client.rack) or None", field="rack", value=rack)
     resolved = get(assignor) if isinstance(assignor, str) else assignor
     return _adapter_class()(resolved, rack=rack, replica_racks=replica_racks)
 
@@ -192,68 +196,26 @@ def group_from_members(
 
 
 def _claims(subscription: Any) -> tuple[tuple[TopicPartition, ...], int]:
-    """(owned partitions, generation) from a subscription: the v1+ fields, else user data."""
+    """(owned partitions, generation) from a subscription: the v1+ fields, else user data.
+    Negative partition numbers name no partition and are dropped (no assignor honours them)."""
     generation = getattr(subscription, "generation_id", None)
     generation = NO_GENERATION if generation is None else generation
     owned = tuple(
         TopicPartition(entry.topic, partition)
         for entry in (getattr(subscription, "owned_partitions", None) or ())
         for partition in entry.partitions
+        if partition >= 0
     )
     user_data = getattr(subscription, "user_data", None) or b""
     if owned or len(user_data) <= 4:
         return owned, generation
-    decoded = _sticky_user_data(bytes(user_data))
-    if decoded is None:
-        log.warning("ignoring unreadable sticky user data (%d bytes)", len(user_data))
-        return owned, generation
-    return decoded
-
-
-def _sticky_user_data(data: bytes) -> tuple[tuple[TopicPartition, ...], int] | None:
-    """Owned partitions and generation from StickyAssignor user data: kafka-python's encoding
-    (an int16 version, then Java's layout) or Java's own V1 (assignment, then generation) or V0
-    (assignment only). The first layout that reads the bytes exactly wins."""
-    if len(data) >= 2 and data[:2] in (b"\x00\x00", b"\x00\x01"):
-        try:
-            return _java_sticky_user_data(data, 2)
-        except (struct.error, UnicodeDecodeError, ValueError):
-            pass
     try:
-        return _java_sticky_user_data(data, 0)
-    except (struct.error, UnicodeDecodeError, ValueError):
-        return None
-
-
-def _java_sticky_user_data(data: bytes, start: int) -> tuple[tuple[TopicPartition, ...], int]:
-    """Java StickyAssignor user data from ``start``: ARRAY(topic STRING, partitions
-    ARRAY(INT32)), then an optional INT32 generation; raises ValueError on anything else."""
-    position = start
-    owned: list[TopicPartition] = []
-    (num_topics,) = struct.unpack_from(">i", data, position)
-    position += 4
-    if num_topics < 0:
-        raise ValueError("negative topic count")
-    for _ in range(num_topics):
-        (length,) = struct.unpack_from(">h", data, position)
-        position += 2
-        if length < 0 or position + length > len(data):
-            raise ValueError("bad topic name length")
-        topic = data[position : position + length].decode("utf-8")
-        position += length
-        (num_partitions,) = struct.unpack_from(">i", data, position)
-        position += 4
-        if num_partitions < 0:
-            raise ValueError("negative partition count")
-        partitions = struct.unpack_from(f">{num_partitions}i", data, position)
-        position += 4 * num_partitions
-        owned.extend(map(TopicPartition, repeat(topic, num_partitions), partitions))
-    remaining = len(data) - position
-    if remaining == 4:
-        return tuple(owned), struct.unpack_from(">i", data, position)[0]
-    if remaining == 0:
-        return tuple(owned), NO_GENERATION
-    raise ValueError("trailing bytes after sticky user data")
+        decoded = decode_sticky_user_data(bytes(user_data))
+    except InputError as error:
+        log.warning("ignoring unreadable sticky user data (%d bytes): %s", len(user_data), error)
+        return owned, generation
+    claimed = tuple(tp for tp in decoded.previous_assignment if tp.partition >= 0)
+    return claimed, NO_GENERATION if decoded.generation is None else decoded.generation
 
 
 def _cluster_replica_racks(cluster: Any, topic: str, partition: int) -> frozenset[str] | None:

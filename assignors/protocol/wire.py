@@ -45,6 +45,8 @@ HIGHEST_VERSION = 3
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT32_RANGE = (-(2**31), 2**31 - 1)
+# the int16 versions kafka-python's StickyAssignorUserData writes before Java's layout
+STICKY_PREFIX_VERSIONS = (0, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +89,47 @@ class MemberAssignment:
 @dataclass(frozen=True, slots=True)
 class StickyUserData:
     """The eager sticky assignor's user data: the member's previous assignment and, in V1
-    (KIP-341), the generation it was assigned in (``None`` for V0). It has no version prefix."""
+    (KIP-341), the generation it was assigned in (``None`` for V0).
+
+    Java's StickyAssignor writes it without a version prefix (``version_prefix`` ``None``);
+    kafka-python's StickyPartitionAssignor writes an int16 version (0 or 1) before the same
+    layout, kept in ``version_prefix``. Partition numbers and the generation are int32s.
+    """
 
     previous_assignment: tuple[TopicPartition, ...]
     generation: int | None = None
+    version_prefix: int | None = None
+
+    def __post_init__(self) -> None:
+        for index, entry in enumerate(self.previous_assignment):
+            topic, partition = entry
+            if not isinstance(topic, str):
+                raise InputError(
+                    "topic must be a string", field=f"previous_assignment[{index}]", value=topic
+                )
+            if not _is_int32(partition):
+                raise InputError(
+                    "partition must be a 32-bit integer",
+                    field=f"previous_assignment[{index}]",
+                    value=partition,
+                )
+        if self.generation is not None and not _is_int32(self.generation):
+            raise InputError(
+                "generation must be a 32-bit integer or None",
+                field="generation",
+                value=self.generation,
+            )
+        if self.version_prefix not in STICKY_PREFIX_VERSIONS and self.version_prefix is not None:
+            raise InputError(
+                "version_prefix must be None (Java's layout), 0 or 1 (kafka-python's)",
+                field="version_prefix",
+                value=self.version_prefix,
+            )
+
+
+def _is_int32(value: object) -> bool:
+    # type() rather than isinstance: true and false are not numbers on the wire
+    return type(value) is int and _INT32_RANGE[0] <= value <= _INT32_RANGE[1]
 
 
 class _Reader:
@@ -292,8 +331,11 @@ def decode_assignment(data: bytes) -> MemberAssignment:
 
 
 def encode_sticky_user_data(user_data: StickyUserData) -> bytes:
-    """StickyAssignor user data: V1 when ``generation`` is set, else V0; no version prefix."""
+    """StickyAssignor user data: V1 when ``generation`` is set, else V0; the int16 version
+    prefix only when ``version_prefix`` is set (kafka-python's layout)."""
     writer = _Writer()
+    if user_data.version_prefix is not None:
+        writer.int16(user_data.version_prefix)
     writer.topic_partitions(user_data.previous_assignment, "previous_assignment")
     if user_data.generation is not None:
         writer.int32(user_data.generation, "generation")
@@ -301,14 +343,35 @@ def encode_sticky_user_data(user_data: StickyUserData) -> bytes:
 
 
 def decode_sticky_user_data(data: bytes) -> StickyUserData:
-    """Parse StickyAssignor user data, V1 when a generation follows the assignment, else V0
-    (the Java assignor tries V1 and falls back to V0 the same way)."""
-    reader = _Reader(data, "sticky_user_data")
+    """Parse sticky assignor user data in either layout: kafka-python's (an int16 version 0 or
+    1, then Java's layout) or Java's own, V1 when a generation follows the assignment, else V0
+    (the Java assignor tries V1 and falls back to V0 the same way). The first layout that reads
+    the bytes exactly wins, kafka-python's first; when neither does, the error is the one of
+    Java's layout.
+
+    >>> java_v1 = bytes.fromhex("00000001 0001 61 00000001 00000002 00000007")
+    >>> decode_sticky_user_data(java_v1)
+    StickyUserData(previous_assignment=(TopicPartition(topic='a', partition=2),), \
+generation=7, version_prefix=None)
+    >>> decode_sticky_user_data(bytes.fromhex("0001") + java_v1).version_prefix
+    1
+    """
+    data = bytes(data)
+    if data[:2] in (b"\x00\x00", b"\x00\x01"):
+        try:
+            return _read_sticky_user_data(_Reader(data, "sticky_user_data"), prefixed=True)
+        except InputError:
+            pass  # not kafka-python's layout: Java's own is far more common on the wire
+    return _read_sticky_user_data(_Reader(data, "sticky_user_data"), prefixed=False)
+
+
+def _read_sticky_user_data(reader: _Reader, *, prefixed: bool) -> StickyUserData:
+    version_prefix = reader.int16("version") if prefixed else None
     previous = reader.topic_partitions("previous_assignment")
     generation = reader.int32("generation") if reader.remaining >= 4 else None
     if reader.remaining:
         raise reader.fail(f"{reader.remaining} unexpected trailing bytes", "generation")
-    return StickyUserData(previous, generation)
+    return StickyUserData(previous, generation, version_prefix)
 
 
 def encode_cooperative_user_data(generation: int) -> bytes:

@@ -289,9 +289,11 @@ def _min_moved_flow(
         node = next_node
         next_node += 1
         arc(source, node, count, 0)
-        subscribers = set(classes.subscribers[class_index])
+        class_subscribers = set(classes.subscribers[class_index])
         keepers = (
-            [m for m in members_by_identity.get(owner, ()) if m in subscribers] if owner else []
+            [m for m in members_by_identity.get(owner, ()) if m in class_subscribers]
+            if owner
+            else []
         )
         for member in keepers:
             arc(node, member_node[member], count, 0)
@@ -342,16 +344,11 @@ def min_moved(group: Group, previous_owner: Mapping[TopicPartition, str] | None)
     return _min_moved(group, considered, classes, class_by_topic, capacity, previous_owner)
 
 
-def _identity(group: Group, index: int) -> str:
-    member = group.members[index]
-    return member.instance_id if member.instance_id is not None else member.member_id
-
-
 def _member_by_identity(group: Group) -> dict[str, int]:
     """Identity -> index of the member speaking for it. Two members claiming one identity is a
     broken group; the one with the greater member id speaks for it (the other keeps what it is
     given, but nothing is carried forward or counted as kept through it)."""
-    return {_identity(group, index): index for index in range(len(group.members))}
+    return {member.identity: index for index, member in enumerate(group.members)}
 
 
 def _min_moved(
@@ -393,7 +390,7 @@ def _min_moved_of(
     if len(classes.sizes) == 1 and len(classes.subscribers[0]) == num_considered:
         # everyone may take everything: each owner keeps up to `capacity`, the rest must move
         return sum(max(0, count - capacity) for count in keepable.values())
-    counts: dict[tuple[int, str | None], int] = dict(keepable)
+    counts: dict[tuple[int, str | None], int] = {key: count for key, count in keepable.items()}
     kept_by_class: Counter[int] = Counter()
     for (class_index, _owner), count in keepable.items():
         kept_by_class[class_index] += count
@@ -479,11 +476,11 @@ def score_generation(
                 forced += exists
                 continue
             member = members[index]
-            held = held_by_speaker.get(index)
-            if held is None:
-                held = frozenset(partitions_by_member.get(member.member_id, ()))
-                held_by_speaker[index] = held
-            still_held = tp in held
+            speaker_held = held_by_speaker.get(index)
+            if speaker_held is None:
+                speaker_held = frozenset(partitions_by_member.get(member.member_id, ()))
+                held_by_speaker[index] = speaker_held
+            still_held = tp in speaker_held
             revoked += eager or not still_held
             if not exists:
                 continue
