@@ -43,10 +43,9 @@ import bisect
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from operator import itemgetter
 from typing import NamedTuple, NoReturn
-
-from assignors.errors import InputError
 
 from assignors.errors import InputError
 
@@ -59,6 +58,7 @@ MAX_PARTITIONS = 10_000_000
 checked before any work, so input that cannot fit in memory is refused at once."""
 MAX_MEMBERS = 1_000_000
 """Most members one group (a request, a trace generation) may list."""
+_OWNED_RULE = "each must be a (topic name, partition number >= 0) pair"
 
 
 class TopicPartition(NamedTuple):
@@ -144,35 +144,37 @@ class Member:
             self._fail("topics", "must be a collection of topic names, not one string", self.topics)
         if not isinstance(self.topics, frozenset):
             object.__setattr__(self, "topics", frozenset(self.topics))
-        if not set(map(type, self.topics)) <= {str}:
+        try:
+            "".join(self.topics)  # a C-level type check of every name
+        except TypeError:
             self._fail(
                 "topics", "every topic name must be a string", sorted(map(repr, self.topics))
             )
+        # C-level passes only: members may own hundreds of thousands of partitions. Sorting
+        # compares the pairs, so once it succeeds and the first topic is a string, all are.
         try:
-            owned = tuple(sorted(set(map(TopicPartition._make, self.owned_partitions))))
-        except TypeError:
-            self._fail(
-                "owned_partitions",
-                "must be (topic, partition) pairs of a string and an integer",
-                self.owned_partitions,
+            owned = tuple(
+                sorted(set(map(tuple.__new__, repeat(TopicPartition), self.owned_partitions)))
             )
+        except TypeError:
+            self._fail("owned_partitions", _OWNED_RULE, self.owned_partitions)
         if owned:
-            # C-level passes over the pairs: members may own hundreds of thousands of partitions
-            topic_types = set(map(type, map(itemgetter(0), owned)))
-            numbers = tuple(map(itemgetter(1), owned))
-            if topic_types != {str} or not set(map(type, numbers)) <= {int} or min(numbers) < 0:
+            numbers = tuple(map(itemgetter(-1), owned))
+            if (
+                set(map(len, owned)) != {2}
+                or type(owned[0][0]) is not str
+                or not set(map(type, numbers)) <= {int}
+                or min(numbers) < 0
+            ):
                 bad = next(
-                    tp
-                    for tp in owned
-                    if type(tp.topic) is not str
-                    or type(tp.partition) is not int
-                    or tp.partition < 0
+                    pair
+                    for pair in owned
+                    if len(pair) != 2
+                    or type(pair[0]) is not str
+                    or type(pair[1]) is not int
+                    or pair[1] < 0
                 )
-                self._fail(
-                    "owned_partitions",
-                    "each must be (topic name, partition number >= 0)",
-                    tuple(bad),
-                )
+                self._fail("owned_partitions", _OWNED_RULE, tuple(bad))
         object.__setattr__(self, "owned_partitions", owned)
         if type(self.generation) is not int or self.generation < NO_GENERATION:
             self._fail("generation", "must be an integer >= -1", self.generation)

@@ -14,25 +14,36 @@ reading the members and writing the answer; the time of ktk's ``assign`` alone i
     python benchmarks/bench_assignors.py            # peers at 200 x 20,000 and 500 x 50,000
     python benchmarks/bench_assignors.py --quick    # peers at 100 x 10,000 only
     python benchmarks/bench_assignors.py --million  # adds ktk at 2,000 x 1,000,000
+    python benchmarks/bench_assignors.py --check    # then the targets below; exit 1 on a miss
 
 kafka-python's sticky assignor needs about 11 s per round at 200 x 20,000 and about 75 s at
 500 x 50,000, and does not finish 1,000 x 100,000 in minutes, so larger sizes run ktk only:
 2,000 x 100,000 (the targets: each round under 10 s), a heterogeneous variant of it (the last
 consumer subscribes to one topic only, as in Kafka's own non-equal-subscription test) and, with
 ``--million``, 2,000 x 1,000,000.
+
+``--check`` then times the targets (``assign`` alone, on a ready group, best of three) and exits
+1 when one is missed: sticky and cooperative-sticky each round under 10 s at 2,000 x 100,000
+(initial, then after every tenth consumer left); range (with racks) and roundrobin
+(heterogeneous subscriptions) under 5 s at 100,000 partitions, and linear in the group's size:
+the exponent fitted to their times over 25,000 to 200,000 partitions (fixed topics growing in
+partitions, consumers and so subscriptions in proportion) stays below 1.5 (linear is 1,
+quadratic 2; the garbage collector is paused while these are timed).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from assignors.model import Group, Member, Topic, TopicPartition
+from assignors.model import Assignment, Group, Member, Topic, TopicPartition
 from assignors.protocol.kafka_python import kafka_python_assignor
 from assignors.registry import get
 
@@ -196,11 +207,152 @@ def format_row(row: tuple[Any, ...]) -> str:
     )
 
 
+# --------------------------------------------------------------------------- --check targets
+
+STICKY_TARGET_SECONDS = 10.0  # each round of the sticky family at 2,000 x 100,000
+LINEAR_TARGET_SECONDS = 5.0  # range and roundrobin at 100,000 partitions
+GROWTH_SIZES = (25_000, 50_000, 100_000, 200_000)
+MAX_GROWTH_EXPONENT = 1.5
+REPEATS = 3
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    measured: float
+    limit: float
+    unit: str
+
+    @property
+    def met(self) -> bool:
+        return self.measured < self.limit
+
+
+def best_assign(protocol: str, group: Group, *, pause_gc: bool = False) -> tuple[float, Assignment]:
+    """The fastest of ``REPEATS`` runs of ``assign`` on a ready group (and its answer). With
+    ``pause_gc`` the garbage collector is paused during each run, as ``timeit`` does: its full
+    collections walk every live object, which would make any allocating code look superlinear."""
+    assignor = get(protocol)
+    runs = []
+    for _ in range(REPEATS):
+        gc.collect()
+        if pause_gc:
+            gc.disable()
+        try:
+            runs.append(timed(partial(assignor.assign, group)))
+        finally:
+            gc.enable()
+    return min(seconds for seconds, _ in runs), runs[0][1]
+
+
+def assigned_count(assignment: Assignment) -> int:
+    return sum(len(partitions) for partitions in assignment.partitions.values())
+
+
+def sticky_targets() -> list[Target]:
+    scenario = Scenario(2_000, 100_000)
+    targets = []
+    for protocol in ("sticky", "cooperative-sticky"):
+        initial_seconds, initial = best_assign(protocol, ktk_group(scenario, None))
+        owned = {
+            member_id: list(partitions)
+            for position, (member_id, partitions) in enumerate(sorted(initial.partitions.items()))
+            if position % 10 != 0
+        }
+        rebalance_seconds, rebalanced = best_assign(protocol, ktk_group(scenario, owned))
+        if assigned_count(initial) != scenario.partitions:
+            raise SystemExit(f"{protocol} left partitions out of the initial assignment")
+        if assigned_count(rebalanced) + len(rebalanced.withheld) != scenario.partitions:
+            raise SystemExit(f"{protocol} lost partitions in the rebalance")
+        for round_name, seconds in (("initial", initial_seconds), ("10% leave", rebalance_seconds)):
+            name = f"{protocol} {scenario.label} {round_name}"
+            targets.append(Target(name, seconds, STICKY_TARGET_SECONDS, "s"))
+    return targets
+
+
+def range_with_racks(partitions: int) -> Group:
+    """50 topics, each partition replicated on two of three racks (the pair shifting per
+    topic), one consumer per 100 partitions spread over the racks, everyone on every topic: the
+    input (partitions, subscriptions, replica racks) grows in proportion to ``partitions``."""
+    racks = ("a", "b", "c")
+    per_topic = partitions // 50
+    topics = tuple(
+        Topic(
+            f"t{index:02d}",
+            per_topic,
+            replica_racks=tuple(
+                frozenset({racks[p % 3], racks[(p + index) % 3]}) for p in range(per_topic)
+            ),
+        )
+        for index in range(50)
+    )
+    names = frozenset(topic.name for topic in topics)
+    members = tuple(
+        Member(f"c{index:05d}", names, rack=racks[index % 3]) for index in range(partitions // 100)
+    )
+    return Group(topics, members)
+
+
+def roundrobin_heterogeneous(partitions: int) -> Group:
+    """100 topics, one consumer per 50 partitions, each consumer subscribed to a tenth of the
+    topics: the input grows in proportion to ``partitions``."""
+    topics = tuple(Topic(f"t{index:03d}", partitions // 100) for index in range(100))
+    names = [topic.name for topic in topics]
+    members = tuple(
+        Member(f"c{index:05d}", frozenset(names[index % 10 :: 10]))
+        for index in range(partitions // 50)
+    )
+    return Group(topics, members)
+
+
+def growth_exponent(sizes: Sequence[int], seconds: Sequence[float]) -> float:
+    """The least-squares slope of log(time) over log(size): 1 for linear, 2 for quadratic."""
+    xs = [math.log(size) for size in sizes]
+    ys = [math.log(max(value, 1e-9)) for value in seconds]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    covariance = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
+    return covariance / sum((x - mean_x) ** 2 for x in xs)
+
+
+def linear_targets() -> list[Target]:
+    targets = []
+    for protocol, build, shape in (
+        ("range", range_with_racks, "with racks"),
+        ("roundrobin", roundrobin_heterogeneous, "heterogeneous"),
+    ):
+        times = []
+        for size in GROWTH_SIZES:
+            group = build(size)
+            seconds, assignment = best_assign(protocol, group, pause_gc=True)
+            if assigned_count(assignment) != size:
+                raise SystemExit(f"{protocol} left partitions out at {size:,} partitions")
+            times.append(seconds)
+            if size == 100_000:
+                seconds, _ = best_assign(protocol, group)
+                name = f"{protocol} {shape} 100,000 partitions"
+                targets.append(Target(name, seconds, LINEAR_TARGET_SECONDS, "s"))
+        sizes = f"{GROWTH_SIZES[0]:,}-{GROWTH_SIZES[-1]:,}"
+        name = f"{protocol} {shape} growth exponent over {sizes} partitions"
+        exponent = growth_exponent(GROWTH_SIZES, times)
+        targets.append(Target(name, exponent, MAX_GROWTH_EXPONENT, ""))
+    return targets
+
+
+def format_target(target: Target) -> str:
+    unit = f" {target.unit}" if target.unit else ""
+    measured = f"{target.measured:.3f}{unit}"
+    limit = f"< {target.limit:g}{unit}"
+    return f"{target.name:<72}{measured:>12}{limit:>10}  {'met' if target.met else 'MISSED'}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="peers at 100 x 10,000 only")
     parser.add_argument("--million", action="store_true", help="add ktk at 2,000 x 1,000,000")
     parser.add_argument("--no-peer", action="store_true", help="skip kafka-python")
+    parser.add_argument(
+        "--check", action="store_true", help="then check the time targets; exit 1 on a miss"
+    )
     arguments = parser.parse_args()
 
     with_peer = not arguments.no_peer and importlib.util.find_spec("kafka") is not None
@@ -225,6 +377,18 @@ def main() -> None:
     for protocol, scenario, peer in plan:
         for row in run_scenario(protocol, scenario, peer):
             print(format_row(row), flush=True)
+
+    if arguments.check:
+        print()
+        print(f"{'target (assign alone, best of 3)':<72}{'measured':>12}{'limit':>10}")
+        missed = []
+        for measure in (sticky_targets, linear_targets):
+            for target in measure():
+                print(format_target(target), flush=True)
+                if not target.met:
+                    missed.append(target.name)
+        if missed:
+            raise SystemExit(f"missed {len(missed)} target(s): {', '.join(missed)}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Fixtures shared by the whole suite.
 
 Reference vectors live in ``../shared/vectors`` beside the checkout (override with
-``KTK_VECTORS``). One SparkSession serves the whole run; it starts on first use.
+``KTK_VECTORS``); a test that needs them fails when they are missing, so a run without them can
+never pass by skipping. One SparkSession serves the whole run; it starts on first use.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ def _vectors_dir() -> Path:
 def vectors_dir() -> Path:
     path = _vectors_dir()
     if not path.is_dir():
-        pytest.skip(f"reference vectors not found at {path} (set KTK_VECTORS)")
+        pytest.fail(
+            f"reference vectors not found at {path}: put Kafka's reference vectors there or "
+            "point KTK_VECTORS at their directory",
+            pytrace=False,
+        )
     return path
 
 

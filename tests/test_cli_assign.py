@@ -137,8 +137,6 @@ def test_bundled_range_and_roundrobin_examples_run_cleanly(example: str):
 
 
 def test_bundled_second_round_example_runs_cleanly():
-    for module in ("assignors.sticky", "assignors.cooperative_sticky"):
-        pytest.importorskip(module)
     outcome = invoke(str(EXAMPLES / "requests" / "second-round.jsonl"))
     assert outcome.exit_code == 0, outcome.output
     joined = {r["name"]: r for r in results(outcome.stdout)}["member-joins-cooperative"]

@@ -963,8 +963,6 @@ def test_module_examples_hold(module: object) -> None:
 def test_replication_page_of_a_real_simulator_run_marks_each_violation_step() -> None:
     scenario_file = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
     scenario_file = scenario_file / "s1-two-round-hw-lag.yaml"
-    if not scenario_file.exists():
-        pytest.skip(f"example scenario {scenario_file.name} not present")
     from replication.scenario import load_scenario
     from replication.sim import run_scenario
 

@@ -236,20 +236,14 @@ def _trace_inputs(vectors_dir: Path) -> list[Path]:
 def test_real_replay_of_example_traces_renders(
     browser: Any, tmp_path: Path, vectors_dir: Path
 ) -> None:
-    replay = pytest.importorskip("assignors.traces.replay")
     from assignors import registry
+    from assignors.traces import replay
     from assignors.traces.files import read_traces
     from assignors.traces.results import write_results as write_replay_results
 
     traces, failures = read_traces(_trace_inputs(vectors_dir))
     assert traces
-    names = []
-    for name in registry.names():
-        try:
-            registry.get(name)
-        except ImportError:
-            continue
-        names.append(name)
+    names = list(registry.names())
     rows = [
         row
         for trace in traces
@@ -271,8 +265,6 @@ def test_real_replay_of_example_traces_renders(
 
 def test_real_run_of_an_example_scenario_renders(browser: Any, tmp_path: Path) -> None:
     scenario_file = EXAMPLES / "scenarios" / "s1-two-round-hw-lag.yaml"
-    if not scenario_file.exists():
-        pytest.skip(f"example scenario {scenario_file.name} not present")
     from replication.scenario import load_scenario
     from replication.sim import run_scenario
 

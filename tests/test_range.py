@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from hypothesis import given, settings
 from strategies import groups
 
@@ -266,24 +264,3 @@ def test_range_agrees_with_javas_loops_on_co_partitioned_topics(group: Group):
 def test_range_agrees_with_javas_loops_on_random_groups(group: Group):
     ours = RangeAssignor().assign(group).partitions
     assert {member: set(tps) for member, tps in ours.items()} == _range_as_java_loops(group)
-
-
-def test_range_assigns_a_hundred_thousand_partitions_with_racks_in_linear_time():
-    racks = ("a", "b", "c")
-    topics = tuple(
-        Topic(
-            f"t{index:02d}",
-            2_000,
-            replica_racks=tuple(
-                frozenset({racks[p % 3], racks[(p + index) % 3]}) for p in range(2_000)
-            ),
-        )
-        for index in range(50)
-    )
-    names = frozenset(topic.name for topic in topics)
-    members = tuple(Member(f"c{index:04d}", names, rack=racks[index % 3]) for index in range(1_000))
-    started = time.perf_counter()
-    assignment = RangeAssignor().assign(Group(topics, members))
-    elapsed = time.perf_counter() - started
-    assert sum(len(tps) for tps in assignment.partitions.values()) == 100_000
-    assert elapsed < 5.0, f"{elapsed:.2f} s for 100,000 partitions"

@@ -72,8 +72,6 @@ def test_range_and_roundrobin_reproduce_every_java_row(vectors_dir, assignor):
 
 @pytest.mark.parametrize("assignor", ["sticky", "cooperative-sticky"])
 def test_sticky_assignors_are_valid_balanced_and_move_no_more_than_java(vectors_dir, assignor):
-    module = {"sticky": "assignors.sticky", "cooperative-sticky": "assignors.cooperative_sticky"}
-    pytest.importorskip(module[assignor])
     java = _java_rows(vectors_dir)
     ours = _replayed(vectors_dir, assignor)
     broken = [

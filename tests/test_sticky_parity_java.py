@@ -41,10 +41,11 @@ def cases(vectors_dir: Path) -> dict[str, dict]:
 
 
 def _case_names() -> list[str]:
-    """Case names for parametrisation (read at collection so each vector is its own test)."""
+    """Case names for parametrisation (read at collection so each vector is its own test).
+    Without the vectors there is one case, which fails in the ``vectors_dir`` fixture."""
     root = _vectors_dir()
     if not (root / "assignors-java.jsonl").is_file():
-        return []
+        return ["reference-vectors-missing"]
     return [row["request"]["name"] for row in _cases(root)]
 
 
