@@ -143,7 +143,10 @@ class Member:
         if isinstance(self.topics, str):
             self._fail("topics", "must be a collection of topic names, not one string", self.topics)
         if not isinstance(self.topics, frozenset):
-            object.__setattr__(self, "topics", frozenset(self.topics))
+            try:
+                object.__setattr__(self, "topics", frozenset(self.topics))
+            except TypeError:
+                self._fail("topics", "must be a collection of topic names", self.topics)
         try:
             "".join(self.topics)  # a C-level type check of every name
         except TypeError:

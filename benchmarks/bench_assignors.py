@@ -28,7 +28,8 @@ consumer subscribes to one topic only, as in Kafka's own non-equal-subscription 
 (heterogeneous subscriptions) under 5 s at 100,000 partitions, and linear in the group's size:
 the exponent fitted to their times over 25,000 to 200,000 partitions (fixed topics growing in
 partitions, consumers and so subscriptions in proportion) stays below 1.5 (linear is 1,
-quadratic 2; the garbage collector is paused while these are timed).
+quadratic 2; the garbage collector is paused while these are timed); and replay scoring's exact
+references (optimal max load and fewest moves) under 5 s for 500 members x 100,000 partitions.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from typing import Any
 from assignors.model import Assignment, Group, Member, Topic, TopicPartition
 from assignors.protocol.kafka_python import kafka_python_assignor
 from assignors.registry import get
+from assignors.traces.scoring import min_moved, optimal_max_load
 
 PARTITIONS_PER_TOPIC = 1_000
 
@@ -338,6 +340,33 @@ def linear_targets() -> list[Target]:
     return targets
 
 
+def scoring_targets() -> list[Target]:
+    """Replay scoring's exact references (optimal max load, fewest moves) on 500 members over
+    20 topics of 5,000 partitions with overlapping subscriptions, everyone owning a share."""
+    topics = tuple(Topic(f"t{i:02d}", 5_000) for i in range(20))
+    members = tuple(
+        Member(f"m{i:03d}", frozenset(topics[j].name for j in range(20) if (i + j) % 3))
+        for i in range(500)
+    )
+    group = Group(topics, members)
+    previous = {
+        TopicPartition(topic.name, p): f"m{(p * 7 + k) % 520:03d}"
+        for k, topic in enumerate(topics)
+        for p in range(topic.num_partitions)
+    }
+
+    def references() -> tuple[int, int]:
+        return optimal_max_load(group), min_moved(group, previous)
+
+    runs = []
+    for _ in range(REPEATS):
+        gc.collect()
+        runs.append(timed(references))
+    seconds = min(seconds for seconds, _ in runs)
+    name = "scoring exact references 500 members x 100,000 partitions"
+    return [Target(name, seconds, LINEAR_TARGET_SECONDS, "s")]
+
+
 def format_target(target: Target) -> str:
     unit = f" {target.unit}" if target.unit else ""
     measured = f"{target.measured:.3f}{unit}"
@@ -382,7 +411,7 @@ def main() -> None:
         print()
         print(f"{'target (assign alone, best of 3)':<72}{'measured':>12}{'limit':>10}")
         missed = []
-        for measure in (sticky_targets, linear_targets):
+        for measure in (sticky_targets, linear_targets, scoring_targets):
             for target in measure():
                 print(format_target(target), flush=True)
                 if not target.met:

@@ -22,6 +22,8 @@ def test_identity_is_the_instance_id_when_static_else_the_member_id():
         ({"member_id": ""}, "member_id"),
         ({"member_id": 7}, "member_id"),
         ({"topics": "orders"}, "topics"),
+        ({"topics": None}, "topics"),
+        ({"topics": [["orders"]]}, "topics"),
         ({"topics": frozenset({"orders", 3})}, "topics"),
         ({"owned_partitions": (TopicPartition("orders", -1),)}, "owned_partitions"),
         ({"owned_partitions": (TopicPartition("orders", True),)}, "owned_partitions"),

@@ -4,7 +4,6 @@ spec/traces.md says."""
 from __future__ import annotations
 
 import itertools
-import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -194,8 +193,9 @@ def test_first_generation_has_no_churn():
     assert (row.moved, row.forced, row.revoked, row.min_moved) == (0, 0, 0, 0)
 
 
-def test_exact_references_stay_fast_at_a_hundred_thousand_partitions():
-    # 500 members over 20 topics with overlapping subscriptions, everyone owning a share before
+def test_exact_references_at_a_hundred_thousand_partitions():
+    # 500 members over 20 topics with overlapping subscriptions, everyone owning a share before;
+    # the time target (under 5 s) is checked by benchmarks/bench_assignors.py --check
     topics = tuple(Topic(f"t{i:02d}", 5_000) for i in range(20))
     members = tuple(
         Member(f"m{i:03d}", frozenset(topics[j].name for j in range(20) if (i + j) % 3))
@@ -207,13 +207,10 @@ def test_exact_references_stay_fast_at_a_hundred_thousand_partitions():
         for k, topic in enumerate(topics)
         for p in range(topic.num_partitions)
     }
-    started = time.perf_counter()
     capacity = optimal_max_load(group)
     moves = min_moved(group, previous)
-    elapsed = time.perf_counter() - started
     assert capacity == 200
     assert 0 <= moves <= len(previous)
-    assert elapsed < 5.0, f"exact references took {elapsed:.1f}s"
 
 
 def test_summary_totals_per_trace_and_assignor():

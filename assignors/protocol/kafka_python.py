@@ -214,7 +214,9 @@ def _claims(subscription: Any) -> tuple[tuple[TopicPartition, ...], int]:
     except InputError as error:
         log.warning("ignoring unreadable sticky user data (%d bytes): %s", len(user_data), error)
         return owned, generation
-    claimed = tuple(tp for tp in decoded.previous_assignment if tp.partition >= 0)
+    claimed = decoded.previous_assignment
+    if claimed and min(map(itemgetter(1), claimed)) < 0:
+        claimed = tuple(tp for tp in claimed if tp.partition >= 0)
     return claimed, NO_GENERATION if decoded.generation is None else decoded.generation
 
 

@@ -36,6 +36,8 @@ import base64
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from itertools import repeat
+from operator import itemgetter
 
 from assignors.errors import InputError
 from assignors.model import NO_GENERATION, TopicPartition
@@ -101,18 +103,23 @@ class StickyUserData:
     version_prefix: int | None = None
 
     def __post_init__(self) -> None:
-        for index, entry in enumerate(self.previous_assignment):
-            topic, partition = entry
-            if not isinstance(topic, str):
-                raise InputError(
-                    "topic must be a string", field=f"previous_assignment[{index}]", value=topic
-                )
-            if not _is_int32(partition):
-                raise InputError(
-                    "partition must be a 32-bit integer",
-                    field=f"previous_assignment[{index}]",
-                    value=partition,
-                )
+        entries = self.previous_assignment
+        # C-level passes first (hundreds of thousands of entries); the slow scan only names
+        # the bad entry
+        if entries and (
+            set(map(len, entries)) != {2}
+            or set(map(type, map(itemgetter(0), entries))) != {str}
+            or not set(map(type, numbers := tuple(map(itemgetter(-1), entries)))) <= {int}
+            or min(numbers) < _INT32_RANGE[0]
+            or max(numbers) > _INT32_RANGE[1]
+        ):
+            for index, entry in enumerate(entries):
+                if len(entry) != 2 or type(entry[0]) is not str or not _is_int32(entry[1]):
+                    raise InputError(
+                        "must be (topic name, 32-bit partition number)",
+                        field=f"previous_assignment[{index}]",
+                        value=entry,
+                    )
         if self.generation is not None and not _is_int32(self.generation):
             raise InputError(
                 "generation must be a 32-bit integer or None",
@@ -217,10 +224,12 @@ class _Reader:
         for topic_index in range(self.array_length(field, 6)):
             topic = self.string(f"{field}[{topic_index}].topic")
             assert topic is not None
-            count = self.array_length(f"{field}[{topic_index}].partitions", 4)
+            where = f"{field}[{topic_index}].partitions"
+            count = self.array_length(where, 4)
+            # array_length checked that the bytes are there: one unpack per topic
+            numbers = struct.unpack(f">{count}i", self.take(4 * count, where))
             partitions.extend(
-                TopicPartition(topic, self.int32(f"{field}[{topic_index}].partitions[{index}]"))
-                for index in range(count)
+                map(tuple.__new__, repeat(TopicPartition), zip(repeat(topic), numbers))
             )
         return tuple(partitions)
 
