@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import struct
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from assignors.protocol.wire import (
     MemberAssignment,
     StickyUserData,
     Subscription,
+    _Reader,
     assignment_from_json,
     assignment_to_json,
     decode_assignment,
@@ -250,6 +253,27 @@ def test_arbitrary_bytes_decode_or_raise_input_error(data: bytes) -> None:
             decode(data)
         except InputError as error:
             assert "byte offset" in str(error)
+
+
+@relaxed
+@given(partition_lists, st.data())
+def test_fast_partition_reader_agrees_with_the_field_by_field_one(
+    partitions: tuple, data: st.DataObject
+) -> None:
+    encoded = bytearray(encode_assignment(MemberAssignment(partitions, None, 0))[2:])
+    for _ in range(data.draw(st.integers(0, 2))):  # corrupt a byte or two, sometimes
+        position = data.draw(st.integers(0, len(encoded) - 1))
+        encoded[position] = data.draw(st.integers(0, 255))
+
+    def outcome(read: Callable[[_Reader], tuple]) -> tuple | None:
+        reader = _Reader(bytes(encoded), "assignment")
+        try:
+            return read(reader), reader.offset
+        except (InputError, ValueError, UnicodeDecodeError, struct.error):
+            return None
+
+    fast = outcome(lambda reader: reader._topic_partitions_unnamed())
+    assert fast == outcome(lambda reader: reader._topic_partitions_named("partitions"))
 
 
 @relaxed

@@ -219,7 +219,43 @@ class _Reader:
         return version
 
     def topic_partitions(self, field: str) -> tuple[TopicPartition, ...]:
-        """``[]{Topic string, Partitions []int32}`` flattened in wire order."""
+        """``[]{Topic string, Partitions []int32}`` flattened in wire order. Well-formed bytes
+        take a fast path with no field names; anything else is read again field by field, so
+        the error names the field and the byte offset."""
+        start = self.offset
+        try:
+            return self._topic_partitions_unnamed()
+        except (struct.error, UnicodeDecodeError, ValueError):
+            self.offset = start
+            return self._topic_partitions_named(field)
+
+    def _topic_partitions_unnamed(self) -> tuple[TopicPartition, ...]:
+        data, offset, end = self.data, self.offset, len(self.data)
+        (num_topics,) = _INT32.unpack_from(data, offset)
+        offset += 4
+        if num_topics < 0 or num_topics * 6 > end - offset:
+            raise ValueError("bad topic count")
+        partitions: list[TopicPartition] = []
+        for _ in range(num_topics):
+            (length,) = _INT16.unpack_from(data, offset)
+            offset += 2
+            if length < 0 or length > end - offset:
+                raise ValueError("bad topic name length")
+            topic = data[offset : offset + length].decode("utf-8")
+            offset += length
+            (count,) = _INT32.unpack_from(data, offset)
+            offset += 4
+            if count < 0 or count * 4 > end - offset:
+                raise ValueError("bad partition count")
+            numbers = struct.unpack_from(f">{count}i", data, offset)
+            offset += 4 * count
+            partitions.extend(
+                map(tuple.__new__, repeat(TopicPartition), zip(repeat(topic), numbers))
+            )
+        self.offset = offset
+        return tuple(partitions)
+
+    def _topic_partitions_named(self, field: str) -> tuple[TopicPartition, ...]:
         partitions: list[TopicPartition] = []
         for topic_index in range(self.array_length(field, 6)):
             topic = self.string(f"{field}[{topic_index}].topic")
