@@ -38,7 +38,7 @@ import logging
 import struct
 from collections.abc import Callable, Iterable
 from functools import cache
-from itertools import groupby
+from itertools import groupby, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -200,12 +200,14 @@ def _claims(subscription: Any) -> tuple[tuple[TopicPartition, ...], int]:
     Negative partition numbers name no partition and are dropped (no assignor honours them)."""
     generation = getattr(subscription, "generation_id", None)
     generation = NO_GENERATION if generation is None else generation
-    owned = tuple(
-        TopicPartition(entry.topic, partition)
-        for entry in (getattr(subscription, "owned_partitions", None) or ())
-        for partition in entry.partitions
-        if partition >= 0
-    )
+    claims: list[TopicPartition] = []
+    for entry in getattr(subscription, "owned_partitions", None) or ():
+        numbers = entry.partitions
+        if numbers and min(numbers) < 0:
+            numbers = [number for number in numbers if number >= 0]
+        # tuple.__new__ builds the NamedTuple in C, without its Python-level __new__
+        claims.extend(map(tuple.__new__, repeat(TopicPartition), zip(repeat(entry.topic), numbers)))
+    owned = tuple(claims)
     user_data = getattr(subscription, "user_data", None) or b""
     if owned or len(user_data) <= 4:
         return owned, generation
