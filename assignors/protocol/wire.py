@@ -235,7 +235,8 @@ class _Reader:
         offset += 4
         if num_topics < 0 or num_topics * 6 > end - offset:
             raise ValueError("bad topic count")
-        partitions: list[TopicPartition] = []
+        topics: list[str] = []
+        numbers: list[int] = []
         for _ in range(num_topics):
             (length,) = _INT16.unpack_from(data, offset)
             offset += 2
@@ -247,13 +248,12 @@ class _Reader:
             offset += 4
             if count < 0 or count * 4 > end - offset:
                 raise ValueError("bad partition count")
-            numbers = struct.unpack_from(f">{count}i", data, offset)
+            topics.extend(repeat(topic, count))
+            numbers.extend(struct.unpack_from(f">{count}i", data, offset))
             offset += 4 * count
-            partitions.extend(
-                map(tuple.__new__, repeat(TopicPartition), zip(repeat(topic), numbers))
-            )
         self.offset = offset
-        return tuple(partitions)
+        # tuple.__new__ builds the NamedTuples in C, without their Python-level __new__
+        return tuple(map(tuple.__new__, repeat(TopicPartition), zip(topics, numbers, strict=True)))
 
     def _topic_partitions_named(self, field: str) -> tuple[TopicPartition, ...]:
         partitions: list[TopicPartition] = []
