@@ -248,6 +248,8 @@ def test_summary_names_each_assignors_rebalance_protocol(tmp_path):
         "roundrobin": "eager",
         "sticky": "eager",
         "cooperative-sticky": "cooperative",
+        "uniform": "cooperative",
+        "server-range": "cooperative",
         "recorded": "cooperative",
     }
     metadata = pq.read_schema(tmp_path / "r" / "summary.parquet").metadata
