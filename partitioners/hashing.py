@@ -17,12 +17,19 @@ The Java client's own test vectors (``UtilsTest.testMurmur2``), plus the empty k
 
 The array functions take a pyarrow binary array, a sequence of ``bytes`` (``str`` is encoded as
 UTF-8, the Java ``StringSerializer`` default) or a 2-D ``uint8`` array of equal-length keys, and
-never loop over keys in Python: each 4-byte block position is mixed column-wise over all keys
-of one length with uint32 wrap-around, in place, in cache-sized chunks. Equal-length keys are
-read straight from the buffer; keys of mixed lengths are first put in length order (radix sort
-of the lengths, one Arrow ``take``), so every length is one contiguous matrix. Cost is
+never loop over keys in Python (a list becomes an Arrow array in Arrow's own code). murmur2
+mixes each 4-byte block position column-wise over many keys at once with uint32 wrap-around.
+Equal-length keys are read straight from the buffer as one matrix. Keys of mixed lengths stay
+in place: each key's first 16 blocks and the word after them are read as one row of an
+overlapping fixed-width view of the buffer, the block words are mixed as one matrix, and the
+hash chain runs over all 16 block positions of every key in a chunk keeping each step's value,
+of which a key takes the one after its own last block; the word after that block holds its
+tail bytes, so tail and final mix are column-wise too. Keys longer than 64 bytes continue in
+further windows of 16 blocks over only the keys that still have blocks. Cost is
 O(total key bytes + keys); null entries hash like empty keys (callers that treat null
-differently mask them with ``null_mask``).
+differently mask them with ``null_mask``). CRC32 and FNV-1a put keys of mixed lengths in
+length order first (a radix sort of the lengths, one Arrow ``take``) and then go byte by byte
+over each length's matrix.
 """
 
 from __future__ import annotations
@@ -45,6 +52,12 @@ _U32 = 0xFFFFFFFF
 _M32 = np.uint32(MURMUR2_M)
 # rows mixed per pass: three uint32 work columns of this length stay in L2
 _CHUNK_ROWS = 32768
+# keys per pass of the mixed-length path: a pass holds (window + 1) x rows words three times
+_CHUNK_ROWS_RAGGED = 8192
+# 4-byte blocks per window of the mixed-length path (one 68-byte row per key and window)
+_WINDOW_BLOCKS = 16
+_TAIL_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF], dtype=np.uint32)
+_TAIL_MULTIPLIERS = np.array([1, MURMUR2_M, MURMUR2_M, MURMUR2_M], dtype=np.uint32)
 
 KeyInput: TypeAlias = pa.Array | pa.ChunkedArray | np.ndarray | Sequence[Any]
 
@@ -134,7 +147,17 @@ def as_binary_array(keys: KeyInput) -> pa.Array:
         if pa.types.is_null(keys.type):
             return pa.nulls(len(keys), pa.binary())
         raise TypeError(f"keys must be binary or string, not {keys.type}")
-    items = keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
+    items = keys.tolist() if isinstance(keys, np.ndarray) else keys
+    if not isinstance(items, list):
+        items = list(items)
+    try:
+        # bytes, bytearray, memoryview, str (as UTF-8) and None, converted in Arrow's C++ code
+        built = pa.array(items, type=pa.binary())
+        if isinstance(built, pa.ChunkedArray):  # over 2 GiB of key bytes
+            return pa.array(items, type=pa.large_binary())
+        return built
+    except (pa.ArrowException, TypeError, ValueError):
+        pass  # other buffer objects: one bytes() per key, below
     encoded = [_key_bytes(item) for item in items]
     wide = _total_len(encoded) >= 2**31
     return pa.array(encoded, type=pa.large_binary() if wide else pa.binary())
@@ -166,7 +189,7 @@ def key_lengths(keys: KeyInput) -> np.ndarray:
     if len(array) == 0:
         return np.zeros(0, dtype=np.int64)
     offsets, _ = _arrow_layout(array)
-    lengths = np.diff(offsets).astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64, copy=False)
     if array.null_count:
         lengths[null_mask(array)] = 0
     return lengths
@@ -245,13 +268,173 @@ def _common_length(offsets: np.ndarray) -> int | None:
 
 def murmur2_array(keys: KeyInput) -> np.ndarray:
     """Kafka murmur2 of every key as ``int32`` (null entries hash like empty keys)."""
-    count, groups = _equal_length_groups(keys)
-    if len(groups) == 1 and isinstance(groups[0][0], slice):
-        return _murmur2_matrix(groups[0][1]).view(np.int32)
-    result = np.empty(count, dtype=np.uint32)
-    for rows, matrix in groups:
-        result[rows] = _murmur2_matrix(matrix)
-    return result.view(np.int32)
+    if isinstance(keys, np.ndarray) and keys.ndim == 2 and keys.dtype == np.uint8:
+        return _murmur2_matrix(np.ascontiguousarray(keys)).view(np.int32)
+    array = as_binary_array(keys)
+    count = len(array)
+    if count == 0:
+        return np.zeros(0, dtype=np.int32)
+    offsets, data = _arrow_layout(array)
+    if array.null_count == 0:
+        common_length = _common_length(offsets)
+        if common_length is not None:
+            start = int(offsets[0])
+            matrix = data[start : start + count * common_length].reshape(count, common_length)
+            return _murmur2_matrix(matrix).view(np.int32)
+    lengths = np.diff(offsets).astype(np.int64, copy=False)
+    if array.null_count:
+        # a null hashes as an empty key whatever bytes its offsets happen to span
+        lengths[null_mask(array)] = 0
+    starts = offsets[:-1].astype(np.int64, copy=False)
+    return _murmur2_ragged(starts, lengths, data).view(np.int32)
+
+
+def _byte_rows(buffer: np.ndarray, width: int) -> np.ndarray:
+    """Every ``width``-byte window of ``buffer`` as one item (row i starts at byte i), no copy."""
+    return np.ndarray(
+        (len(buffer) - width + 1,),
+        dtype=np.dtype((np.void, width)),
+        buffer=buffer,
+        strides=(1,),
+    )
+
+
+def _murmur2_ragged(starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """murmur2 of keys of any lengths lying anywhere in ``data``, in their own order (uint32).
+
+    Key i is ``data[starts[i] : starts[i] + lengths[i]]``. The keys are never reordered or
+    copied one by one: their 4-byte blocks are taken in windows of up to ``_WINDOW_BLOCKS``
+    blocks (see ``_murmur2_window``). Keys of at most 64 bytes (or whatever the longest key
+    is, if shorter) take one window, which also applies the tail bytes and the final mix;
+    longer keys take further windows, over only the keys that still have blocks left, and
+    get their tail and final mix at the end.
+    """
+    count = len(lengths)
+    hashes = np.empty(count, dtype=np.uint32)
+    block_counts = lengths >> 2
+    most_blocks = int(block_counts.max()) if count else 0
+    if most_blocks <= _WINDOW_BLOCKS:
+        _murmur2_window(starts, lengths, hashes, data, most_blocks, first=True, finish=True)
+        return hashes
+    window = _WINDOW_BLOCKS
+    tail_words = _murmur2_window(starts, lengths, hashes, data, window, first=True, finish=False)
+    first_block = window
+    pending = np.flatnonzero(block_counts > first_block)
+    while len(pending):
+        skipped = 4 * first_block
+        window_lengths = lengths[pending] - skipped
+        window_hashes = hashes[pending]
+        window_tails = _murmur2_window(
+            starts[pending] + skipped,
+            window_lengths,
+            window_hashes,
+            data,
+            window,
+            first=False,
+            finish=False,
+        )
+        hashes[pending] = window_hashes
+        tail_words[pending] = window_tails
+        pending = pending[(window_lengths >> 2) > window]
+        first_block += window
+    _finish(hashes, tail_words, lengths)
+    return hashes
+
+
+def _finish(hashes: np.ndarray, tail_words: np.ndarray, lengths: np.ndarray) -> None:
+    """Tail bytes (the low ``length & 3`` bytes of ``tail_words``) and the final mix, in place."""
+    tail_lengths = (lengths & 3).astype(np.intp, copy=False)
+    np.bitwise_and(tail_words, np.take(_TAIL_MASKS, tail_lengths), out=tail_words)
+    np.bitwise_xor(hashes, tail_words, out=hashes)
+    np.multiply(hashes, np.take(_TAIL_MULTIPLIERS, tail_lengths), out=hashes)
+    _finalize(hashes, tail_words, hashes)
+
+
+def _murmur2_window(
+    window_starts: np.ndarray,
+    window_lengths: np.ndarray,
+    hashes: np.ndarray,
+    data: np.ndarray,
+    window: int,
+    *,
+    first: bool,
+    finish: bool,
+) -> np.ndarray:
+    """Mix up to ``window`` blocks of every key into ``hashes``, in place.
+
+    Key i continues at byte ``window_starts[i]`` with ``window_lengths[i]`` bytes left. With
+    ``first`` the hashes start from the seed (``window_lengths`` then being the whole key
+    lengths), otherwise from the values ``hashes`` holds. Each key gets one row of
+    ``window + 1`` words (a fancy index on an overlapping fixed-width view of the buffer, in
+    cache-sized chunks of keys); the block words are mixed as one matrix and the hash chain
+    runs block position by block position over all keys of the chunk, keeping every
+    intermediate value: a key with ``b`` blocks in this window takes the value after ``b``
+    steps, so the bytes a row holds past the end of its key never reach its hash. The word
+    after a key's last block of the window holds its tail bytes if the key ends there.
+    With ``finish`` (every key ends in this window) tail and final mix are applied too;
+    otherwise those words are returned.
+    """
+    count = len(window_starts)
+    width = 4 * (window + 1)
+    # rows reaching past the end of the buffer come from a zero-padded copy of its last bytes
+    low = max(0, len(data) - 2 * width)
+    end_copy = np.zeros(len(data) - low + width, dtype=np.uint8)
+    end_copy[: len(data) - low] = data[low:]
+    end_rows = _byte_rows(end_copy, width)
+    last_inside = len(data) - width
+    main_rows = _byte_rows(data, width) if last_inside >= 0 else end_rows
+    chunk = min(_CHUNK_ROWS_RAGGED, max(count, 1))
+    chain = np.empty((window + 1, chunk), dtype=np.uint32)
+    by_position = np.empty((window + 1, chunk), dtype=np.uint32)
+    mixed = np.empty((window, chunk), dtype=np.uint32)
+    scratch = np.empty((window, chunk), dtype=np.uint32)
+    columns = np.arange(chunk, dtype=np.intp)
+    steps_buffer = np.empty(chunk, dtype=np.intp)
+    tail_words = np.empty(count, dtype=np.uint32)
+    for start in range(0, count, chunk):
+        stop = min(start + chunk, count)
+        n = stop - start
+        positions = window_starts[start:stop]
+        if int(positions.max()) <= last_inside:
+            raw = main_rows[positions]
+        else:
+            raw = np.empty(n, dtype=main_rows.dtype)
+            inside = positions <= last_inside
+            raw[inside] = main_rows[positions[inside]]
+            raw[~inside] = end_rows[positions[~inside] - low]
+        # the words one row per position in the key (contiguous rows for the chain)
+        words = by_position[:, :n]
+        np.copyto(words, raw.view("<u4").reshape(n, window + 1).T)
+        key_lengths = window_lengths[start:stop]
+        # steps[i]: blocks of key i in this window, then its flat index in a (window + 1,
+        # chunk) matrix at that row: the chain value after its last block, its tail word
+        steps = steps_buffer[:n]
+        np.right_shift(key_lengths, 2, out=steps, casting="unsafe")
+        np.minimum(steps, window, out=steps)
+        np.multiply(steps, chunk, out=steps)
+        np.add(steps, columns[:n], out=steps)
+        tails = tail_words[start:stop]
+        np.take(by_position.reshape(-1), steps, out=tails)
+        h = chain[:, :n]
+        if first:
+            np.bitwise_xor(key_lengths, MURMUR2_SEED, out=h[0], casting="unsafe")
+        else:
+            h[0] = hashes[start:stop]
+        if window:
+            k = mixed[:, :n]
+            np.multiply(words[:window], _M32, out=k)
+            shifted = scratch[:, :n]
+            np.right_shift(k, 24, out=shifted)
+            np.bitwise_xor(k, shifted, out=k)
+            np.multiply(k, _M32, out=k)
+            for block in range(window):
+                np.multiply(h[block], _M32, out=h[block + 1])
+                np.bitwise_xor(h[block + 1], k[block], out=h[block + 1])
+        out = hashes[start:stop]
+        np.take(chain.reshape(-1), steps, out=out)
+        if finish:
+            _finish(out, tails, key_lengths)
+    return tail_words
 
 
 def _mix_block(h: np.ndarray, k: np.ndarray, t: np.ndarray) -> None:
