@@ -386,8 +386,6 @@ def _murmur2_window(
     chunk = min(_CHUNK_ROWS_RAGGED, max(count, 1))
     chain = np.empty((window + 1, chunk), dtype=np.uint32)
     by_position = np.empty((window + 1, chunk), dtype=np.uint32)
-    mixed = np.empty((window, chunk), dtype=np.uint32)
-    scratch = np.empty((window, chunk), dtype=np.uint32)
     columns = np.arange(chunk, dtype=np.intp)
     steps_buffer = np.empty(chunk, dtype=np.intp)
     tail_words = np.empty(count, dtype=np.uint32)
@@ -421,9 +419,11 @@ def _murmur2_window(
         else:
             h[0] = hashes[start:stop]
         if window:
-            k = mixed[:, :n]
-            np.multiply(words[:window], _M32, out=k)
-            shifted = scratch[:, :n]
+            # mixed in place (the tail words are taken); the chain's rows are scratch until
+            # the chain runs
+            k = words[:window]
+            np.multiply(k, _M32, out=k)
+            shifted = chain[1:, :n]
             np.right_shift(k, 24, out=shifted)
             np.bitwise_xor(k, shifted, out=k)
             np.multiply(k, _M32, out=k)
