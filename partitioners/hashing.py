@@ -311,11 +311,11 @@ def _murmur2_ragged(starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -
     """
     count = len(lengths)
     hashes = np.empty(count, dtype=np.uint32)
-    block_counts = lengths >> 2
-    most_blocks = int(block_counts.max()) if count else 0
+    most_blocks = int(lengths.max()) >> 2 if count else 0
     if most_blocks <= _WINDOW_BLOCKS:
         _murmur2_window(starts, lengths, hashes, data, most_blocks, first=True, finish=True)
         return hashes
+    block_counts = lengths >> 2
     window = _WINDOW_BLOCKS
     tail_words = _murmur2_window(starts, lengths, hashes, data, window, first=True, finish=False)
     first_block = window
