@@ -29,6 +29,7 @@ _BUILTIN: dict[str, str] = {
     "cooperative-sticky": "assignors.cooperative_sticky:CooperativeStickyAssignor",
     "uniform": "assignors.uniform:UniformAssignor",
     "server-range": "assignors.server_range:ServerRangeAssignor",
+    "optimal": "assignors.optimal:OptimalAssignor",
 }
 
 
