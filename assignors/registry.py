@@ -30,6 +30,8 @@ _BUILTIN: dict[str, str] = {
     "uniform": "assignors.uniform:UniformAssignor",
     "server-range": "assignors.server_range:ServerRangeAssignor",
     "optimal": "assignors.optimal:OptimalAssignor",
+    "load-aware": "assignors.load_aware:LoadAwareAssignor",
+    "load-aware-cooperative": "assignors.load_aware:CooperativeLoadAwareAssignor",
 }
 
 
