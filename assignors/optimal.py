@@ -92,17 +92,22 @@ class GroupArrays:
             if subscription is None:
                 subscription = tuple(
                     sorted(
-                        p for name in member.topics if (p := position.get(name)) is not None
-                        and counts[p] > 0
+                        p
+                        for name in member.topics
+                        if (p := position.get(name)) is not None and counts[p] > 0
                     )
                 )
                 known[member.topics] = subscription
             subscriptions.append(subscription)
         members = group.members
-        order = sorted(range(len(members)), key=lambda i: (members[i].sort_key, members[i].member_id))
+        order = sorted(
+            range(len(members)), key=lambda i: (members[i].sort_key, members[i].member_id)
+        )
         rank = np.empty(len(members), dtype=_INDEX)
         rank[order] = np.arange(len(members), dtype=_INDEX)
-        claimant, contested, objects = _valid_claims(group, subscriptions, counts, offsets, position)
+        claimant, contested, objects = _valid_claims(
+            group, subscriptions, counts, offsets, position
+        )
         return cls(
             space=space,
             member_ids=tuple(member.member_id for member in members),
@@ -149,12 +154,16 @@ class GroupArrays:
         given = np.concatenate([part for part in parts if part is not None])
         fill = float(given.mean()) if given.size and given.sum() > 0 else 1.0
         counts = self.space.partition_counts
-        return np.concatenate(
-            [
-                part if part is not None else np.full(count, fill)
-                for part, count in zip(parts, counts, strict=True)
-            ]
-        ) if counts else np.zeros(0)
+        return (
+            np.concatenate(
+                [
+                    part if part is not None else np.full(count, fill)
+                    for part, count in zip(parts, counts, strict=True)
+                ]
+            )
+            if counts
+            else np.zeros(0)
+        )
 
     def rack_sets(self, group: Group) -> tuple[np.ndarray, np.ndarray] | None:
         """(rack-set id per partition, mismatch table [member, rack-set id]); None when rack

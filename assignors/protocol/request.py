@@ -64,18 +64,20 @@ from assignors.model import (
 )
 from ktkbase import jsonsafe
 
-REQUEST_FIELDS = frozenset({"name", "assignor", "topics", "members"})
+REQUEST_FIELDS = frozenset({"name", "assignor", "options", "topics", "members"})
 TOPIC_FIELDS = frozenset({"name", "partitions", "racks", "weights"})
 MEMBER_FIELDS = frozenset({"id", "topics", "owned", "generation", "rack", "instance_id"})
 _UNWRITABLE = re.compile("[\x00\ud800-\udfff]")  # NUL, lone surrogates: not in ids or names
 
 
 class Request(NamedTuple):
-    """A parsed request: the echoed name, the assignor's protocol name and the group."""
+    """A parsed request: the echoed name, the assignor's protocol name, the group and the
+    assignor's options (keyword arguments of its factory, e.g. ``{"tolerance": 0.1}``)."""
 
     name: str | None
     assignor: str
     group: Group
+    options: Mapping[str, object] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +147,12 @@ def parse_request(
     if assignor not in known:
         raise _fail(f"unknown assignor; known: {', '.join(known)}", "assignor", assignor)
 
+    options = obj.get("options", {})
+    if not isinstance(options, dict):
+        raise _fail("options must be an object of option names and values", "options", options)
     topics = _parse_topics(obj.get("topics", _MISSING))
     members = _parse_members(obj.get("members", _MISSING), {topic.name: topic for topic in topics})
-    return Request(name, assignor, Group(topics=topics, members=members))
+    return Request(name, assignor, Group(topics=topics, members=members), options)
 
 
 _MISSING = object()
@@ -465,8 +470,15 @@ def run(entry: Entry, assignor: Assignor | None = None) -> dict[str, object]:
     if entry.request is None:
         assert entry.error is not None
         return error_result(entry.name, entry.error)
+    options = entry.request.options
     try:
-        chosen = assignor if assignor is not None else registry.get(entry.request.assignor)
+        if assignor is not None and not options:
+            chosen = assignor
+        else:
+            name = assignor.name if assignor is not None else entry.request.assignor
+            chosen = registry.get(name, options)
+    except InputError as error:
+        return error_result(entry.name, error.located(source=entry.source, line=entry.line))
     except ImportError as error:
         unavailable = InputError(
             f"assignor is not available: {error}",
