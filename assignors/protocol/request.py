@@ -41,6 +41,7 @@ r:1: topics[1].partitions: the topics hold 16000000 partitions; a request may ho
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -71,20 +72,19 @@ _UNWRITABLE = re.compile("[\x00\ud800-\udfff]")  # NUL, lone surrogates: not in 
 
 
 class Request(NamedTuple):
-    """A parsed request: the echoed name, the assignor's protocol name, the group and the
-    assignor's options (keyword arguments of its factory, e.g. ``{"tolerance": 0.1}``)."""
+    """A parsed request: the echoed name, the assignor's protocol name and the group."""
 
     name: str | None
     assignor: str
     group: Group
-    options: Mapping[str, object] = {}
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One request of an input: parsed, or the error that made it invalid.
 
-    ``name`` is the request's name when it could be read even though the request is invalid.
+    ``name`` is the request's name when it could be read even though the request is invalid;
+    ``options`` are the request's assignor options (keyword arguments of its factory).
     """
 
     line: int
@@ -92,6 +92,7 @@ class Entry:
     request: Request | None = None
     error: InputError | None = None
     source: str | None = None
+    options: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
 
 def _fail(message: str, field: str | None, value: object = InputError._NO_VALUE) -> InputError:
@@ -147,12 +148,19 @@ def parse_request(
     if assignor not in known:
         raise _fail(f"unknown assignor; known: {', '.join(known)}", "assignor", assignor)
 
+    parse_options(obj)
+    topics = _parse_topics(obj.get("topics", _MISSING))
+    members = _parse_members(obj.get("members", _MISSING), {topic.name: topic for topic in topics})
+    return Request(name, assignor, Group(topics=topics, members=members))
+
+
+def parse_options(obj: Mapping[str, Any]) -> dict[str, object]:
+    """A request's ``options`` object (empty when absent): option names to JSON values, checked
+    against the assignor when it is built (:func:`assignors.registry.get`)."""
     options = obj.get("options", {})
     if not isinstance(options, dict):
         raise _fail("options must be an object of option names and values", "options", options)
-    topics = _parse_topics(obj.get("topics", _MISSING))
-    members = _parse_members(obj.get("members", _MISSING), {topic.name: topic for topic in topics})
-    return Request(name, assignor, Group(topics=topics, members=members), options)
+    return dict(options)
 
 
 _MISSING = object()
@@ -375,7 +383,10 @@ def read_requests(
             located = error.located(source=source, line=line)
             entries.append(Entry(line, _request_name(obj), error=located))
         else:
-            entries.append(Entry(line, request.name, request=request, source=source))
+            options = parse_options(obj)  # type: ignore[arg-type]
+            entries.append(
+                Entry(line, request.name, request=request, source=source, options=options)
+            )
     return entries
 
 
@@ -470,13 +481,12 @@ def run(entry: Entry, assignor: Assignor | None = None) -> dict[str, object]:
     if entry.request is None:
         assert entry.error is not None
         return error_result(entry.name, entry.error)
-    options = entry.request.options
     try:
-        if assignor is not None and not options:
+        if assignor is not None and not entry.options:
             chosen = assignor
         else:
             name = assignor.name if assignor is not None else entry.request.assignor
-            chosen = registry.get(name, options)
+            chosen = registry.get(name, entry.options)
     except InputError as error:
         return error_result(entry.name, error.located(source=entry.source, line=entry.line))
     except ImportError as error:
