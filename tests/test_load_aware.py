@@ -232,7 +232,7 @@ def test_bad_tolerance_option_is_one_error_line(options: dict, message: str):
 
 
 def test_tolerance_is_checked_when_the_assignor_is_built():
-    with pytest.raises(InputError, match="options.tolerance"):
+    with pytest.raises(InputError, match=r"options\.tolerance"):
         LoadAwareAssignor(tolerance=float("nan"))
 
 
