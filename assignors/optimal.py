@@ -18,9 +18,10 @@ everything else stays:
 >>> show(OptimalAssignor().assign(group))
 {'c0': ['a-0', 'a-1'], 'c1': ['a-4'], 'c2': ['a-2', 'a-3']}
 
-The three goals are the exact references scoring reports: the max load reached is
-:func:`assignors.traces.scoring.optimal_max_load` (taken from there, so the two definitions
-cannot drift) and the partitions moved are :func:`assignors.traces.scoring.min_moved`.
+The first two goals are the exact references scoring reports: the max load reached is
+:func:`assignors.traces.scoring.optimal_max_load` (found by scoring's own max-flow search, run on
+the same classes, so the two definitions cannot drift) and the partitions moved are
+:func:`assignors.traces.scoring.min_moved` (the same min-cost flow, plus rack costs).
 
 How: partitions are grouped by (class, valid claimant, replica-rack set), where a class is the
 set of topics with the same subscribers. One min-cost flow runs from those groups to members,
@@ -52,7 +53,7 @@ from ortools.graph.python import min_cost_flow
 
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
-from assignors.traces.scoring import optimal_max_load
+from assignors.traces.scoring import _Classes, _optimal_max_load
 
 _INDEX = np.int64
 NOBODY = -1
@@ -123,22 +124,31 @@ class GroupArrays:
     def num_partitions(self) -> int:
         return int(self.topic_of.size)
 
-    def topic_subscribers(self) -> list[tuple[int, ...]]:
-        """Per topic position, its subscribers (member indexes, ascending)."""
-        subscribers: list[list[int]] = [[] for _ in self.space.topic_names]
-        for member, subscription in enumerate(self.subscriptions):
-            for topic in subscription:
-                subscribers[topic].append(member)
-        return [tuple(members) for members in subscribers]
-
     def classes(self) -> tuple[np.ndarray, list[tuple[int, ...]]]:
         """(class per partition, subscribers per class): a class is the set of topics with the
-        same subscribers (topics nobody subscribes to are not in the space)."""
-        class_of_subscribers: dict[tuple[int, ...], int] = {}
+        same subscribers (topics nobody subscribes to are not in the space). Members sharing a
+        subscription are handled together, so this is O(distinct subscriptions x topics)."""
+        sharing: dict[tuple[int, ...], list[int]] = {}
+        for member, subscription in enumerate(self.subscriptions):
+            if subscription:
+                sharing.setdefault(subscription, []).append(member)
+        # a topic's subscribers are determined by which distinct subscriptions contain it
+        containing: list[list[int]] = [[] for _ in self.space.topic_names]
+        for position, subscription in enumerate(sharing):
+            for topic in subscription:
+                containing[topic].append(position)
+        groups = list(sharing.values())
+        class_of_key: dict[tuple[int, ...], int] = {}
+        members_of_class: list[tuple[int, ...]] = []
         topic_class = np.empty(len(self.space.topic_names), dtype=_INDEX)
-        for topic, members in enumerate(self.topic_subscribers()):
-            topic_class[topic] = class_of_subscribers.setdefault(members, len(class_of_subscribers))
-        return topic_class[self.topic_of], list(class_of_subscribers)
+        for topic, key_list in enumerate(containing):
+            key = tuple(key_list)
+            found = class_of_key.get(key)
+            if found is None:
+                found = class_of_key[key] = len(members_of_class)
+                members_of_class.append(tuple(sorted(m for g in key for m in groups[g])))
+            topic_class[topic] = found
+        return topic_class[self.topic_of], members_of_class
 
     def weights(self, group: Group) -> np.ndarray | None:
         """Weight per partition; None unless some subscribed topic has weights. Partitions of
@@ -323,8 +333,11 @@ def plan_optimal(group: Group) -> OptimalPlan:
     owner = np.full(num_partitions, NOBODY, dtype=_INDEX)
     if num_partitions == 0:
         return OptimalPlan(arrays, owner, 0, 0, None if not group.has_racks() else 0)
-    capacity = optimal_max_load(group)
     class_of, class_members = arrays.classes()
+    # scoring's own search over the same classes: the optimum cannot drift from the reference
+    sizes = tuple(np.bincount(class_of, minlength=len(class_members)).tolist())
+    active = len({member for members in class_members for member in members})
+    capacity = _optimal_max_load(_Classes(tuple(class_members), sizes), active)
     racks = arrays.rack_sets(group)
     rack_set = racks[0] if racks is not None else np.zeros(num_partitions, dtype=_INDEX)
     num_sets = int(rack_set.max()) + 1
