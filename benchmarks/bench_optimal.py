@@ -104,7 +104,8 @@ def run(partitions: int) -> None:
             incremental_s, _ = timed(assignor.assign, incremental)
             print(
                 f"{partitions:>9,} partitions x {num_members:>5,} members {shape:13s} {name:10s}"
-                f" fresh {fresh_s:7.2f}s (sticky {peer_fresh_s:6.2f}s, x{fresh_s / peer_fresh_s:5.1f})"
+                f" fresh {fresh_s:7.2f}s (sticky {peer_fresh_s:6.2f}s,"
+                f" x{fresh_s / peer_fresh_s:5.1f})"
                 f"  incremental {incremental_s:7.2f}s (sticky {peer_incremental_s:6.2f}s,"
                 f" x{incremental_s / peer_incremental_s:5.1f})",
                 flush=True,
