@@ -222,7 +222,7 @@ class GroupArrays:
         return Assignment(dict(sorted(partitions.items())), withheld)
 
     def filled_objects(self) -> np.ndarray:
-        missing = np.flatnonzero(np.equal(self.objects, None))
+        missing = np.flatnonzero(np.equal(self.objects, None))  # type: ignore[call-overload]
         if missing.size:
             offsets = np.asarray(self.space.offsets, dtype=_INDEX)
             positions = self.topic_of[missing]
@@ -363,7 +363,10 @@ def plan_optimal(group: Group) -> OptimalPlan:
     group_base, hub_base = 2, 2 + num_groups
     member_base = hub_base + num_hubs
     num_nodes = member_base + num_members
-    tails, heads, capacities, costs = [], [], [], []
+    tails: list[np.ndarray] = []
+    heads: list[np.ndarray] = []
+    capacities: list[np.ndarray] = []
+    costs: list[np.ndarray] = []
 
     def arcs(tail: object, head: object, capacity: object, cost: object, size: int) -> None:
         for target, value in ((tails, tail), (heads, head), (capacities, capacity), (costs, cost)):
