@@ -1,14 +1,17 @@
 """Cost of the optimal and load-aware assignors at 10^4, 10^5 and 10^6 partitions, beside sticky.
 
 Each size runs a fresh assignment (nobody owns anything) and an incremental one (the fresh
-answer is owned, every tenth member leaves and one new member joins), on uniform and on
-heterogeneous subscriptions (the first half of the members subscribe to every topic, the rest
-to every other topic), with replica racks on three racks and skewed (Pareto) partition weights.
+answer is owned, every tenth member leaves and one new member joins), on three subscription
+shapes: uniform; heterogeneous (the first half of the members subscribe to every topic, the
+rest to every other topic); random (each member subscribes to a random half of the topics, so
+every topic has its own subscribers: the worst case for the optimal assignor's flow). Replica
+racks on three racks and skewed (Pareto) partition weights throughout.
 Sticky is the peer: same groups, same run, and the ratio of the times is printed.
 
     python benchmarks/bench_optimal.py                    # 10^4 and 10^5
     python benchmarks/bench_optimal.py --size 1000000     # one size
     python benchmarks/bench_optimal.py --all              # 10^4, 10^5 and 10^6
+    python benchmarks/bench_optimal.py --shape random     # one subscription shape
 
 Sizes: partitions -> members (100 partitions per topic): 10^4 -> 100, 10^5 -> 1,000,
 10^6 -> 2,000 (the size of Kafka's own largest sticky test).
@@ -30,6 +33,7 @@ from assignors.sticky import StickyAssignor
 PARTITIONS_PER_TOPIC = 100
 MEMBERS = {10_000: 100, 100_000: 1_000, 1_000_000: 2_000}
 RACKS = ("az1", "az2", "az3")
+SHAPES = ("uniform", "heterogeneous", "random")
 
 
 def make_topics(partitions: int, seed: int = 0) -> tuple[Topic, ...]:
@@ -54,17 +58,23 @@ def make_topics(partitions: int, seed: int = 0) -> tuple[Topic, ...]:
 def make_group(
     topics: tuple[Topic, ...],
     num_members: int,
-    heterogeneous: bool,
+    shape: str,
     owned: Assignment | None = None,
 ) -> Group:
     everything = frozenset(topic.name for topic in topics)
     every_other = frozenset(topic.name for topic in topics[::2])
+    rng = np.random.default_rng(1)
     members = []
     ids = [f"consumer-{i:05d}" for i in range(num_members)]
     if owned is not None:  # every tenth member leaves, one joins
         ids = [member_id for i, member_id in enumerate(ids) if i % 10 != 0] + ["consumer-new"]
     for position, member_id in enumerate(ids):
-        subscription = every_other if heterogeneous and position >= len(ids) // 2 else everything
+        subscription = everything
+        if shape == "heterogeneous" and position >= len(ids) // 2:
+            subscription = every_other
+        elif shape == "random":  # every topic ends up with its own set of subscribers
+            chosen = rng.random(len(topics)) < 0.5
+            subscription = frozenset(t.name for t, keep in zip(topics, chosen, strict=True) if keep)
         claims: tuple[TopicPartition, ...] = ()
         if owned is not None:
             claims = tuple(
@@ -88,16 +98,15 @@ def timed(assign: Callable[[Group], Assignment], group: Group) -> tuple[float, A
     return time.perf_counter() - started, answer
 
 
-def run(partitions: int) -> None:
+def run(partitions: int, shapes: tuple[str, ...]) -> None:
     topics = make_topics(partitions)
     num_members = MEMBERS[partitions]
     peer = StickyAssignor()
     ours = {"optimal": OptimalAssignor(), "load-aware": LoadAwareAssignor()}
-    for heterogeneous in (False, True):
-        shape = "heterogeneous" if heterogeneous else "uniform"
-        fresh = make_group(topics, num_members, heterogeneous)
+    for shape in shapes:
+        fresh = make_group(topics, num_members, shape)
         peer_fresh_s, peer_answer = timed(peer.assign, fresh)
-        incremental = make_group(topics, num_members, heterogeneous, owned=peer_answer)
+        incremental = make_group(topics, num_members, shape, owned=peer_answer)
         peer_incremental_s, _ = timed(peer.assign, incremental)
         for name, assignor in ours.items():
             fresh_s, _ = timed(assignor.assign, fresh)
@@ -116,10 +125,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, choices=sorted(MEMBERS), action="append")
     parser.add_argument("--all", action="store_true", help="10^4, 10^5 and 10^6 partitions")
+    parser.add_argument(
+        "--shape", choices=SHAPES, action="append", help="subscription shape (default: all)"
+    )
     arguments = parser.parse_args()
     sizes = sorted(MEMBERS) if arguments.all else arguments.size or [10_000, 100_000]
     for size in sizes:
-        run(size)
+        run(size, tuple(arguments.shape or SHAPES))
 
 
 if __name__ == "__main__":
