@@ -158,48 +158,54 @@ def lower_bound(
         return max(heaviest, total / len(active))
     scale = _SCALE_UNITS / total
     sizes = np.floor(class_weight * scale).astype(_INDEX)
+    fits = _FlowSearch(sizes, class_members, active)
     low = int(sizes.sum()) // len(active)  # infeasible or tight: everyone at the mean
     high = int(sizes.sum())
     for class_index, members in enumerate(class_members):
         low = max(low, int(sizes[class_index]) // len(members))
-    if _fits(sizes, class_members, active, low):
+    if fits(low):
         return max(heaviest, low / scale)
     while high - low > 1:  # low does not fit, high does
         middle = (low + high) // 2
-        if _fits(sizes, class_members, active, middle):
+        if fits(middle):
             high = middle
         else:
             low = middle
+    # low does not fit the scaled weights (which round down), so the true optimum exceeds it
     return max(heaviest, low / scale)
 
 
-def _fits(
-    sizes: np.ndarray, class_members: list[tuple[int, ...]], active: list[int], capacity: int
-) -> bool:
-    """Can the classes' (scaled) weight be split among subscribers with none above capacity?"""
-    member_node = {member: 2 + len(class_members) + i for i, member in enumerate(active)}
-    tails, heads, capacities = [], [], []
-    for class_index, members in enumerate(class_members):
-        tails.append(0)
-        heads.append(2 + class_index)
-        capacities.append(int(sizes[class_index]))
-        for member in members:
-            tails.append(2 + class_index)
-            heads.append(member_node[member])
-            capacities.append(int(sizes[class_index]))
-    for member in active:
-        tails.append(member_node[member])
-        heads.append(1)
-        capacities.append(capacity)
-    solver = max_flow.SimpleMaxFlow()
-    solver.add_arcs_with_capacity(
-        np.asarray(tails, dtype=np.int32),
-        np.asarray(heads, dtype=np.int32),
-        np.asarray(capacities, dtype=_INDEX),
-    )
-    if solver.solve(0, 1) != solver.OPTIMAL:
-        raise RuntimeError("max-flow solver failed")
-    return solver.optimal_flow() == int(sizes.sum())
+class _FlowSearch:
+    """Can the classes' (scaled) weights be split among their subscribers with no member above
+    a capacity? One max flow per question; the network's arrays are built once."""
+
+    def __init__(
+        self, sizes: np.ndarray, class_members: list[tuple[int, ...]], active: list[int]
+    ) -> None:
+        node_of = np.zeros(max(active) + 1, dtype=np.int32)
+        node_of[active] = 2 + len(class_members) + np.arange(len(active), dtype=np.int32)
+        lengths = np.asarray([len(members) for members in class_members])
+        class_nodes = 2 + np.arange(len(class_members), dtype=np.int32)
+        members = np.concatenate([np.asarray(m, dtype=np.int32) for m in class_members])
+        self.tails = np.concatenate(
+            [
+                np.zeros(len(class_members), np.int32),
+                np.repeat(class_nodes, lengths),
+                node_of[active],
+            ]
+        )
+        self.heads = np.concatenate([class_nodes, node_of[members], np.ones(len(active), np.int32)])
+        self.fixed = np.concatenate([sizes, np.repeat(sizes, lengths)]).astype(_INDEX)
+        self.num_active = len(active)
+        self.total = int(sizes.sum())
+
+    def __call__(self, capacity: int) -> bool:
+        capacities = np.concatenate([self.fixed, np.full(self.num_active, capacity, _INDEX)])
+        solver = max_flow.SimpleMaxFlow()
+        solver.add_arcs_with_capacity(self.tails, self.heads, capacities)
+        if solver.solve(0, 1) != solver.OPTIMAL:
+            raise RuntimeError("max-flow solver failed")
+        return bool(solver.optimal_flow() == self.total)
 
 
 def _place(
