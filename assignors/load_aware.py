@@ -67,6 +67,7 @@ DEFAULT_TOLERANCE = 0.05
 _INDEX = np.int64
 _SCALE_UNITS = 2**40  # weights are scaled to integers summing to about this for the flow search
 _EPSILON = 1e-9
+_BOUND_PRECISION = 1e-4  # the bound is at most this far (relative) below the fractional optimum
 
 
 def check_tolerance(tolerance: object) -> float:
@@ -131,9 +132,10 @@ def plan_load_aware(group: Group, tolerance: float = DEFAULT_TOLERANCE) -> LoadP
     counts = np.bincount(owner[kept], minlength=num_members).astype(_INDEX)
     free = np.flatnonzero(~kept)
     by_choice = sorted(range(len(class_members)), key=lambda c: (len(class_members[c]), c))
-    free_class = class_of[free]
+    free = free[np.argsort(class_of[free], kind="stable")]
+    bounds = np.searchsorted(class_of[free], np.arange(len(class_members) + 1))
     for class_index in by_choice:
-        pool = free[free_class == class_index]
+        pool = free[bounds[class_index] : bounds[class_index + 1]]
         members = np.asarray(class_members[class_index], dtype=_INDEX)
         _place(pool, members, weights, loads, counts, arrays.rank, owner)
     _rebalance(arrays, owner, weights, loads, counts, class_of, class_members, target)
@@ -160,12 +162,16 @@ def lower_bound(
     sizes = np.floor(class_weight * scale).astype(_INDEX)
     fits = _FlowSearch(sizes, class_members, active)
     low = int(sizes.sum()) // len(active)  # infeasible or tight: everyone at the mean
-    high = int(sizes.sum())
+    # splitting each class evenly among its subscribers fits: an upper end for the search
+    even = np.zeros(max(active) + 1)
     for class_index, members in enumerate(class_members):
         low = max(low, int(sizes[class_index]) // len(members))
+        even[list(members)] += sizes[class_index] / len(members)
+    high = int(np.ceil(even.max()))
     if fits(low):
         return max(heaviest, low / scale)
-    while high - low > 1:  # low does not fit, high does
+    # low does not fit, high does; stop once they are within _BOUND_PRECISION of each other
+    while high - low > max(1, int(low * _BOUND_PRECISION)):
         middle = (low + high) // 2
         if fits(middle):
             high = middle
