@@ -229,19 +229,26 @@ def _place(
     rank: np.ndarray,
     owner: np.ndarray,
 ) -> None:
-    """Deal ``pool`` heaviest first to ``members``, lightest first: each round deals the next
-    partitions one each to the members no heavier than the lightest plus the next weight (the
-    only ones greedy would pick next), ordered by (load, count, rank)."""
+    """Deal ``pool`` heaviest first to ``members``, lightest first. Each round deals the next
+    partitions one each, in (load, count, rank) order, to the members below the water level the
+    whole pool would fill them to, or, when more, to those no heavier than the lightest plus
+    the next weight (the ones greedy would pick next); so rounds are few even when few members
+    are light."""
     if pool.size == 0 or members.size == 0:
         return
     pool = pool[np.argsort(-weights[pool], kind="stable")]
+    level = _water_level(loads[members], float(weights[pool].sum()))
     start = 0
     while start < pool.size:
         member_loads = loads[members]
         order = np.lexsort((rank[members], counts[members], member_loads))
         ordered = members[order]
-        level = float(member_loads[order[0]]) + float(weights[pool[start]])
-        eligible = int(np.searchsorted(member_loads[order], level, side="right"))
+        sorted_loads = member_loads[order]
+        next_level = float(sorted_loads[0]) + float(weights[pool[start]])
+        eligible = max(
+            int(np.searchsorted(sorted_loads, next_level, side="right")),
+            int(np.searchsorted(sorted_loads, level, side="left")),
+        )
         takers = ordered[: max(1, eligible)]
         taken = pool[start : start + takers.size]
         takers = takers[: taken.size]
@@ -249,6 +256,15 @@ def _place(
         loads[takers] += weights[taken]
         counts[takers] += 1
         start += taken.size
+
+
+def _water_level(loads: np.ndarray, amount: float) -> float:
+    """The level ``L`` with ``sum(max(0, L - load)) == amount``: how high ``amount`` of load
+    poured onto the lightest members raises them."""
+    ordered = np.sort(loads)
+    filled = (amount + np.cumsum(ordered)) / np.arange(1, ordered.size + 1)
+    below = np.flatnonzero(ordered < filled)  # members a level of filled[k] would raise
+    return float(filled[below[-1]]) if below.size else float(ordered[0])
 
 
 def _rebalance(

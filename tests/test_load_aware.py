@@ -239,3 +239,15 @@ def test_tolerance_is_checked_when_the_assignor_is_built():
 def test_load_aware_variants_are_registered_with_their_protocols():
     eager, cooperative = registry.get("load-aware"), registry.get("load-aware-cooperative")
     assert (eager.rebalance_protocol, cooperative.rebalance_protocol) == ("eager", "cooperative")
+
+
+def test_lower_bound_skips_the_flow_search_on_huge_networks(monkeypatch: pytest.MonkeyPatch):
+    import assignors.load_aware as load_aware
+
+    # members 0-2 must hold classes 0 and 1 (weight 8) between them: the flow finds 8/3; the
+    # mean (2) and each class's even share (2, 2, 0) do not see it
+    weights = np.asarray([2.0, 2.0, 2.0, 2.0, 0.0])
+    classes, members = np.asarray([0, 0, 1, 1, 2]), [(0, 1), (1, 2), (0, 1, 2, 3)]
+    assert lower_bound(weights, classes, members, 4) == pytest.approx(8 / 3, rel=1e-3)
+    monkeypatch.setattr(load_aware, "BOUND_SEARCH_ARCS", 0)
+    assert lower_bound(weights, classes, members, 4) == pytest.approx(2.0)
