@@ -102,7 +102,7 @@ class GroupArrays:
             subscriptions.append(subscription)
         members = group.members
         order = sorted(
-            range(len(members)), key=lambda i: (members[i].sort_key, members[i].member_id)
+            range(len(members)), key=lambda i: (members[i].identity, members[i].member_id)
         )
         rank = np.empty(len(members), dtype=_INDEX)
         rank[order] = np.arange(len(members), dtype=_INDEX)

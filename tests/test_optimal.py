@@ -25,13 +25,9 @@ from assignors.traces.scoring import min_moved, optimal_max_load
 TP = TopicPartition
 
 
-def _identity(member: Member) -> str:
-    return member.instance_id if member.instance_id is not None else member.member_id
-
-
 def _previous_owner(group: Group) -> dict[TopicPartition, str]:
     by_id = {member.member_id: member for member in group.members}
-    return {tp: _identity(by_id[claimant]) for tp, claimant in valid_claims(group).items()}
+    return {tp: by_id[claimant].identity for tp, claimant in valid_claims(group).items()}
 
 
 def _mismatch(group: Group, partitions: Mapping[str, Sequence[TopicPartition]]) -> int:
