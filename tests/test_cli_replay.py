@@ -250,6 +250,9 @@ def test_summary_names_each_assignors_rebalance_protocol(tmp_path):
         "cooperative-sticky": "cooperative",
         "uniform": "cooperative",
         "server-range": "cooperative",
+        "optimal": "eager",
+        "load-aware": "eager",
+        "load-aware-cooperative": "cooperative",
         "recorded": "cooperative",
     }
     metadata = pq.read_schema(tmp_path / "r" / "summary.parquet").metadata
