@@ -5,7 +5,7 @@ names the file and the line, row or field, and each run is quick.
 The example count per test comes from ``KTK_FUZZ_EXAMPLES`` (default 50, about 15-30 s for the
 whole file on a busy 2-core machine); for a long run::
 
-    KTK_FUZZ_EXAMPLES=2000 python -m pytest -m fuzz tests/test_fuzz_keytraces.py
+    KTK_FUZZ_EXAMPLES=2000 python -m pytest -m fuzz_long tests/test_fuzz_keytraces.py
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 
 from ktk.cli import app
 
-pytestmark = pytest.mark.fuzz
+pytestmark = pytest.mark.fuzz_long
 
 EXAMPLES_PER_TEST = int(os.environ.get("KTK_FUZZ_EXAMPLES", "50"))
 # one CLI run on a few records; generous for a loaded machine, far below a hang

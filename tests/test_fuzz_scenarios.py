@@ -4,7 +4,7 @@ Each example takes a bundled file of examples/scenarios, mutates it (a value rep
 another type or an extreme one, a key dropped or added, a step duplicated or swapped, a subtree
 nested deep, bytes of the file flipped or cut) and writes it as JSON or YAML; ``ktk replicate``
 must then exit 0, 1 or 2, never with a traceback, within a few seconds. The default run tries
-300 files; ``pytest -m fuzz`` runs the long search.
+300 files; ``KTK_FUZZ_EXAMPLES=N pytest -m fuzz_long`` runs the long search.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import EXAMPLES
+from fuzzing import LONG_EXAMPLES, long_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -161,14 +162,10 @@ def test_mutated_scenario_files_exit_0_1_or_2_without_a_traceback(
     check_one_file(tmp_path_factory.mktemp("fuzz"), *file, mode)
 
 
-@pytest.mark.fuzz
-def test_long_fuzzing_of_scenario_files(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    if "fuzz" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("the long run is deselected by default: pytest -m fuzz")
-
-    @settings(FUZZ_SETTINGS, max_examples=20_000)
+@pytest.mark.fuzz_long
+@long_run
+def test_long_fuzzing_of_scenario_files(tmp_path_factory: pytest.TempPathFactory) -> None:
+    @settings(FUZZ_SETTINGS, max_examples=LONG_EXAMPLES)
     @given(file=scenario_files(), mode=st.sampled_from(MODES))
     def fuzz(file: tuple[bytes, str], mode: str) -> None:
         check_one_file(tmp_path_factory.mktemp("fuzz"), *file, mode)
