@@ -1,0 +1,366 @@
+"""A simulated KRaft cluster: controllers (voters) and brokers (observers) on a seeded network.
+
+Each node has ``process.roles`` (``broker``, ``controller`` or both: combined mode); the static
+``controller.quorum.voters`` names the first voter set (KIP-853 changes it later through the
+log). Messages travel on per-link FIFO queues (a TCP connection each way); cutting a link or
+crashing a node drops what was in flight. Time is a simulated millisecond clock moved by
+``tick``; nothing reads the wall clock, and every random choice comes from the seed.
+
+>>> quorum = Quorum.static(voters=(1, 2, 3), brokers=(4,), seed=7)
+>>> leader = quorum.elect()
+>>> offset = quorum.propose(RegisterBroker(4))
+>>> quorum.settle()
+>>> [quorum.nodes[i].image.brokers for i in (1, 2, 3, 4)]
+[(4,), (4,), (4,), (4,)]
+>>> quorum.violations
+[]
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from replication.errors import InputError, ReplicationError
+from replication.kraft.invariants import InvariantChecker
+from replication.kraft.raft import LEADER, Message, Outbox, RaftConfig, RaftNode, RaftRules
+from replication.kraft.records import (
+    MetadataRecord,
+    RegisterBroker,
+    TopicRecord,
+)
+from replication.kraft.snapshot import MemoryStore, SnapshotId, SnapshotStore
+from replication.view import Violation
+
+__all__ = [
+    "NodeSpec",
+    "Quorum",
+    "ScheduleResult",
+    "measure_schedules_per_second",
+    "parse_process_roles",
+    "parse_quorum_voters",
+    "random_schedule",
+]
+
+_VOTER = re.compile(r"^(\d+)@([^:@,\s]+):(\d+)$")
+ROLES = ("broker", "controller")
+
+
+def parse_process_roles(text: str, *, node_id: int) -> frozenset[str]:
+    """``process.roles``: ``broker``, ``controller`` or ``broker,controller`` (combined)."""
+    roles = [part.strip() for part in text.split(",") if part.strip()]
+    if not roles or any(role not in ROLES for role in roles) or len(set(roles)) != len(roles):
+        raise InputError(
+            "process.roles must be broker, controller or broker,controller",
+            field=f"node {node_id}: process.roles",
+            value=text,
+        )
+    return frozenset(roles)
+
+
+def parse_quorum_voters(text: str) -> tuple[int, ...]:
+    """``controller.quorum.voters``: ``id@host:port`` separated by commas.
+
+    >>> parse_quorum_voters("1@controller-1:9093,2@controller-2:9093,3@controller-3:9093")
+    (1, 2, 3)
+    """
+    ids = []
+    for part in text.split(","):
+        found = _VOTER.match(part.strip())
+        if found is None:
+            raise InputError(
+                "a voter is id@host:port", field="controller.quorum.voters", value=part.strip()
+            )
+        ids.append(int(found.group(1)))
+    if len(set(ids)) != len(ids):
+        raise InputError("voter ids repeat", field="controller.quorum.voters", value=text)
+    return tuple(ids)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    node_id: int
+    roles: frozenset[str]
+
+    @property
+    def controller(self) -> bool:
+        return "controller" in self.roles
+
+
+class Quorum:
+    """Nodes, links and a clock; every event is followed by an invariant check."""
+
+    def __init__(
+        self,
+        specs: Iterable[NodeSpec],
+        voters: tuple[int, ...],
+        *,
+        seed: int = 0,
+        rules: RaftRules | None = None,
+        config: RaftConfig | None = None,
+        stores: Mapping[int, SnapshotStore] | None = None,
+        invariants: Iterable[str] | None = None,
+    ) -> None:
+        specs = list(specs)
+        by_id = {spec.node_id: spec for spec in specs}
+        for voter in voters:
+            if voter not in by_id or not by_id[voter].controller:
+                raise InputError(
+                    "every voter must be a node with the controller role",
+                    field="controller.quorum.voters",
+                    value=voter,
+                )
+        self.rules = rules or RaftRules()
+        self.config = config or RaftConfig()
+        self.nodes: dict[int, RaftNode] = {
+            spec.node_id: RaftNode(
+                spec.node_id,
+                voters,
+                seed=seed,
+                rules=self.rules,
+                config=self.config,
+                store=(stores or {}).get(spec.node_id, MemoryStore()),
+                controller=spec.controller,
+            )
+            for spec in sorted(specs, key=lambda s: s.node_id)
+        }
+        self.specs = by_id
+        self.up: set[int] = set(self.nodes)
+        self.cut: set[frozenset[int]] = set()
+        self.queues: dict[tuple[int, int], deque[Message]] = {}
+        self.now = 0
+        self.step = 0
+        self.checker = InvariantChecker(invariants)
+        self.violations: list[Violation] = []
+        self.trace: list[str] = []
+
+    @classmethod
+    def static(
+        cls,
+        *,
+        voters: tuple[int, ...],
+        brokers: tuple[int, ...] = (),
+        seed: int = 0,
+        rules: RaftRules | None = None,
+        config: RaftConfig | None = None,
+        stores: Mapping[int, SnapshotStore] | None = None,
+        invariants: Iterable[str] | None = None,
+    ) -> Quorum:
+        """Dedicated controllers ``voters`` and brokers ``brokers`` (observers)."""
+        specs = [NodeSpec(v, frozenset({"controller"})) for v in voters]
+        specs += [NodeSpec(b, frozenset({"broker"})) for b in brokers]
+        return cls(specs, voters, seed=seed, rules=rules, config=config, stores=stores,
+                   invariants=invariants)
+
+    # --- events ------------------------------------------------------------------------------
+    def _event(self, text: str) -> None:
+        self.step += 1
+        self.trace.append(text)
+        self.violations.extend(self.checker.check(self.nodes, self.up, self.step))
+
+    def _send(self, src: int, out: Outbox) -> None:
+        for dst, message in out:
+            if dst in self.up and frozenset((src, dst)) not in self.cut and dst != src:
+                queue = self.queues.get((src, dst))
+                if queue is None:
+                    queue = self.queues[(src, dst)] = deque()
+                queue.append(message)
+
+    def pending(self) -> list[tuple[int, int]]:
+        """Links with messages in flight, sorted."""
+        return sorted(link for link, queue in self.queues.items() if queue)
+
+    def deliver(self, src: int, dst: int) -> None:
+        """Deliver the oldest message on link ``src`` -> ``dst``."""
+        message = self.queues[(src, dst)].popleft()
+        self._send(dst, self.nodes[dst].handle(src, message, self.now))
+        self._event(f"deliver {src}->{dst} {type(message).__name__}")
+
+    def tick(self, ms: int = 100) -> None:
+        """Move the clock and let every running node run its timers."""
+        self.now += ms
+        for node_id in sorted(self.up):
+            self._send(node_id, self.nodes[node_id].tick(self.now))
+        self._event(f"tick {ms}")
+
+    def crash(self, node_id: int) -> None:
+        self._node(node_id).crash()
+        self.up.discard(node_id)
+        self._drop(lambda link: node_id in link)
+        self._event(f"crash {node_id}")
+
+    def restart(self, node_id: int) -> None:
+        self._node(node_id).restart(self.now)
+        self.up.add(node_id)
+        self._event(f"restart {node_id}")
+
+    def cut_link(self, a: int, b: int) -> None:
+        self.cut.add(frozenset((a, b)))
+        self._drop(lambda link: set(link) == {a, b})
+        self._event(f"cut {a}-{b}")
+
+    def heal_link(self, a: int, b: int) -> None:
+        self.cut.discard(frozenset((a, b)))
+        self._event(f"heal {a}-{b}")
+
+    def _drop(self, which: object) -> None:
+        for link in list(self.queues):
+            if which(link):  # type: ignore[operator]
+                del self.queues[link]
+
+    def _node(self, node_id: int) -> RaftNode:
+        if node_id not in self.nodes:
+            raise InputError("unknown node", field="node", value=node_id)
+        return self.nodes[node_id]
+
+    def leader(self) -> RaftNode | None:
+        """The running leader of the highest epoch, if any."""
+        leaders = [self.nodes[i] for i in sorted(self.up) if self.nodes[i].role == LEADER]
+        return max(leaders, key=lambda n: n.epoch) if leaders else None
+
+    def propose(self, record: MetadataRecord) -> int:
+        leader = self.leader()
+        if leader is None:
+            raise ReplicationError("no leader to propose to")
+        offset = leader.propose(record)
+        self._event(f"propose {record}")
+        return offset
+
+    def add_voter(self, node_id: int) -> int:
+        """KIP-853 AddVoter through the leader (the node must be a controller)."""
+        if not self.specs[node_id].controller:
+            raise InputError("only a controller can become a voter", field="voter", value=node_id)
+        leader = self._leader_or_fail()
+        offset = leader.change_voters(tuple(sorted({*leader.voters, node_id})))
+        self._event(f"add-voter {node_id}")
+        return offset
+
+    def remove_voter(self, node_id: int) -> int:
+        leader = self._leader_or_fail()
+        offset = leader.change_voters(tuple(v for v in leader.voters if v != node_id))
+        self._event(f"remove-voter {node_id}")
+        return offset
+
+    def _leader_or_fail(self) -> RaftNode:
+        leader = self.leader()
+        if leader is None:
+            raise ReplicationError("no leader to change the voters")
+        return leader
+
+    def snapshot(self, node_id: int) -> SnapshotId | None:
+        snapshot_id = self._node(node_id).take_snapshot(self.now)
+        self._event(f"snapshot {node_id}")
+        return snapshot_id
+
+    # --- drivers -----------------------------------------------------------------------------
+    def deliver_all(self, limit: int = 10_000) -> None:
+        """Deliver until no message is in flight (links in sorted order, one message each)."""
+        for _ in range(limit):
+            links = self.pending()
+            if not links:
+                return
+            for src, dst in links:
+                if self.queues.get((src, dst)):
+                    self.deliver(src, dst)
+        raise ReplicationError(f"messages still in flight after {limit} rounds")
+
+    def settle(self, ticks: int = 5) -> None:
+        """Deliver everything, then a few ticks (each followed by delivery)."""
+        self.deliver_all()
+        for _ in range(ticks):
+            self.tick()
+            self.deliver_all()
+
+    def elect(self, candidate: int | None = None, max_ticks: int = 200) -> RaftNode:
+        """Run until a leader is elected (``candidate`` first times out when given)."""
+        if candidate is not None:
+            self._send(candidate, self.nodes[candidate].start_election(self.now))
+            self._event(f"timeout {candidate}")
+        for _ in range(max_ticks):
+            self.deliver_all()
+            leader = self.leader()
+            if leader is not None and all(
+                self.nodes[v].leader_id == leader.node_id
+                for v in leader.voters
+                if v in self.up and frozenset((v, leader.node_id)) not in self.cut
+            ):
+                return leader
+            self.tick()
+        raise ReplicationError(f"no leader after {max_ticks} ticks")
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleResult:
+    seed: int
+    violations: tuple[Violation, ...]
+    trace: tuple[str, ...]
+    committed: int
+
+
+def random_schedule(
+    seed: int,
+    *,
+    rules: RaftRules | None = None,
+    voters: int = 3,
+    brokers: int = 1,
+    steps: int = 150,
+    snapshots: bool = True,
+    invariants: Iterable[str] | None = None,
+) -> ScheduleResult:
+    """One seeded schedule: deliveries, ticks, proposals, crashes, restarts, link cuts and heals,
+    snapshots, in a random order drawn from ``seed`` only. Stops at the first violation."""
+    chooser = random.Random(seed)
+    voter_ids = tuple(range(1, voters + 1))
+    broker_ids = tuple(range(voters + 1, voters + brokers + 1))
+    quorum = Quorum.static(voters=voter_ids, brokers=broker_ids, seed=seed, rules=rules,
+                           invariants=invariants)
+    ids = voter_ids + broker_ids
+    records = 0
+    for _ in range(steps):
+        roll = chooser.random()
+        links = quorum.pending()
+        if roll < 0.50 and links:
+            quorum.deliver(*links[chooser.randrange(len(links))])
+        elif roll < 0.72:
+            quorum.tick(chooser.choice((100, 250, 500)))
+        elif roll < 0.82:
+            leader = quorum.leader()
+            if leader is not None:
+                records += 1
+                quorum.propose(RegisterBroker(records) if records % 3 else
+                               TopicRecord(f"t{records}", 1 + records % 4))
+        elif roll < 0.87:
+            running = sorted(quorum.up & set(voter_ids))
+            if len(running) > 1:
+                quorum.crash(running[chooser.randrange(len(running))])
+        elif roll < 0.93:
+            down = sorted(set(ids) - quorum.up)
+            if down:
+                quorum.restart(down[chooser.randrange(len(down))])
+        elif roll < 0.96:
+            a, b = chooser.sample(ids, 2)
+            quorum.cut_link(a, b)
+        elif roll < 0.985:
+            if quorum.cut:
+                a, b = sorted(sorted(quorum.cut, key=sorted)[chooser.randrange(len(quorum.cut))])
+                quorum.heal_link(a, b)
+        elif snapshots:
+            running = sorted(quorum.up)
+            quorum.snapshot(running[chooser.randrange(len(running))])
+        if quorum.violations:
+            break
+    return ScheduleResult(seed, tuple(quorum.violations), tuple(quorum.trace),
+                          len(quorum.checker.committed))
+
+
+def measure_schedules_per_second(count: int, *, steps: int = 150) -> float:
+    """Schedules per second of a 3-voter, 1-broker quorum, all rules on (one core)."""
+    start = time.perf_counter()
+    for seed in range(count):
+        random_schedule(seed, steps=steps)
+    return count / (time.perf_counter() - start)
+
