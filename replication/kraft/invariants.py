@@ -99,13 +99,21 @@ class InvariantChecker:
             self.reported.add((name, where))
             out.append(Violation(name, step, detail))
 
-    def check(self, nodes: Mapping[int, RaftNode], up: Iterable[int], step: int) -> list[Violation]:
+    def check(
+        self,
+        nodes: Mapping[int, RaftNode],
+        up: Iterable[int],
+        step: int,
+        touched: Iterable[int] | None = None,
+    ) -> list[Violation]:
+        """The new violations after an event that changed the nodes ``touched`` (all: None)."""
         out: list[Violation] = []
         running = [nodes[i] for i in sorted(up)]
-        self._leaders(running, out, step)
-        self._committed(running, out, step)
+        changed = running if touched is None else [n for n in running if n.node_id in touched]
+        self._leaders(changed, out, step)
+        self._committed(running, changed, out, step)
         if "LogMatching" in self.enabled:
-            self._log_matching(nodes, out, step)
+            self._log_matching(nodes, out, step, touched)
         if "MajorityHighWatermark" in self.enabled:
             for node in running:
                 if node.role == LEADER:
@@ -143,17 +151,20 @@ class InvariantChecker:
                                  f"{before_end} to {end} or rewrote offset {before_end - 1}", step)
             self.leader_logs[key] = (end, last)
 
-    def _committed(self, running: list[RaftNode], out: list[Violation], step: int) -> None:
+    def _committed(
+        self, running: list[RaftNode], changed: list[RaftNode], out: list[Violation], step: int
+    ) -> None:
         committed = self.committed
-        # Learn committed entries from every running node's HW, leaders first.
-        for node in sorted(running, key=lambda n: n.role != LEADER):
+        known = len(committed)
+        # Learn committed entries from every changed node's HW, leaders first.
+        for node in sorted(changed, key=lambda n: n.role != LEADER):
             start = max(len(committed), node.log_start)
             if len(committed) >= node.log_start and node.high_watermark > start:
                 committed.extend(node.entries[start - node.log_start : node.high_watermark
                                               - node.log_start])
                 epoch = max(node.epoch, self.commit_epochs[-1] if self.commit_epochs else 0)
                 self.commit_epochs.extend([epoch] * (len(committed) - len(self.commit_epochs)))
-        for node in running:
+        for node in changed:
             key = (node.node_id, node.incarnation)
             before = self.high_watermarks.get(key, node.high_watermark)
             if node.high_watermark < before:
@@ -180,8 +191,10 @@ class InvariantChecker:
                              f"node {node.node_id} applied {node.entry_at(offset)} at offset "
                              f"{offset}, committed is {committed[offset]}", step)
             self.applied_checked[key] = applied
-            if node.role == LEADER and "LeaderCompleteness" in self.enabled:
-                self._completeness(node, out, step)
+        if "LeaderCompleteness" in self.enabled:
+            for node in running if len(committed) > known else changed:
+                if node.role == LEADER:
+                    self._completeness(node, out, step)
 
     def _completeness(self, node: RaftNode, out: list[Violation], step: int) -> None:
         committed = self.committed
@@ -204,9 +217,16 @@ class InvariantChecker:
                          f"metadata lost)", step)
         self.leader_checked[key] = high
 
-    def _log_matching(self, nodes: Mapping[int, RaftNode], out: list[Violation], step: int) -> None:
+    def _log_matching(
+        self,
+        nodes: Mapping[int, RaftNode],
+        out: list[Violation],
+        step: int,
+        touched: Iterable[int] | None,
+    ) -> None:
         changed = []
-        for node_id, node in nodes.items():
+        for node_id in nodes if touched is None else touched:
+            node = nodes[node_id]
             signature = _log_signature(node)
             if self.log_signatures.get(node_id) != signature:
                 self.log_signatures[node_id] = signature
