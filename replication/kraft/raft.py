@@ -221,6 +221,7 @@ class RaftNode:
         # durable: quorum-state file, flushed log, snapshots
         self.epoch = 0
         self.voted_for: int | None = None
+        self.known_leader: int | None = None  # the quorum-state file's leaderId
         self.entries: list[Entry] = []
         self.log_start = 0
         self.start_epoch = 0  # epoch of the snapshot at log_start (0: none)
@@ -247,6 +248,7 @@ class RaftNode:
         self.fetch_deadline = now + self.config.fetch_timeout_ms
         self.fetch_in_flight: int | None = None
         self.fetch_sent_at = 0
+        self.leader_contact_ms: int | None = None  # last successful fetch from the leader
         self.next_request_id = 0
         self.fetch_snapshot_in_flight = False
         # leader state
@@ -333,6 +335,8 @@ class RaftNode:
 
     # --- transitions -----------------------------------------------------------------------
     def _persist_epoch(self, epoch: int, voted_for: int | None) -> None:
+        if epoch != self.epoch:
+            self.known_leader = None
         self.epoch = epoch
         self.voted_for = voted_for
 
@@ -351,9 +355,11 @@ class RaftNode:
             self._persist_epoch(epoch, None)
         self.role = FOLLOWER
         self.leader_id = leader
+        self.known_leader = leader
         self.granted, self.rejected = set(), set()
         self.fetch_deadline = now + self.config.fetch_timeout_ms
         self.fetch_in_flight = None
+        self.leader_contact_ms = None
 
     def _observe_epoch(self, epoch: int, leader: int | None, now: int) -> None:
         """React to a message from a newer epoch, or one naming this epoch's leader."""
@@ -404,6 +410,7 @@ class RaftNode:
     def _become_leader(self, now: int) -> Outbox:
         self.role = LEADER
         self.leader_id = self.node_id
+        self.known_leader = self.node_id
         self.epoch_start_offset = self.end_offset
         self.replica_end = {}
         self.last_fetch_ms = {v: now for v in self.voters}
@@ -532,8 +539,11 @@ class RaftNode:
         self.snapshot_image = image
         self.image = image
         self.applied_offset = self.log_start
-        # The quorum-state file keeps the vote: a restarted node cannot vote twice in an epoch.
+        # The quorum-state file keeps the vote (a restarted node cannot vote twice in an epoch)
+        # and the leader it followed, whom it fetches from again.
         self._volatile(now)
+        if self.known_leader is not None and self.known_leader != self.node_id:
+            self._become_follower(self.epoch, self.known_leader, now)
 
     # --- timers ------------------------------------------------------------------------------
     def tick(self, now: int) -> Outbox:
@@ -648,7 +658,9 @@ class RaftNode:
         if request.pre_vote:
             # A pre-vote changes nothing here; a voter still fetching from a live leader refuses.
             hears_leader = self.role == LEADER or (
-                self.role == FOLLOWER and now < self.fetch_deadline
+                self.role == FOLLOWER
+                and self.leader_contact_ms is not None
+                and now - self.leader_contact_ms < self.config.fetch_timeout_ms
             )
             granted = (
                 request.epoch >= self.epoch
@@ -689,7 +701,8 @@ class RaftNode:
             if self.role != PROSPECTIVE:
                 return []
             if (
-                response.epoch == self.epoch
+                not response.granted  # a voter that refuses may still hear from a leader
+                and response.epoch == self.epoch
                 and response.leader is not None
                 and response.leader != self.node_id
             ):
@@ -774,6 +787,7 @@ class RaftNode:
         if self.role != FOLLOWER:
             self._become_follower(self.epoch, response.leader, now)
         self.fetch_deadline = now + self.config.fetch_timeout_ms
+        self.leader_contact_ms = now
         if response.kind == "diverging":
             assert response.diverging is not None
             own = self.end_offset_for_epoch(response.diverging.epoch)
