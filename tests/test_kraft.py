@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from replication.errors import InputError
-from replication.kraft.quorum import Quorum, parse_process_roles, parse_quorum_voters, NodeSpec
+from replication.kraft.quorum import NodeSpec, Quorum, parse_process_roles, parse_quorum_voters
 from replication.kraft.raft import (
     BeginQuorumEpoch,
     FetchResponse,
     FetchSnapshotRequest,
-    VoteResponse,
     VoterChangeError,
+    VoteResponse,
 )
 from replication.kraft.records import RegisterBroker, TopicRecord, VotersChange
 from replication.kraft.snapshot import (
@@ -59,16 +59,16 @@ def test_election_of_the_seeds_refuses_a_stale_candidate_and_truncates_the_old_l
     # Node 3 (stale log) times out: node 2 refuses it, its log is ahead.
     quorum.timeout(3)
     quorum.deliver_all()
-    refusals = [m for s, d, m in quorum.delivered if (s, d) == (2, 3) and isinstance(m, VoteResponse)]
+    refusals = [
+        m for s, d, m in quorum.delivered if (s, d) == (2, 3) and isinstance(m, VoteResponse)
+    ]
     assert refusals and not refusals[-1].granted
     assert quorum.leader() is None
     # Node 2 times out: node 3 grants it; two votes of three elect it in epoch 2.
     new_leader = quorum.elect(candidate=2)
     assert (new_leader.node_id, new_leader.epoch) == (2, 2)
     assert quorum.nodes[3].voted_for == 2 and quorum.nodes[3].leader_id == 2
-    assert any(
-        isinstance(m, BeginQuorumEpoch) and (s, d) == (2, 3) for s, d, m in quorum.delivered
-    )
+    assert any(isinstance(m, BeginQuorumEpoch) and (s, d) == (2, 3) for s, d, m in quorum.delivered)
     # The old leader returns: it follows epoch 2, is told it diverges, and truncates.
     old = quorum.nodes[1]
     assert RegisterBroker(2) in payloads(old)
@@ -76,7 +76,8 @@ def test_election_of_the_seeds_refuses_a_stale_candidate_and_truncates_the_old_l
     quorum.settle(ticks=8)
     assert old.role == "follower" and old.epoch == 2 and old.leader_id == 2
     diverging = [
-        m for s, d, m in quorum.delivered
+        m
+        for s, d, m in quorum.delivered
         if (s, d) == (2, 1) and isinstance(m, FetchResponse) and m.kind == "diverging"
     ]
     assert diverging
@@ -269,13 +270,13 @@ def test_combined_mode_node_is_a_voter():
 
 @pytest.mark.parametrize("text", ["", "zookeeper", "broker,broker", "controller,,x"])
 def test_bad_process_roles_are_refused_naming_the_node(text):
-    with pytest.raises(InputError, match="node 7: process.roles"):
+    with pytest.raises(InputError, match=r"node 7: process\.roles"):
         parse_process_roles(text, node_id=7)
 
 
 @pytest.mark.parametrize("text", ["1@a:9093,x@b:1", "1@a", "1@a:1,1@b:2"])
 def test_bad_quorum_voters_are_refused(text):
-    with pytest.raises(InputError, match="controller.quorum.voters"):
+    with pytest.raises(InputError, match=r"controller\.quorum\.voters"):
         parse_quorum_voters(text)
 
 

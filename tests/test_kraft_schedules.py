@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from replication.errors import InputError
 from replication.kraft.invariants import select_invariants
 from replication.kraft.quorum import random_schedule
 from replication.kraft.raft import RaftRules
-from replication.errors import InputError
 
 ALL_ON_SCHEDULES = 200
 # With the log check off, the first seed that loses committed metadata is 38 (61 of the first
@@ -62,7 +62,10 @@ def test_counting_observers_toward_the_majority_breaks_the_majority_high_waterma
 
 def test_pre_vote_and_check_quorum_are_liveness_rules_not_safety_rules():
     for seed in range(60):
-        assert random_schedule(seed, rules=RaftRules(pre_vote=False, check_quorum=False)).violations == ()
+        assert (
+            random_schedule(seed, rules=RaftRules(pre_vote=False, check_quorum=False)).violations
+            == ()
+        )
 
 
 def test_a_seed_replays_the_same_schedule():
@@ -79,4 +82,3 @@ def test_a_subset_of_invariants_can_be_checked():
 def test_unknown_invariant_names_are_refused():
     with pytest.raises(InputError, match="unknown invariant"):
         select_invariants(["NoSuchThing"])
-

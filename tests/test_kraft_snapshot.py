@@ -11,6 +11,7 @@ import pytest
 from kafka_format.batch import RecordBatch
 from kafka_format.control import ControlRecordType, control_records
 from kafka_format.segment import iter_batches
+from replication.errors import InputError
 from replication.kraft.records import (
     MetadataImage,
     PartitionChange,
@@ -31,7 +32,6 @@ from replication.kraft.snapshot import (
     snapshot_name,
     write_snapshot,
 )
-from replication.errors import InputError
 
 
 def crc32c(data: bytes) -> int:
@@ -63,7 +63,9 @@ def record(offset_delta: int, key: bytes | None, value: bytes) -> bytes:
     return varint(len(body)) + body
 
 
-def batch(base_offset: int, epoch: int, attributes: int, timestamp: int, records: list[bytes]) -> bytes:
+def batch(
+    base_offset: int, epoch: int, attributes: int, timestamp: int, records: list[bytes]
+) -> bytes:
     # attributes .. records: the bytes the CRC covers
     covered = struct.pack(
         ">hiqqqhii", attributes, len(records) - 1, timestamp, timestamp, -1, -1, -1, len(records)
@@ -78,9 +80,13 @@ CONTROL = 0x20
 def test_snapshot_file_matches_the_hand_built_layout():
     image = MetadataImage.empty().apply(RegisterBroker(4))
     data = snapshot_bytes(SnapshotId(12, 3), image, voters=(1, 2, 3), timestamp=1700)
-    header = batch(0, 3, CONTROL, 1700, [
-        record(0, struct.pack(">hh", 0, 3), struct.pack(">hq", 0, 1700) + b"\x00")
-    ])
+    header = batch(
+        0,
+        3,
+        CONTROL,
+        1700,
+        [record(0, struct.pack(">hh", 0, 3), struct.pack(">hq", 0, 1700) + b"\x00")],
+    )
     value = b'{"broker_id":4,"type":"RegisterBroker"}'
     records = batch(3, 3, 0, 1700, [record(0, None, value)])
     footer = batch(4, 3, CONTROL, 1700, [record(0, struct.pack(">hh", 0, 4), b"\x00\x00\x00")])
@@ -99,8 +105,11 @@ def test_snapshot_file_matches_the_hand_built_layout():
 
 def test_snapshot_reads_back_image_voters_and_timestamp():
     image = MetadataImage.empty()
-    for item in [RegisterBroker(1), TopicRecord("orders", 2),
-                 PartitionChange("orders", 1, leader=1, isr=(1, 2), leader_epoch=7)]:
+    for item in [
+        RegisterBroker(1),
+        TopicRecord("orders", 2),
+        PartitionChange("orders", 1, leader=1, isr=(1, 2), leader_epoch=7),
+    ]:
         image = image.apply(item)
     store = MemoryStore()
     name = write_snapshot(store, SnapshotId(40, 6), image, voters=(1, 2, 3), timestamp=99)
@@ -120,7 +129,9 @@ def test_snapshot_offsets_count_from_zero_and_every_batch_carries_the_epoch():
 
 
 def test_a_flipped_byte_fails_the_crc():
-    data = bytearray(snapshot_bytes(SnapshotId(1, 1), MetadataImage.empty(), voters=(1,), timestamp=0))
+    data = bytearray(
+        snapshot_bytes(SnapshotId(1, 1), MetadataImage.empty(), voters=(1,), timestamp=0)
+    )
     data[30] ^= 0x01
     with pytest.raises(SnapshotError, match="corrupt"):
         read_snapshot(snapshot_name(SnapshotId(1, 1)), bytes(data))
@@ -150,7 +161,9 @@ def test_latest_valid_snapshot_skips_corrupt_ones_and_part_files(tmp_path: Path)
     store = DirectoryStore(tmp_path / "__cluster_metadata-0")
     image = MetadataImage.empty().apply(RegisterBroker(1))
     write_snapshot(store, SnapshotId(5, 1), image, voters=(1,), timestamp=0)
-    write_snapshot(store, SnapshotId(8, 2), image.apply(RegisterBroker(2)), voters=(1,), timestamp=0)
+    write_snapshot(
+        store, SnapshotId(8, 2), image.apply(RegisterBroker(2)), voters=(1,), timestamp=0
+    )
     newest = snapshot_name(SnapshotId(8, 2))
     damaged = bytearray(store.read(newest))
     damaged[-1] ^= 0xFF
@@ -164,17 +177,27 @@ def test_latest_valid_snapshot_skips_corrupt_ones_and_part_files(tmp_path: Path)
 
 
 def test_metadata_records_round_trip_as_json_values():
-    for item in [RegisterBroker(3), TopicRecord("a", 1),
-                 PartitionChange("a", 0, leader=3, isr=(3,), leader_epoch=1)]:
+    for item in [
+        RegisterBroker(3),
+        TopicRecord("a", 1),
+        PartitionChange("a", 0, leader=3, isr=(3,), leader_epoch=1),
+    ]:
         assert decode_record(encode_record(item)) == item
 
 
 @pytest.mark.parametrize(
     ("value", "field"),
-    [(b"\xff", "value"), (b"[]", "value"), (b'{"type":"Nope"}', "type"),
-     (b'{"type":"RegisterBroker","broker_id":"x"}', "broker_id"),
-     (b'{"type":"PartitionChange","topic":"a","partition":0,"leader":1,"isr":[true],'
-      b'"leader_epoch":0}', "isr")],
+    [
+        (b"\xff", "value"),
+        (b"[]", "value"),
+        (b'{"type":"Nope"}', "type"),
+        (b'{"type":"RegisterBroker","broker_id":"x"}', "broker_id"),
+        (
+            b'{"type":"PartitionChange","topic":"a","partition":0,"leader":1,"isr":[true],'
+            b'"leader_epoch":0}',
+            "isr",
+        ),
+    ],
 )
 def test_bad_metadata_record_values_name_the_field(value, field):
     with pytest.raises(InputError) as error:

@@ -121,7 +121,10 @@ class InvariantChecker:
         if "SnapshotConsistency" in self.enabled:
             for node in nodes.values():
                 snapshot_id = node.latest_snapshot
-                if snapshot_id is not None and (node.node_id, snapshot_id) not in self.snapshots_checked:
+                if (
+                    snapshot_id is not None
+                    and (node.node_id, snapshot_id) not in self.snapshots_checked
+                ):
                     self.snapshots_checked.add((node.node_id, snapshot_id))
                     self._snapshot(node, snapshot_id, out, step)
         return out
@@ -133,8 +136,13 @@ class InvariantChecker:
             epoch = node.epoch
             other = self.leader_of_epoch.setdefault(epoch, node.node_id)
             if other != node.node_id:
-                self._report(out, "ElectionSafety", f"epoch {epoch}",
-                             f"nodes {other} and {node.node_id} both led epoch {epoch}", step)
+                self._report(
+                    out,
+                    "ElectionSafety",
+                    f"epoch {epoch}",
+                    f"nodes {other} and {node.node_id} both led epoch {epoch}",
+                    step,
+                )
             key = (node.node_id, epoch)
             end = node.end_offset
             last = node.entries[-1] if node.entries else None
@@ -146,9 +154,14 @@ class InvariantChecker:
                     and before_end - 1 >= node.log_start
                     and node.entry_at(before_end - 1) is not before_last
                 ):
-                    self._report(out, "LeaderAppendOnly", f"{key}",
-                                 f"leader {node.node_id} of epoch {epoch} went from log end "
-                                 f"{before_end} to {end} or rewrote offset {before_end - 1}", step)
+                    self._report(
+                        out,
+                        "LeaderAppendOnly",
+                        f"{key}",
+                        f"leader {node.node_id} of epoch {epoch} went from log end "
+                        f"{before_end} to {end} or rewrote offset {before_end - 1}",
+                        step,
+                    )
             self.leader_logs[key] = (end, last)
 
     def _committed(
@@ -160,36 +173,50 @@ class InvariantChecker:
         for node in sorted(changed, key=lambda n: n.role != LEADER):
             start = max(len(committed), node.log_start)
             if len(committed) >= node.log_start and node.high_watermark > start:
-                committed.extend(node.entries[start - node.log_start : node.high_watermark
-                                              - node.log_start])
+                committed.extend(
+                    node.entries[start - node.log_start : node.high_watermark - node.log_start]
+                )
                 epoch = max(node.epoch, self.commit_epochs[-1] if self.commit_epochs else 0)
                 self.commit_epochs.extend([epoch] * (len(committed) - len(self.commit_epochs)))
         for node in changed:
             key = (node.node_id, node.incarnation)
             before = self.high_watermarks.get(key, node.high_watermark)
             if node.high_watermark < before:
-                self._report(out, "MonotonicHighWatermark", f"{key}",
-                             f"node {node.node_id}'s HW went from {before} to "
-                             f"{node.high_watermark}", step)
+                self._report(
+                    out,
+                    "MonotonicHighWatermark",
+                    f"{key}",
+                    f"node {node.node_id}'s HW went from {before} to {node.high_watermark}",
+                    step,
+                )
             self.high_watermarks[key] = node.high_watermark
             # StateMachineSafety: what the node applied matches the committed entries.
             checked = self.applied_checked.get(key, node.log_start)
             applied = node.applied_offset
             if applied < checked:
-                self._report(out, "StateMachineSafety", f"rollback {key}",
-                             f"node {node.node_id} un-applied offsets {applied}..{checked - 1}",
-                             step)
+                self._report(
+                    out,
+                    "StateMachineSafety",
+                    f"rollback {key}",
+                    f"node {node.node_id} un-applied offsets {applied}..{checked - 1}",
+                    step,
+                )
             low = max(min(checked, applied), node.log_start)
             high = min(applied, len(committed))
-            if low < high and node.entries[low - node.log_start : high - node.log_start] != (
-                committed[low:high]
+            if (
+                low < high
+                and node.entries[low - node.log_start : high - node.log_start]
+                != (committed[low:high])
             ):
-                offset = next(
-                    o for o in range(low, high) if node.entry_at(o) != committed[o]
+                offset = next(o for o in range(low, high) if node.entry_at(o) != committed[o])
+                self._report(
+                    out,
+                    "StateMachineSafety",
+                    f"{node.node_id}@{offset}",
+                    f"node {node.node_id} applied {node.entry_at(offset)} at offset "
+                    f"{offset}, committed is {committed[offset]}",
+                    step,
                 )
-                self._report(out, "StateMachineSafety", f"{node.node_id}@{offset}",
-                             f"node {node.node_id} applied {node.entry_at(offset)} at offset "
-                             f"{offset}, committed is {committed[offset]}", step)
             self.applied_checked[key] = applied
         if "LeaderCompleteness" in self.enabled:
             for node in running if len(committed) > known else changed:
@@ -204,17 +231,28 @@ class InvariantChecker:
         # older epoch still running is not expected to hold what newer epochs committed.
         high = bisect.bisect_right(self.commit_epochs, node.epoch)
         if high > node.end_offset:
-            self._report(out, "LeaderCompleteness", f"{key}",
-                         f"leader {node.node_id} of epoch {node.epoch} lacks committed offsets "
-                         f"{node.end_offset}..{high - 1} (committed metadata lost)", step)
-        elif low < high and node.entries[low - node.log_start : high - node.log_start] != (
-            committed[low:high]
+            self._report(
+                out,
+                "LeaderCompleteness",
+                f"{key}",
+                f"leader {node.node_id} of epoch {node.epoch} lacks committed offsets "
+                f"{node.end_offset}..{high - 1} (committed metadata lost)",
+                step,
+            )
+        elif (
+            low < high
+            and node.entries[low - node.log_start : high - node.log_start] != (committed[low:high])
         ):
             offset = next(o for o in range(low, high) if node.entry_at(o) != committed[o])
-            self._report(out, "LeaderCompleteness", f"{key}",
-                         f"leader {node.node_id} of epoch {node.epoch} has {node.entry_at(offset)}"
-                         f" at committed offset {offset}, not {committed[offset]} (committed "
-                         f"metadata lost)", step)
+            self._report(
+                out,
+                "LeaderCompleteness",
+                f"{key}",
+                f"leader {node.node_id} of epoch {node.epoch} has {node.entry_at(offset)}"
+                f" at committed offset {offset}, not {committed[offset]} (committed "
+                f"metadata lost)",
+                step,
+            )
         self.leader_checked[key] = high
 
     def _log_matching(
@@ -244,16 +282,22 @@ class InvariantChecker:
                 a = node.entries[low - node.log_start : offset + 1 - node.log_start]
                 b = other.entries[low - other.log_start : offset + 1 - other.log_start]
                 if a != b:
-                    first = next(o for o in range(low, offset + 1)
-                                 if node.entry_at(o) != other.entry_at(o))
+                    first = next(
+                        o for o in range(low, offset + 1) if node.entry_at(o) != other.entry_at(o)
+                    )
                     pair = sorted((node.node_id, other.node_id))
-                    self._report(out, "LogMatching", f"{pair}@{first}",
-                                 f"nodes {pair[0]} and {pair[1]} agree on offset {offset} (epoch "
-                                 f"{node.entry_at(offset).epoch}) but differ at offset {first}",
-                                 step)
+                    self._report(
+                        out,
+                        "LogMatching",
+                        f"{pair}@{first}",
+                        f"nodes {pair[0]} and {pair[1]} agree on offset {offset} (epoch "
+                        f"{node.entry_at(offset).epoch}) but differ at offset {first}",
+                        step,
+                    )
 
-    def _majority(self, leader: RaftNode, nodes: Mapping[int, RaftNode], out: list[Violation],
-                  step: int) -> None:
+    def _majority(
+        self, leader: RaftNode, nodes: Mapping[int, RaftNode], out: list[Violation], step: int
+    ) -> None:
         high_watermark = leader.high_watermark
         if high_watermark <= leader.log_start:
             return
@@ -267,25 +311,41 @@ class InvariantChecker:
             if high_watermark - 1 < node.log_start or node.entry_at(high_watermark - 1) == wanted:
                 holding.append(voter)
         if len(holding) * 2 <= len(voters):
-            self._report(out, "MajorityHighWatermark", f"{leader.node_id}@{high_watermark}",
-                         f"leader {leader.node_id}'s HW {high_watermark} is on the flushed logs "
-                         f"of voters {holding} only, of {list(voters)}", step)
+            self._report(
+                out,
+                "MajorityHighWatermark",
+                f"{leader.node_id}@{high_watermark}",
+                f"leader {leader.node_id}'s HW {high_watermark} is on the flushed logs "
+                f"of voters {holding} only, of {list(voters)}",
+                step,
+            )
 
-    def _snapshot(self, node: RaftNode, snapshot_id: SnapshotId, out: list[Violation],
-                  step: int) -> None:
+    def _snapshot(
+        self, node: RaftNode, snapshot_id: SnapshotId, out: list[Violation], step: int
+    ) -> None:
         name = snapshot_name(snapshot_id)
         where = f"{node.node_id}:{name}"
         end = snapshot_id.end_offset
         if end > len(self.committed):
-            self._report(out, "SnapshotConsistency", where,
-                         f"node {node.node_id}'s snapshot {name} ends past the committed "
-                         f"offset {len(self.committed)}", step)
+            self._report(
+                out,
+                "SnapshotConsistency",
+                where,
+                f"node {node.node_id}'s snapshot {name} ends past the committed "
+                f"offset {len(self.committed)}",
+                step,
+            )
             return
         try:
             snapshot = read_snapshot(name, node.store.read(name))
         except (SnapshotError, KeyError) as error:
-            self._report(out, "SnapshotConsistency", where,
-                         f"node {node.node_id}'s snapshot {name} does not read: {error}", step)
+            self._report(
+                out,
+                "SnapshotConsistency",
+                where,
+                f"node {node.node_id}'s snapshot {name} does not read: {error}",
+                step,
+            )
             return
         upto, image = self._replayed
         if end < upto:
@@ -294,6 +354,11 @@ class InvariantChecker:
             image = image.apply(entry.payload)
         self._replayed = (end, image)
         if snapshot.image != image:
-            self._report(out, "SnapshotConsistency", where,
-                         f"node {node.node_id}'s snapshot {name} differs from the committed "
-                         f"records replayed to offset {end}", step)
+            self._report(
+                out,
+                "SnapshotConsistency",
+                where,
+                f"node {node.node_id}'s snapshot {name} differs from the committed "
+                f"records replayed to offset {end}",
+                step,
+            )

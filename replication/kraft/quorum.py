@@ -156,8 +156,15 @@ class Quorum:
         """Dedicated controllers ``voters`` and brokers ``brokers`` (observers)."""
         specs = [NodeSpec(v, frozenset({"controller"})) for v in voters]
         specs += [NodeSpec(b, frozenset({"broker"})) for b in brokers]
-        return cls(specs, voters, seed=seed, rules=rules, config=config, stores=stores,
-                   invariants=invariants)
+        return cls(
+            specs,
+            voters,
+            seed=seed,
+            rules=rules,
+            config=config,
+            stores=stores,
+            invariants=invariants,
+        )
 
     # --- events ------------------------------------------------------------------------------
     def _event(self, text: str, touched: Iterable[int] | None = None) -> None:
@@ -325,8 +332,9 @@ def random_schedule(
     chooser = random.Random(seed)
     voter_ids = tuple(range(1, voters + 1))
     broker_ids = tuple(range(voters + 1, voters + brokers + 1))
-    quorum = Quorum.static(voters=voter_ids, brokers=broker_ids, seed=seed, rules=rules,
-                           invariants=invariants)
+    quorum = Quorum.static(
+        voters=voter_ids, brokers=broker_ids, seed=seed, rules=rules, invariants=invariants
+    )
     ids = voter_ids + broker_ids
     records = 0
     for _ in range(steps):
@@ -343,8 +351,11 @@ def random_schedule(
         elif roll < 0.75:
             if quorum.leader() is not None:
                 records += 1
-                quorum.propose(RegisterBroker(records) if records % 3 else
-                               TopicRecord(f"t{records}", 1 + records % 4))
+                quorum.propose(
+                    RegisterBroker(records)
+                    if records % 3
+                    else TopicRecord(f"t{records}", 1 + records % 4)
+                )
         elif roll < 0.81:
             running = sorted(quorum.up & set(voter_ids))
             if len(running) > 1:
@@ -365,8 +376,9 @@ def random_schedule(
             quorum.snapshot(running[chooser.randrange(len(running))])
         if quorum.violations:
             break
-    return ScheduleResult(seed, tuple(quorum.violations), tuple(quorum.trace),
-                          len(quorum.checker.committed))
+    return ScheduleResult(
+        seed, tuple(quorum.violations), tuple(quorum.trace), len(quorum.checker.committed)
+    )
 
 
 def measure_schedules_per_second(count: int, *, steps: int = 150) -> float:
@@ -376,4 +388,3 @@ def measure_schedules_per_second(count: int, *, steps: int = 150) -> float:
     for seed in range(count):
         random_schedule(seed, steps=steps)
     return count / max(time.process_time() - start, 1e-9)
-

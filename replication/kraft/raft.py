@@ -13,7 +13,8 @@ The rules, each a switch of :class:`RaftRules` so that an explorer can turn one 
 - ``pre_vote``: a voter that times out first asks for pre-votes without bumping its epoch
   (``ProspectiveState``), and a voter that still hears from a leader refuses them;
 - ``check_quorum``: a leader that has not been fetched from by a majority of voters within
-  1.5 x ``controller.quorum.fetch.timeout.ms`` resigns (``LeaderState.timeUntilCheckQuorumExpires``);
+  1.5 x ``controller.quorum.fetch.timeout.ms`` resigns
+  (``LeaderState.timeUntilCheckQuorumExpires``);
 - ``count_observers``: OFF in Kafka; on, observers' fetch offsets count toward the majority that
   moves the high watermark (a bug to explore);
 - ``flush_before_ack``: the leader counts only its flushed offset, and a follower flushes what it
@@ -77,9 +78,9 @@ __all__ = [
     "RaftConfig",
     "RaftNode",
     "RaftRules",
-    "VoterChangeError",
     "VoteRequest",
     "VoteResponse",
+    "VoterChangeError",
 ]
 
 
@@ -479,8 +480,9 @@ class RaftNode:
         if end <= self.log_start:
             return None
         snapshot_id = SnapshotId(end, self.entry_at(end - 1).epoch)
-        write_snapshot(self.store, snapshot_id, self.image, voters=self._voters_at(end),
-                       timestamp=now)
+        write_snapshot(
+            self.store, snapshot_id, self.image, voters=self._voters_at(end), timestamp=now
+        )
         self._truncate_prefix(snapshot_id, self.image)
         return snapshot_id
 
@@ -639,7 +641,8 @@ class RaftNode:
         if isinstance(message, BeginQuorumEpoch):
             self._observe_epoch(message.epoch, message.leader, now)
             if message.epoch == self.epoch and self.role == FOLLOWER:
-                return [(src, BeginQuorumEpochResponse(self.epoch, self.node_id))] + self._fetch(now)
+                reply = (src, BeginQuorumEpochResponse(self.epoch, self.node_id))
+                return [reply, *self._fetch(now)]
             return []
         if isinstance(message, BeginQuorumEpochResponse):
             if self.role == LEADER and message.epoch == self.epoch:
@@ -799,8 +802,10 @@ class RaftNode:
             self.fetch_snapshot_in_flight = True
             self.fetch_sent_at = now
             return [
-                (response.leader, FetchSnapshotRequest(self.epoch, self.node_id,
-                                                      response.snapshot_id))
+                (
+                    response.leader,
+                    FetchSnapshotRequest(self.epoch, self.node_id, response.snapshot_id),
+                )
             ]
         if response.fetch_offset != self.end_offset:
             return []
@@ -819,8 +824,10 @@ class RaftNode:
         name = snapshot_name(request.snapshot_id)
         data = self.store.read(name) if name in self.store.names() else None
         return [
-            (request.replica, FetchSnapshotResponse(self.epoch, self.node_id,
-                                                    request.snapshot_id, data))
+            (
+                request.replica,
+                FetchSnapshotResponse(self.epoch, self.node_id, request.snapshot_id, data),
+            )
         ]
 
     def _on_fetch_snapshot_response(self, response: FetchSnapshotResponse, now: int) -> Outbox:

@@ -182,7 +182,10 @@ def decode_record(value: bytes) -> MetadataRecord:
         ):
             raise InputError("isr must be a list of integers", field="isr", value=isr)
         return PartitionChange(
-            topic, _int(body, "partition"), _int(body, "leader"), tuple(isr),
+            topic,
+            _int(body, "partition"),
+            _int(body, "leader"),
+            tuple(isr),
             _int(body, "leader_epoch"),
         )
     raise InputError("unknown metadata record type", field="type", value=kind)

@@ -285,8 +285,9 @@ def read_snapshot(name: str, data: bytes) -> Snapshot:
                         )
                     image = image.apply(decode_record(record.value))
     except KafkaFormatError as error:
-        raise SnapshotError(error.message, source=name, position=error.position,
-                            field=error.field) from None
+        raise SnapshotError(
+            error.message, source=name, position=error.position, field=error.field
+        ) from None
     except _BaseInputError as error:
         if isinstance(error, SnapshotError):
             raise
@@ -301,9 +302,7 @@ def read_snapshot(name: str, data: bytes) -> Snapshot:
 def latest_valid_snapshot(store: SnapshotStore) -> tuple[Snapshot | None, list[SnapshotError]]:
     """The newest snapshot that reads whole, and the errors of newer ones skipped on the way."""
     ids = sorted(
-        (found, name)
-        for name in store.names()
-        if (found := parse_snapshot_name(name)) is not None
+        (found, name) for name in store.names() if (found := parse_snapshot_name(name)) is not None
     )
     skipped: list[SnapshotError] = []
     for _, name in reversed(ids):
