@@ -202,7 +202,7 @@ class InvariantChecker:
                     step,
                 )
             low = max(min(checked, applied), node.log_start)
-            high = min(applied, len(committed))
+            high = min(applied, len(committed), node.end_offset)
             if (
                 low < high
                 and node.entries[low - node.log_start : high - node.log_start]
@@ -299,8 +299,8 @@ class InvariantChecker:
         self, leader: RaftNode, nodes: Mapping[int, RaftNode], out: list[Violation], step: int
     ) -> None:
         high_watermark = leader.high_watermark
-        if high_watermark <= leader.log_start:
-            return
+        if not leader.log_start < high_watermark <= leader.end_offset:
+            return  # nothing above the snapshot, or a log cut below its HW (LeaderAppendOnly)
         wanted = leader.entry_at(high_watermark - 1)
         voters = leader.voters
         holding = []
