@@ -82,3 +82,12 @@ def test_a_subset_of_invariants_can_be_checked():
 def test_unknown_invariant_names_are_refused():
     with pytest.raises(InputError, match="unknown invariant"):
         select_invariants(["NoSuchThing"])
+
+
+def test_voter_change_schedules_with_every_rule_on_break_no_invariant():
+    changes = 0
+    for seed in range(100):
+        result = random_schedule(seed, spare_controllers=1, steps=200)
+        assert result.violations == (), (seed, result.violations)
+        changes += sum(1 for event in result.trace if "voter" in event)
+    assert changes > 20

@@ -91,6 +91,7 @@ class InvariantChecker:
         self.leader_checked: dict[tuple[int, int], int] = {}
         self.log_signatures: dict[int, tuple[int, int, int]] = {}
         self.snapshots_checked: set[tuple[int, SnapshotId]] = set()
+        self.majority_checked: dict[tuple[int, int], int] = {}
         self.reported: set[tuple[str, str]] = set()
         self._replayed = (0, MetadataImage.empty())
 
@@ -299,6 +300,15 @@ class InvariantChecker:
         self, leader: RaftNode, nodes: Mapping[int, RaftNode], out: list[Violation], step: int
     ) -> None:
         high_watermark = leader.high_watermark
+        # Checked when the HW moves: an entry is committed by a majority of the voters of that
+        # moment; a later voter change (KIP-853, one voter at a time) keeps majorities overlapping
+        # without every new majority holding it yet.
+        # A new leader's HW is the one it learned as a follower, checked when it moved then.
+        key = (leader.node_id, leader.epoch)
+        before = self.majority_checked.setdefault(key, high_watermark)
+        if before == high_watermark:
+            return
+        self.majority_checked[key] = high_watermark
         if not leader.log_start < high_watermark <= leader.end_offset:
             return  # nothing above the snapshot, or a log cut below its HW (LeaderAppendOnly)
         wanted = leader.entry_at(high_watermark - 1)

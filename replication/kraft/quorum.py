@@ -27,7 +27,15 @@ from dataclasses import dataclass
 
 from replication.errors import InputError, ReplicationError
 from replication.kraft.invariants import InvariantChecker
-from replication.kraft.raft import LEADER, Message, Outbox, RaftConfig, RaftNode, RaftRules
+from replication.kraft.raft import (
+    LEADER,
+    Message,
+    Outbox,
+    RaftConfig,
+    RaftNode,
+    RaftRules,
+    VoterChangeError,
+)
 from replication.kraft.records import (
     MetadataRecord,
     RegisterBroker,
@@ -325,17 +333,21 @@ def random_schedule(
     brokers: int = 1,
     steps: int = 150,
     snapshots: bool = True,
+    spare_controllers: int = 0,
     invariants: Iterable[str] | None = None,
 ) -> ScheduleResult:
     """One seeded schedule: deliveries, ticks, proposals, crashes, restarts, link cuts and heals,
-    snapshots, in a random order drawn from ``seed`` only. Stops at the first violation."""
+    snapshots and (with ``spare_controllers``, controllers outside the first voter set) KIP-853
+    voter changes, in a random order drawn from ``seed`` only. Stops at the first violation."""
     chooser = random.Random(seed)
     voter_ids = tuple(range(1, voters + 1))
-    broker_ids = tuple(range(voters + 1, voters + brokers + 1))
-    quorum = Quorum.static(
-        voters=voter_ids, brokers=broker_ids, seed=seed, rules=rules, invariants=invariants
-    )
-    ids = voter_ids + broker_ids
+    controller_ids = tuple(range(1, voters + spare_controllers + 1))
+    broker_ids = tuple(range(len(controller_ids) + 1, len(controller_ids) + brokers + 1))
+    specs = [NodeSpec(c, frozenset({"controller"})) for c in controller_ids]
+    specs += [NodeSpec(b, frozenset({"broker"})) for b in broker_ids]
+    quorum = Quorum(specs, voter_ids, seed=seed, rules=rules, invariants=invariants)
+    ids = controller_ids + broker_ids
+    voter_ids = controller_ids
     records = 0
     for _ in range(steps):
         links = quorum.pending()
@@ -371,6 +383,17 @@ def random_schedule(
             if quorum.cut:
                 a, b = sorted(sorted(quorum.cut, key=sorted)[chooser.randrange(len(quorum.cut))])
                 quorum.heal_link(a, b)
+        elif spare_controllers and roll < 0.98:
+            leader = quorum.leader()
+            if leader is not None:
+                target = controller_ids[chooser.randrange(len(controller_ids))]
+                try:
+                    if target in leader.voters and len(leader.voters) > 1:
+                        quorum.remove_voter(target)
+                    elif target not in leader.voters:
+                        quorum.add_voter(target)
+                except VoterChangeError:
+                    pass  # refused: one change at a time, or nothing committed in this epoch
         elif snapshots:
             running = sorted(quorum.up)
             quorum.snapshot(running[chooser.randrange(len(running))])
