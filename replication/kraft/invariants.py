@@ -76,6 +76,21 @@ def _log_signature(node: RaftNode) -> tuple[int, int, int]:
     return (node.log_start, node.end_offset, id(node.entries[-1]) if node.entries else 0)
 
 
+def _fingerprint(node: RaftNode) -> tuple[object, ...]:
+    return (
+        node.incarnation,
+        node.high_watermark,
+        node.applied_offset,
+        node.role,
+        node.epoch,
+        node.log_start,
+        len(node.entries),
+        id(node.entries[-1]) if node.entries else 0,
+        node.flushed_end,
+        node.latest_snapshot,
+    )
+
+
 class InvariantChecker:
     """Checks the invariants after each event; ``check`` returns the new violations."""
 
@@ -92,6 +107,8 @@ class InvariantChecker:
         self.log_signatures: dict[int, tuple[int, int, int]] = {}
         self.snapshots_checked: set[tuple[int, SnapshotId]] = set()
         self.majority_checked: dict[tuple[int, int], int] = {}
+        # what each node looked like at its last check: an unchanged node is not checked again
+        self.fingerprints: dict[int, tuple[object, ...]] = {}
         self.reported: set[tuple[str, str]] = set()
         self._replayed = (0, MetadataImage.empty())
 
@@ -110,7 +127,13 @@ class InvariantChecker:
         """The new violations after an event that changed the nodes ``touched`` (all: None)."""
         out: list[Violation] = []
         running = [nodes[i] for i in sorted(up)]
-        changed = running if touched is None else [n for n in running if n.node_id in touched]
+        candidates = running if touched is None else [n for n in running if n.node_id in touched]
+        changed = []
+        for node in candidates:
+            fingerprint = _fingerprint(node)
+            if self.fingerprints.get(node.node_id) != fingerprint:
+                self.fingerprints[node.node_id] = fingerprint
+                changed.append(node)
         self._leaders(changed, out, step)
         self._committed(running, changed, out, step)
         if "LogMatching" in self.enabled:
