@@ -32,15 +32,26 @@ log = logging.getLogger("assignors.traces.importers")
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """A record or line an importer passed over (or read with a caveat), and why."""
+    """A record or line an importer passed over (or read with a caveat), and why; binary
+    sources (segment files) say where by ``position``, the record's byte in the file."""
 
     source: str
     line: int | None
     reason: str
+    position: int | None = None
 
     def __str__(self) -> str:
-        where = self.source if self.line is None else f"{self.source}:{self.line}"
-        return f"{where}: {self.reason}"
+        return f"{place(self.source, self.line, self.position)}: {self.reason}"
+
+
+def place(source: str, line: int | None, position: int | None = None) -> str:
+    """``file:line``, ``file: byte P`` or ``file``, as error messages name places.
+
+    >>> place("dump.txt", 4), place("00000000000000000000.log", None, 762)
+    ('dump.txt:4', '00000000000000000000.log: byte 762')
+    """
+    where = source if line is None else f"{source}:{line}"
+    return where if position is None else f"{where}: byte {position}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,10 +271,16 @@ class Snapshot:
     replica_racks: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
 
-def note(notes: list[Skipped] | None, source: str, line: int | None, reason: str) -> None:
-    """Log that ``source:line`` was passed over (or read with a caveat), and keep the note in
-    ``notes`` when given."""
-    skipped = Skipped(source, line, reason)
+def note(
+    notes: list[Skipped] | None,
+    source: str,
+    line: int | None,
+    reason: str,
+    position: int | None = None,
+) -> None:
+    """Log that ``source:line`` (or the record at byte ``position``) was passed over (or read
+    with a caveat), and keep the note in ``notes`` when given."""
+    skipped = Skipped(source, line, reason, position)
     log.info("%s", skipped)
     if notes is not None:
         notes.append(skipped)
@@ -311,22 +328,29 @@ class TraceAssembler:
     def trace_id(self) -> str:
         return self.group if self._incarnation == 1 else f"{self.group}#{self._incarnation}"
 
-    def skip(self, source: str, line: int | None, reason: str) -> None:
-        note(self.skipped, source, line, reason)
+    def skip(self, source: str, line: int | None, reason: str, position: int | None = None) -> None:
+        note(self.skipped, source, line, reason, position)
 
-    def end_incarnation(self, source: str, line: int | None, why: str) -> None:
+    def end_incarnation(
+        self, source: str, line: int | None, why: str, position: int | None = None
+    ) -> None:
         """The group was deleted: later snapshots of the same group id start a new trace."""
         if self._last is None:
             return
-        self.skip(source, line, f"group {self.group}: {why}; later records start a new trace")
+        self.skip(
+            source, line, f"group {self.group}: {why}; later records start a new trace", position
+        )
         self._incarnation += 1
         self._counts = {}
         self._last = None
         self._before_last = None
 
-    def add(self, snapshot: Snapshot, source: str, line: int | None) -> None:
+    def add(
+        self, snapshot: Snapshot, source: str, line: int | None, position: int | None = None
+    ) -> None:
         """Add the row of one snapshot. A snapshot whose row would break the trace format
-        raises InputError naming ``source:line`` and leaves the assembler as it was."""
+        raises InputError naming ``source:line`` (or byte ``position``) and leaves the
+        assembler as it was."""
         kept = len(self.rows) - 1  # _add replaces at most the last row, then appends
         saved = (
             self.rows[kept:] if kept >= 0 else [],
@@ -337,22 +361,25 @@ class TraceAssembler:
             self._before_last,
         )
         try:
-            self._add(snapshot, source, line)
-        except InputError:
+            self._add(snapshot, source, line, position)
+        except InputError as error:
             last_row, skipped, self._incarnation, self._counts, self._last, self._before_last = (
                 saved
             )
             del self.rows[max(kept, 0) :]
             self.rows.extend(last_row)
             del self.skipped[skipped:]
+            if position is not None and error.source == source:
+                raise error.located(position=position) from None
             raise
 
-    def _add(self, snapshot: Snapshot, source: str, line: int | None) -> None:
+    def _add(self, snapshot: Snapshot, source: str, line: int | None, position: int | None) -> None:
         if self._last is not None and snapshot.generation < self._last.generation:
             self.end_incarnation(
                 source,
                 line,
                 f"generation went back from {self._last.generation} to {snapshot.generation}",
+                position,
             )
         previous = self._last
         if previous is not None and snapshot.generation == previous.generation:
@@ -361,26 +388,27 @@ class TraceAssembler:
                 line,
                 f"group {self.group}: generation {snapshot.generation} "
                 "recorded again; the later record replaces the earlier",
+                position,
             )
             self.rows.pop()
             previous = self._before_last
         else:
             self._before_last = previous
-        row = self._row(snapshot, previous, source, line)
+        row = self._row(snapshot, previous, source, line, position)
         # the row must pass the trace reader's checks; a failure names the capture's line
         parse_generation(row, source, line)
         self.rows.append(row)
         self._last = snapshot
 
     def _partition_count(
-        self, topic: str, snapshot: Snapshot, assigned_max: int, source: str, line: int | None
+        self, topic: str, snapshot: Snapshot, assigned_max: int, where: str
     ) -> int:
         info = self.catalog.topics.get(topic)
         if info is not None:
             if assigned_max >= info.partitions:
                 raise InputError(
                     f"the topics file gives {topic!r} {info.partitions} partitions but "
-                    f"{source}:{line} assigns partition {assigned_max}",
+                    f"{where} assigns partition {assigned_max}",
                     source=self.catalog.source,
                     field=f"{topic}.partitions",
                     value=info.partitions,
@@ -392,7 +420,12 @@ class TraceAssembler:
         return count
 
     def _row(
-        self, snapshot: Snapshot, previous: Snapshot | None, source: str, line: int | None
+        self,
+        snapshot: Snapshot,
+        previous: Snapshot | None,
+        source: str,
+        line: int | None,
+        position: int | None = None,
     ) -> dict[str, Any]:
         member_ids = [member.member_id for member in snapshot.members]
         if len(set(member_ids)) != len(member_ids):
@@ -420,7 +453,9 @@ class TraceAssembler:
                 highest[topic] = max(highest.get(topic, -1), partition)
         topics = []
         for topic in sorted(highest):
-            count = self._partition_count(topic, snapshot, highest[topic], source, line)
+            count = self._partition_count(
+                topic, snapshot, highest[topic], place(source, line, position)
+            )
             if count == 0 and topic not in self.catalog.topics:
                 continue  # nothing says the topic has partitions: leave it out of the group
             topic_row: dict[str, Any] = {"name": topic, "partitions": count}
@@ -469,12 +504,14 @@ def lines_of(text: str | Iterable[str]) -> Iterator[str]:
 
 
 def in_file_order(notes: Iterable[Skipped]) -> tuple[Skipped, ...]:
-    """Notes sorted by file (in the order files first appear) then line."""
+    """Notes sorted by file (in the order files first appear) then line (or byte)."""
     listed = list(notes)
     rank = {
         source: index for index, source in reversed(list(enumerate(note.source for note in listed)))
     }
-    return tuple(sorted(listed, key=lambda note: (rank[note.source], note.line or 0)))
+    return tuple(
+        sorted(listed, key=lambda note: (rank[note.source], note.line or 0, note.position or 0))
+    )
 
 
 def collect(assemblers: Iterable[TraceAssembler], skipped: Iterable[Skipped] = ()) -> ImportResult:

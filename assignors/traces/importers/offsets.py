@@ -35,7 +35,7 @@ import binascii
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from assignors.errors import InputError
 from assignors.model import TopicPartition
@@ -67,7 +67,8 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
 @dataclass(frozen=True, slots=True)
 class CoordinatorRecord:
     """One ``__consumer_offsets`` record: the key's type and data, the value's data (None for a
-    tombstone) and version, the record timestamp when the tool printed one, and where it was."""
+    tombstone) and version, the record timestamp when the tool printed one, and where it was
+    (a text's line, or a segment file's byte ``position``)."""
 
     key_type: int
     key: Mapping[str, Any]
@@ -75,8 +76,9 @@ class CoordinatorRecord:
     value_version: int | None
     timestamp_ms: int | None
     source: str
-    line: int
+    line: int | None
     record_number: int | None = None  # for outputs that put many records on one line
+    position: int | None = None  # for binary sources: the record's byte in the file
 
     def fail(
         self, message: str, field_name: str, value: object = InputError._NO_VALUE
@@ -86,7 +88,14 @@ class CoordinatorRecord:
             if self.record_number is None
             else (f"record {self.record_number}: {field_name}")
         )
-        return InputError(message, source=self.source, line=self.line, field=where, value=value)
+        return InputError(
+            message,
+            source=self.source,
+            line=self.line,
+            position=self.position,
+            field=where,
+            value=value,
+        )
 
     def text(
         self, node: Mapping[str, Any], name: str, where: str, *, nullable: bool = False
@@ -125,10 +134,13 @@ class CoordinatorRecord:
 def _decoded(
     record: CoordinatorRecord, node: object, where: str, kind: str
 ) -> wire.Subscription | wire.MemberAssignment | None:
-    """A subscription or assignment printed as Kafka's JSON, or as base64 of the wire bytes
-    (the formatter always; dump-log when its own decoding failed). Empty bytes: none stored."""
+    """A subscription or assignment printed as Kafka's JSON, as base64 of the wire bytes
+    (the formatter always; dump-log when its own decoding failed), or the bytes themselves (a
+    segment file). Empty bytes: none stored."""
     if node is None:
         return None
+    if isinstance(node, bytes):
+        return _decoded_bytes(record, node, where, kind, node)
     if isinstance(node, Mapping):
         try:
             if kind == "subscription":
@@ -142,6 +154,12 @@ def _decoded(
         data = base64.b64decode(node, validate=True)
     except (binascii.Error, ValueError):
         raise record.fail("not valid base64", where, node) from None
+    return _decoded_bytes(record, data, where, kind, node)
+
+
+def _decoded_bytes(
+    record: CoordinatorRecord, data: bytes, where: str, kind: str, shown: object
+) -> wire.Subscription | wire.MemberAssignment | None:
     if not data:
         return None
     try:
@@ -149,7 +167,7 @@ def _decoded(
             return wire.decode_subscription(data)
         return wire.decode_assignment(data)
     except InputError as error:
-        raise record.fail(f"{error.message} in {error.field}", where, node) from None
+        raise record.fail(f"{error.message} in {error.field}", where, shown) from None
 
 
 def _subscribed(
@@ -235,13 +253,15 @@ class _TargetPartitions(NamedTuple):
     topic_id: str
     partitions: tuple[int, ...]
     source: str
-    line: int
+    line: int | None
+    position: int | None
 
 
 class _PendingGeneration(NamedTuple):
     snapshot: Snapshot
     source: str
-    line: int
+    line: int | None
+    position: int | None
 
 
 @dataclass(slots=True)
@@ -274,7 +294,7 @@ class _OffsetsImporter:
         return self.assemblers[group]
 
     def skip(self, record: CoordinatorRecord, reason: str) -> None:
-        note(self.skipped, record.source, record.line, reason)
+        note(self.skipped, record.source, record.line, reason, record.position)
 
     def feed(self, record: CoordinatorRecord) -> None:
         if record.key_type in OFFSET_COMMIT_TYPES:
@@ -304,7 +324,9 @@ class _OffsetsImporter:
     def classic(self, record: CoordinatorRecord) -> None:
         group = record.group()
         if record.value is None:
-            self.assembler(group).end_incarnation(record.source, record.line, "deleted (tombstone)")
+            self.assembler(group).end_incarnation(
+                record.source, record.line, "deleted (tombstone)", record.position
+            )
             return
         snapshot = classic_snapshot(record)
         if snapshot is None:
@@ -314,7 +336,7 @@ class _OffsetsImporter:
                 f"{record.value.get('protocolType')!r} is not 'consumer'",
             )
             return
-        self.assembler(group).add(snapshot, record.source, record.line)
+        self.assembler(group).add(snapshot, record.source, record.line, record.position)
 
     def consumer(self, record: CoordinatorRecord) -> None:
         group = record.group()
@@ -325,7 +347,7 @@ class _OffsetsImporter:
             if value is None:
                 self.flush(group)
                 self.assembler(group).end_incarnation(
-                    record.source, record.line, "deleted (tombstone)"
+                    record.source, record.line, "deleted (tombstone)", record.position
                 )
                 self.consumer_groups[group] = _ConsumerGroup()
             else:
@@ -355,7 +377,9 @@ class _OffsetsImporter:
                 snapshot = self.target_snapshot(group, state, epoch, record)
                 if computed_at > 0:
                     snapshot = replace(snapshot, timestamp_ms=computed_at)
-                state.pending = _PendingGeneration(snapshot, record.source, record.line)
+                state.pending = _PendingGeneration(
+                    snapshot, record.source, record.line, record.position
+                )
         elif kind == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT and value is not None:
             member_id = str(record.text(record.key, "memberId", "key."))
             epoch = record.integer(value, "memberEpoch", "value.")
@@ -409,12 +433,16 @@ class _OffsetsImporter:
                 raise record.fail("must be a list of integers", f"{where}partitions", partitions)
             entries.append(
                 _TargetPartitions(
-                    _uuid_text(record, entry, where), tuple(partitions), record.source, record.line
+                    _uuid_text(record, entry, where),
+                    tuple(partitions),
+                    record.source,
+                    record.line,
+                    record.position,
                 )
             )
         return entries
 
-    def topic_name(self, state: _ConsumerGroup, topic_id: str, source: str, line: int) -> str:
+    def topic_name(self, state: _ConsumerGroup, topic_id: str, target: _TargetPartitions) -> str:
         known = state.topics_by_id.get(topic_id)
         if known is not None:
             return known.name
@@ -423,8 +451,9 @@ class _OffsetsImporter:
             raise InputError(
                 "topic id not named by any ConsumerGroupPartitionMetadata record (type 4); "
                 'give --topics with an "id" for it',
-                source=source,
-                line=line,
+                source=target.source,
+                line=target.line,
+                position=target.position,
                 field="topicId",
                 value=topic_id,
             )
@@ -452,9 +481,7 @@ class _OffsetsImporter:
                         "its topics are unknown",
                     )
             assigned = [
-                TopicPartition(
-                    self.topic_name(state, target.topic_id, target.source, target.line), partition
-                )
+                TopicPartition(self.topic_name(state, target.topic_id, target), partition)
                 for target in state.targets.get(member_id, ())
                 for partition in target.partitions
             ]
@@ -489,7 +516,7 @@ class _OffsetsImporter:
         state = self.consumer_groups.get(group)
         if state is None or state.pending is None:
             return
-        snapshot, source, line = state.pending
+        snapshot, source, line, position = state.pending
         if snapshot.members:
             settled = len(state.reconciled & {member.member_id for member in snapshot.members})
             snapshot = replace(
@@ -497,7 +524,7 @@ class _OffsetsImporter:
                 reason=f"{snapshot.reason}, {settled} of "
                 f"{len(snapshot.members)} members reached it",
             )
-        self.assembler(group).add(snapshot, source, line)
+        self.assembler(group).add(snapshot, source, line, position)
         state.pending = None
         state.reconciled = set()
 
@@ -522,20 +549,19 @@ def rows_from_records(
     return importer.result()
 
 
-RecordParser = Callable[
-    [str | Iterable[str], str, list[Skipped], bool], Iterator[CoordinatorRecord]
-]
+SourceData = TypeVar("SourceData")
+RecordParser = Callable[[SourceData, str, list[Skipped], bool], Iterator[CoordinatorRecord]]
 
 
 def import_records(
-    sources: Iterable[tuple[str, str | Iterable[str]]],
-    parse: RecordParser,
+    sources: Iterable[tuple[str, SourceData]],
+    parse: RecordParser[SourceData],
     catalog: TopicCatalog | None = None,
     options: ImportOptions | None = None,
 ) -> ImportResult:
-    """Trace rows from the records ``parse(text, source, skipped, strict)`` reads out of each
-    ``(name, text or lines)`` source in turn (oldest first); the parser's notes and the
-    importer's come back together in file order."""
+    """Trace rows from the records ``parse(data, source, skipped, strict)`` reads out of each
+    ``(name, data)`` source (text or lines; a segment's bytes) in turn (oldest first); the
+    parser's notes and the importer's come back together in file order."""
     options = options or ImportOptions()
     skipped: list[Skipped] = []
     records = (
