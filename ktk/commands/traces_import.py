@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import gzip
 import itertools
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +38,19 @@ def _lines(path: Path) -> Iterator[str]:
     opener: Any = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
         yield from handle
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A segment file's bytes (.gz decompressed)."""
+    data = path.read_bytes()
+    if not path.name.endswith(".gz"):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as error:
+        from ktkbase.errors import InputError
+
+        raise InputError(f"not readable as gzip: {error}", source=shown_name(path)) from None
 
 
 class _Source(NamedTuple):
@@ -89,12 +103,13 @@ def register(traces_app: typer.Typer) -> None:
             list[str],
             typer.Argument(
                 metavar="FILE",
-                help="Captured history, oldest first (.gz is read too); `-` reads standard input.",
+                help="Captured history, oldest first (.gz is read too); `-` reads standard input. "
+                "With --from segments: .log segment files, or directories holding them.",
             ),
         ],
         source_kind: Annotated[
             str,
-            typer.Option("--from", help="dump-log, formatter or coordinator-log."),
+            typer.Option("--from", help="dump-log, formatter, coordinator-log or segments."),
         ],
         out_dir: Annotated[Path, out_option("Directory to write (replaced whole; see --force).")],
         topics: Annotated[
@@ -128,8 +143,9 @@ def register(traces_app: typer.Typer) -> None:
         ] = False,
         force: Annotated[bool, force_option()] = False,
     ) -> None:
-        """Turn kafka-dump-log, GroupMetadataMessageFormatter or coordinator-log output into
-        traces, one per group, written to OUT/<from>-<first file>.<format>.
+        """Turn kafka-dump-log, GroupMetadataMessageFormatter or coordinator-log output, or
+        the __consumer_offsets segment files themselves, into traces, one per group, written to
+        OUT/<from>-<first file>.<format>.
 
         OUT is written whole: a new directory, or one an earlier ktk run wrote, which is then
         replaced (a run that is interrupted leaves the previous OUT as it was).
@@ -141,6 +157,7 @@ def register(traces_app: typer.Typer) -> None:
             ImportOptions,
             import_history,
             parse_topics_file,
+            segment_files,
         )
         from ktkbase.outputs import plan_output_directory, staged_directory
 
@@ -150,8 +167,10 @@ def register(traces_app: typer.Typer) -> None:
             raise fail(f"--format must be one of {', '.join(FORMATS)} (got {file_format!r})")
         if topics is None and source_kind == "coordinator-log":
             raise fail("coordinator logs name no partition counts: give --topics FILE")
-        inputs = [Path(path) for path in files if path != STDIN]
+        named = [Path(path) for path in files if path != STDIN]
+        inputs = list(named)
         inputs += [topics] if topics is not None else []
+        segments = source_kind == "segments"
         with reported_errors():
             # refuse a bad --out before reading a byte of a possibly huge capture
             plan = plan_output_directory(
@@ -164,11 +183,21 @@ def register(traces_app: typer.Typer) -> None:
             catalog = None
             if topics is not None:
                 catalog = parse_topics_file(_read_text(topics), str(topics))
+            if segments:  # directories: every <base offset>.log below them
+                for path in named:
+                    if path.is_dir() and not segment_files([path]):
+                        raise fail(f"no segment files (<base offset>.log) under {path}")
+                inputs = [path for path in inputs if not path.is_dir()]
             for path in inputs:
                 if not path.is_file():  # fail before any work, naming the file
                     path.open().close()
-        with stdin_as_files(files, suffix=".txt") as paths, reported_errors():
-            sources = (_Source(shown_name(path), _lines(Path(path))) for path in paths)
+        suffix = ".log" if segments else ".txt"
+        with stdin_as_files(files, suffix=suffix) as paths, reported_errors():
+            sources: Iterator[tuple[str, Any]]
+            if segments:
+                sources = ((shown_name(path), _read_bytes(path)) for path in segment_files(paths))
+            else:
+                sources = (_Source(shown_name(path), _lines(Path(path))) for path in paths)
             options = ImportOptions(
                 frozenset(groups) if groups else None, strict=not skip_bad_records
             )

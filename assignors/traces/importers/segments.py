@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -61,12 +62,15 @@ from assignors.traces.importers.offsets import (
     CoordinatorRecord,
     import_records,
 )
-from kafka_format import BATCH_HEADER_SIZE, KafkaFormatError, iter_batches
+from kafka_format import BATCH_HEADER_SIZE, KafkaFormatError, LegacyBatch, iter_batches
 from kafka_format.batch import CONTROL_MASK, RecordBatch
-from kafka_format.partition_dir import parse_file_name, parse_partition_dir_name
+from kafka_format.partition_dir import (
+    SPECIAL_DIR_SUFFIXES,
+    parse_file_name,
+    parse_partition_dir_name,
+)
 from kafka_format.varint import read_unsigned_varint, read_varint
 from ktkbase.errors import InputError as BaseInputError
-from ktkbase.files import data_files
 
 log = logging.getLogger("assignors.traces.importers")
 
@@ -99,12 +103,15 @@ class _Reader:
         position = None if self.origin is None else self.origin + self.at
         return self.fail_at(message, field, value, position)
 
-    def take(self, size: int, field: str) -> bytes:
+    def take(self, size: int, field: str, start: int | None = None) -> bytes:
+        """``size`` bytes; when they are not there the error names the field at ``start``
+        (its length prefix), else where the bytes were due."""
         end = self.at + size
         if size < 0 or end > len(self.data):
-            raise self.fail(
-                f"truncated: {size} bytes needed, {len(self.data) - self.at} left", field
-            )
+            left = len(self.data) - self.at
+            if start is not None:
+                self.at = start
+            raise self.fail(f"truncated: {size} bytes needed, {left} left", field)
         chunk = self.data[self.at : end]
         self.at = end
         return chunk
@@ -142,7 +149,7 @@ class _Reader:
                 return None
             self.at = start
             raise self.fail("must not be null", field, size)
-        return self.text(self.take(size, field), field)
+        return self.text(self.take(size, field, start), field)
 
     def bytes(self, field: str, *, compact: bool) -> bytes:
         start = self.at
@@ -150,7 +157,7 @@ class _Reader:
         if size < 0:
             self.at = start
             raise self.fail("must not be null", field, size)
-        return self.take(size, field)
+        return self.take(size, field, start)
 
     def count(self, field: str, *, compact: bool, item_size: int = 1) -> int:
         start = self.at
@@ -401,7 +408,10 @@ class _SegmentReader:
         """Stop on ``error`` (strict), or note that ``what`` was skipped for it."""
         if self.strict:
             raise error
-        note(self.skipped, self.source, None, f"{what} skipped: {error}", position)
+        text = str(error)
+        if text.startswith(f"{self.source}: "):  # the note names the file already
+            text = text[len(self.source) + 2 :]
+        note(self.skipped, self.source, None, f"{what} skipped: {text}", position)
 
     def records(self) -> Iterator[CoordinatorRecord]:
         end = 0
@@ -493,7 +503,7 @@ class _SegmentReader:
                 None,
             )
 
-    def legacy(self, batch: Any) -> Iterator[CoordinatorRecord]:
+    def legacy(self, batch: LegacyBatch) -> Iterator[CoordinatorRecord]:
         try:
             records = batch.records()
         except KafkaFormatError as error:
@@ -501,14 +511,14 @@ class _SegmentReader:
             return
         for index, record in enumerate(records):
             if not record.is_valid:
-                error = KafkaFormatError(
+                corrupt = KafkaFormatError(
                     f"Record is corrupt (stored crc = {record.crc_stored}, computed crc = "
                     f"{record.crc_computed})",
                     source=self.source,
                     position=batch.position,
                     field="message.crc",
                 )
-                self.problem(error, f"message at offset {record.offset}", batch.position)
+                self.problem(corrupt, f"message at offset {record.offset}", batch.position)
                 continue
             yield from self.record(
                 record.key,
@@ -641,9 +651,14 @@ def _partition_order(directory: Path) -> tuple[str, int, str]:
 
 def segment_files(paths: Iterable[str | Path]) -> list[Path]:
     """The segment files named by ``paths``: files as given; for a directory, every
-    ``<base offset>.log`` below it (hidden ``.x`` and ``_x`` entries skipped, the one rule of
-    :func:`ktkbase.files.data_files`), partition directory by partition directory (topic, then
-    partition number), each one's segments in base-offset order."""
+    ``<base offset>.log`` below it, partition directory by partition directory (topic, then
+    partition number), each one's segments in base-offset order.
+
+    Kafka's own partition directories (``__consumer_offsets-7``) start with an underscore, so
+    unlike ktk's data listings (:mod:`ktkbase.files`) only hidden ``.x`` entries are skipped,
+    with the directories Kafka is deleting, moving or has left behind (``-delete``,
+    ``-future``, ``-stray``) and the segment files it is replacing (``.deleted``, ``.cleaned``,
+    ``.swap``)."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -651,10 +666,18 @@ def segment_files(paths: Iterable[str | Path]) -> list[Path]:
             found.append(path)
             continue
         by_directory: dict[Path, list[tuple[int, Path]]] = {}
-        for file in data_files([path], (".log",)):
-            name = parse_file_name(file.name)
-            if name is not None and name.kind == "log" and name.state is None:
-                by_directory.setdefault(file.parent, []).append((name.base_offset, file))
+        for directory, subdirectories, files in os.walk(path):
+            subdirectories[:] = sorted(
+                name
+                for name in subdirectories
+                if not name.startswith(".") and not name.endswith(SPECIAL_DIR_SUFFIXES)
+            )
+            for file_name in files:
+                name = parse_file_name(file_name)
+                if name is not None and name.kind == "log" and name.state is None:
+                    by_directory.setdefault(Path(directory), []).append(
+                        (name.base_offset, Path(directory) / file_name)
+                    )
         for directory in sorted(by_directory, key=_partition_order):
             found.extend(file for _, file in sorted(by_directory[directory]))
     return found
