@@ -164,12 +164,13 @@ def kip848_epoch(group: str, epoch: int, when: int) -> bytes:
     return build_batch([NewRecord(k, v, timestamp=when) for k, v in records], base_offset=0)
 
 
-def build_segments(directory: Path, size: int, seed: int = 7) -> list[Path]:
-    """``size`` bytes of segments (100 MiB each) in ``directory/__consumer_offsets-0``."""
+def build_segments(directory: Path, size: int, seed: int = 7, pool_size: int = 4000) -> list[Path]:
+    """``size`` bytes of segments (100 MiB each) in ``directory/__consumer_offsets-0``, the
+    commits drawn from a pool of ``pool_size`` distinct batches."""
     rng = random.Random(seed)
     groups = [f"group-{index:04d}" for index in range(400)]
     topics = [f"topic-{index:03d}" for index in range(60)]
-    pool = [commit_batch(rng, rng.choice(groups), topics, T0 + i) for i in range(4000)]
+    pool = [commit_batch(rng, rng.choice(groups), topics, T0 + i) for i in range(pool_size)]
     partition = directory / "__consumer_offsets-0"
     partition.mkdir(parents=True)
     classic = groups[:300]

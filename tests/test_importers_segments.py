@@ -7,12 +7,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import struct
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 from conftest import EXAMPLES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from assignors.errors import InputError
@@ -362,3 +365,88 @@ def test_cli_directory_without_segments_is_refused(tmp_path: Path) -> None:
     outcome = invoke(str(tmp_path / "empty"), "--out", str(tmp_path / "out"))
     assert outcome.exit_code == 2
     assert "no segment files (<base offset>.log) under" in outcome.stderr
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, SEGMENT.stat().st_size - 1), st.integers(0, 255)),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(0, SEGMENT.stat().st_size),
+    st.booleans(),
+)
+def test_damaged_segments_give_rows_or_one_input_error_never_a_crash(
+    changes: list[tuple[int, int]], length: int, strict: bool
+) -> None:
+    data = bytearray(SEGMENT.read_bytes())
+    for position, byte in changes:
+        data[position] = byte
+    try:
+        segment_rows(bytes(data[:length]), strict=strict)
+    except BaseInputError as error:
+        assert "0.log" in str(error)
+
+
+def test_damaged_records_with_valid_crcs_give_rows_or_one_input_error() -> None:
+    """Bytes changed inside the records, the CRC recomputed: only the decoders stand guard."""
+    import random
+
+    rng = random.Random(3)
+    original = SEGMENT.read_bytes()
+    for _ in range(200):
+        data = original
+        rebuilt = b""
+        for batch in iter_batches(data):
+            records = []
+            for record in batch.records():
+                value = record.value
+                if value is not None and rng.random() < 0.3:
+                    mutable = bytearray(value)
+                    for _ in range(rng.randint(1, 3)):
+                        mutable[rng.randrange(len(mutable))] = rng.randrange(256)
+                    value = bytes(
+                        mutable[: rng.randint(0, len(mutable))] if rng.random() < 0.2 else mutable
+                    )
+                records.append(NewRecord(record.key, value, timestamp=record.timestamp))
+            rebuilt += build_batch(records, base_offset=batch.base_offset)
+        for strict in (True, False):
+            try:
+                segment_rows(rebuilt, strict=strict)
+            except BaseInputError as error:
+                assert str(error).startswith("0.log: byte ")
+
+
+def test_huge_partition_count_in_topic_metadata_is_refused_without_allocating_per_partition() -> (
+    None
+):
+    group = "orders-848"
+    records = [
+        encoded(GEN.member_record(group, GEN.K1, "c", "/h", ["orders"], "uniform")),
+        encoded(GEN.topics_record(group, [(GEN.ORDERS, "orders", 2**31 - 1)])),
+        encoded(GEN.target_member(group, GEN.K1, [(GEN.ORDERS, [0])])),
+        encoded(GEN.target_epoch(group, 1)),
+    ]
+    started = time.process_time()
+    with pytest.raises(InputError, match=r"0\.log: byte \d+: trace orders-848: topics\[0\]"):
+        segment_rows(record_batch(records))
+    assert time.process_time() - started < 5
+
+
+def test_synthetic_offsets_partition_imports_the_same_as_its_dump_log_text(tmp_path: Path) -> None:
+    """The benchmark's history at a few MB: mostly offset commits, classic and KIP-848 groups."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_importers", Path(__file__).parent.parent / "benchmarks" / "bench_importers.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    files = bench.build_segments(tmp_path, 3 * 1024 * 1024, pool_size=300)
+    data = files[0].read_bytes()
+    from_segments = import_segments([(files[0].name, data)])
+    text = bench.dump_log_text(data, files[0].name)
+    from_text = import_dump_log([("dump.txt", text.splitlines())])
+    assert {row["protocol"] for row in from_segments.rows} == {"range", "uniform"}
+    assert len(from_segments.rows) >= 5
+    assert from_segments.rows == from_text.rows

@@ -396,16 +396,20 @@ class _OffsetsImporter:
             topic_id = _uuid_text(record, topic, where)
             name = str(record.text(topic, "topicName", where))
             count = record.integer(topic, "numPartitions", where)
-            racks: list[tuple[str, ...]] = [() for _ in range(max(count, 0))]
             metadata = topic.get("partitionMetadata", topic.get("partitionRacks", []))
             if not isinstance(metadata, list):
                 raise record.fail("must be a list", f"{where}partitionMetadata", metadata)
+            # racks of the partitions listed; never one slot per stated partition (a corrupt
+            # count of 2**31 must not allocate)
+            racks: dict[int, tuple[str, ...]] = {}
             for entry in metadata:
                 if isinstance(entry, Mapping) and isinstance(entry.get("partition"), int):
                     partition = entry["partition"]
                     if 0 <= partition < count and isinstance(entry.get("racks"), list):
                         racks[partition] = tuple(str(rack) for rack in entry["racks"])
-            known_racks = tuple(racks) if metadata and all(racks) else None
+            known_racks = None
+            if metadata and len(racks) == count and all(racks.values()):
+                known_racks = tuple(racks[partition] for partition in range(count))
             state.topics_by_id[topic_id] = _TopicMetadata(name, count, known_racks)
 
     def member_metadata(
