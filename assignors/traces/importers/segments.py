@@ -673,11 +673,11 @@ def segment_files(paths: Iterable[str | Path]) -> list[Path]:
                 if not name.startswith(".") and not name.endswith(SPECIAL_DIR_SUFFIXES)
             )
             for file_name in files:
-                name = parse_file_name(file_name)
-                if name is not None and name.kind == "log" and name.state is None:
+                parsed = parse_file_name(file_name)
+                if parsed is not None and parsed.kind == "log" and parsed.state is None:
                     by_directory.setdefault(Path(directory), []).append(
-                        (name.base_offset, Path(directory) / file_name)
+                        (parsed.base_offset, Path(directory) / file_name)
                     )
-        for directory in sorted(by_directory, key=_partition_order):
-            found.extend(file for _, file in sorted(by_directory[directory]))
+        for partition_dir in sorted(by_directory, key=_partition_order):
+            found.extend(file for _, file in sorted(by_directory[partition_dir]))
     return found
