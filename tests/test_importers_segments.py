@@ -450,3 +450,14 @@ def test_synthetic_offsets_partition_imports_the_same_as_its_dump_log_text(tmp_p
     assert {row["protocol"] for row in from_segments.rows} == {"range", "uniform"}
     assert len(from_segments.rows) >= 5
     assert from_segments.rows == from_text.rows
+
+
+def test_cli_reads_one_segment_from_standard_input(tmp_path: Path) -> None:
+    outcome = CliRunner().invoke(
+        app,
+        ["traces", "import", "--from", "segments", "-", "--out", str(tmp_path / "out")],
+        input=SEGMENT.read_bytes(),
+    )
+    assert outcome.exit_code == 0, outcome.output
+    assert (tmp_path / "out" / "segments-stdin.jsonl").exists()
+    assert "<stdin>: byte 6207: group reports: deleted" in outcome.stderr
