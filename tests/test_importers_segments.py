@@ -33,6 +33,7 @@ from kafka_format import (
     NewRecord,
     build_batch,
     build_end_txn_marker_batch,
+    build_legacy_entry,
     iter_batches,
 )
 from ktk.cli import app
@@ -461,3 +462,19 @@ def test_cli_reads_one_segment_from_standard_input(tmp_path: Path) -> None:
     assert outcome.exit_code == 0, outcome.output
     assert (tmp_path / "out" / "segments-stdin.jsonl").exists()
     assert "<stdin>: byte 6207: group reports: deleted" in outcome.stderr
+
+
+def test_magic_1_message_sets_of_old_segments_are_read() -> None:
+    key, value = encoded(GEN.payments_generation(1, GEN.T0, [
+        (GEN.M1, "pod-1", "/10.1.0.11", [], -1, GEN.G1[GEN.M1]),
+    ]))  # fmt: skip
+    commit_key = struct.pack(">h", 1) + GEN.string("payments") + GEN.string("t") + GEN.i32(0)
+    data = build_legacy_entry(
+        offset=0, magic=1, key=commit_key, value=b"?", timestamp=GEN.T0
+    ) + build_legacy_entry(offset=1, magic=1, key=key, value=value, timestamp=GEN.T0 + 5)
+    rows = segment_rows(data).rows
+    assert [(row["generation"], len(row["members"])) for row in rows] == [(1, 1)]
+    corrupt = bytearray(data)
+    corrupt[-3] ^= 0xFF
+    with pytest.raises(BaseInputError, match=r"message\.crc: Record is corrupt"):
+        segment_rows(bytes(corrupt))
