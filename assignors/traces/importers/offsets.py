@@ -1,5 +1,5 @@
-"""``__consumer_offsets`` records (as kafka-dump-log and the console formatter print them) ->
-format-v1 rows.
+"""``__consumer_offsets`` records (as kafka-dump-log and the console formatter print them, or as
+:mod:`.segments` decodes them from the segment files' bytes) -> format-v1 rows.
 
 The record type is the key's int16 version:
 
