@@ -105,6 +105,10 @@ class Controller:
         """ISR-eligible brokers (R2.3), as the metadata brokers receive shows them."""
         return frozenset(b for b in self.brokers if self.is_acceptable(b))
 
+    def broker_epochs(self) -> dict[int, int]:
+        """Every broker's current registration (broker epoch), as metadata shows it."""
+        return {b: registration.broker_epoch for b, registration in self.brokers.items()}
+
     def fence(self, broker_id: int) -> bool:
         """Missed heartbeats: out of every ISR and leadership (R2.7); True if anything changed."""
         broker = self.brokers[broker_id]

@@ -62,6 +62,10 @@ class ProtocolMode:
     leso_isr_join: bool
     # KIP-966 eligible leader replicas; a restart removes the broker from ISR and ELR (R2.7, R5.5)
     eligible_leader_replicas: bool = False
+    # a follower is ISR-eligible only while the broker epoch of its last fetch is its current
+    # registration (KIP-903, Partition.isReplicaIsrEligible); a restarted broker that has not
+    # fetched since neither joins the ISR nor holds the HW back
+    broker_epoch_isr_check: bool = False
 
     def with_switches(self, **switches: bool) -> ProtocolMode:
         """This mode with some switches turned on or off.
@@ -130,6 +134,7 @@ _MODES: dict[str, ProtocolMode] = {
         reconcile_on_every_epoch=True,
         maximal_isr=True,
         leso_isr_join=True,
+        broker_epoch_isr_check=True,
     ),
 }
 

@@ -147,6 +147,8 @@ class PartitionReplica:
     followers: dict[int, FollowerState] = field(default_factory=dict)
     # brokers the last metadata showed as ISR-eligible (unfenced, not shutting down) (R2.3)
     eligible_brokers: frozenset[int] = frozenset()
+    # each broker's current registration (broker epoch) as the last metadata showed it (KIP-903)
+    broker_epochs: dict[int, int] = field(default_factory=dict)
     # follower only: must reconcile with the leader before fetching (R4.5)
     truncating: bool = False
 
@@ -257,8 +259,8 @@ class PartitionReplica:
             if state.log_end_offset >= new_high_watermark:
                 continue
             counts = replica_id in maximal or (
-                replica_id in self.eligible_brokers
-                and state.is_caught_up(leader_log_end_offset, now_ms, self.lag_time_max_ms)
+                state.is_caught_up(leader_log_end_offset, now_ms, self.lag_time_max_ms)
+                and self.is_isr_eligible(replica_id)
             )
             if counts:
                 new_high_watermark = state.log_end_offset
@@ -267,11 +269,35 @@ class PartitionReplica:
             return True
         return False
 
+    def is_isr_eligible(self, replica_id: int) -> bool:
+        """R2.3: unfenced and not shutting down as the last metadata showed; under KIP-903 also
+        the broker epoch of the follower's last fetch is its current registration.
+
+        >>> from replication.modes import get_mode
+        >>> leader = PartitionReplica(1, (1, 2), get_mode("current"))
+        >>> leader.eligible_brokers, leader.broker_epochs = frozenset({1, 2}), {1: 1, 2: 5}
+        >>> leader.followers[2] = FollowerState(broker_epoch=4)  # fetched before a restart
+        >>> leader.is_isr_eligible(2)
+        False
+        >>> leader.followers[2].broker_epoch = 5  # fetched since
+        >>> leader.is_isr_eligible(2)
+        True
+        """
+        if replica_id not in self.eligible_brokers:
+            return False
+        if not self.mode.broker_epoch_isr_check:
+            return True
+        state = self.followers.get(replica_id)
+        if state is None:
+            return False
+        # a fetch without a broker epoch (-1, older request versions) skips the check
+        return state.broker_epoch in (-1, self.broker_epochs.get(replica_id))
+
     def maybe_expand_isr(self, replica_id: int) -> AlterPartitionRequest | None:
         """R2.4: a follower at or past HW (and past the epoch start) joins, via PendingExpand."""
         if self.role != "leader" or self.pending is not None or replica_id in self.isr:
             return None
-        if replica_id not in self.eligible_brokers:
+        if not self.is_isr_eligible(replica_id):
             return None
         state = self.followers[replica_id]
         if state.log_end_offset < self.log.high_watermark:

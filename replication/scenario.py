@@ -69,7 +69,12 @@ INVARIANT_NAMES: tuple[str, ...] = (
     "MonotonicHighWatermark",
 )
 BROKER_OPS = ("fetch", "crash", "restart", "shutdown", "flush", "isolate", "heal")
-OPS = (*BROKER_OPS, "produce", "advance_ms", "elect", "consume", "expect")
+# ops on one network link: ``cut: {from: 1, to: 2, both: false}`` (``heal`` takes a broker id
+# to end an ``isolate``, or a link like ``cut``)
+LINK_OPS = ("cut", "heal")
+# link endpoints besides broker ids: the controller, and the clients (producers, consumers)
+LINK_ENDPOINTS = ("controller", "clients")
+OPS = (*BROKER_OPS, "cut", "produce", "advance_ms", "elect", "consume", "expect")
 
 # Documented limits (docs/replication.md), checked before anything runs.
 MAX_FILE_BYTES = 1_000_000
@@ -90,10 +95,11 @@ MAX_INTEGER_DIGITS = 4_000
 Frozen: TypeAlias = "bool | int | float | str | tuple[Frozen, ...] | None"
 OptionValue: TypeAlias = "str | int | bool | tuple[str, ...] | None"
 ExpectFields: TypeAlias = "tuple[tuple[str, Frozen], ...]"
-StepTarget: TypeAlias = "int | str | ExpectFields"
+LinkTarget: TypeAlias = "tuple[tuple[str, int | str | bool], ...]"
+StepTarget: TypeAlias = "int | str | ExpectFields | LinkTarget"
 
 _OP_OPTIONS: dict[str, dict[str, OptionValue]] = {
-    "produce": {"acks": "all", "timeout_ms": None},
+    "produce": {"acks": "all", "timeout_ms": None, "to": None},
     "fetch": {"response": "ok"},
     "crash": {"unflushed": "keep", "detected": False},
     "expect": {"modes": None},
@@ -190,7 +196,14 @@ class Step:
 
     def to_dict(self) -> JsonObject:
         """The step in the file format (``from_dict`` of the result gives it back)."""
-        entry: JsonObject = {self.op: expect_fields(self) if self.op == "expect" else self.target}
+        target: JsonValue
+        if self.op == "expect":
+            target = expect_fields(self)
+        elif isinstance(self.target, tuple):
+            target = {str(key): value for key, value in self.target}
+        else:
+            target = self.target
+        entry: JsonObject = {self.op: target}
         for key, value in self.options:
             entry[key] = list(value) if isinstance(value, tuple) else value
         return entry
@@ -203,7 +216,14 @@ class Step:
 
     def describe(self) -> str:
         """A short label for the timeline, e.g. ``fetch 1 (response lost)``."""
-        text = f"{self.op} {self.target}" if self.op != "expect" else "expect"
+        if self.op == "expect":
+            text = "expect"
+        elif isinstance(self.target, tuple):
+            link = dict(self.target)
+            arrow = "<->" if link.get("both", True) else "->"
+            text = f"{self.op} {link.get('from')}{arrow}{link.get('to')}"
+        else:
+            text = f"{self.op} {self.target}"
         extras = [
             f"{key}={value}"
             for key, value in self.options
@@ -574,6 +594,11 @@ def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
     target = _parse_target(index, op, raw[op], config)
     options: list[tuple[str, OptionValue]] = []
     for key, default in allowed.items():
+        if key == "to":
+            value = raw.get(key)
+            if value is not None:
+                options.append((key, _replica(index, key, value, config)))
+            continue
         value = _parse_option(index, key, raw.get(key, default))
         if value is not None:
             options.append((key, value))
@@ -603,16 +628,64 @@ def _identifier(value: str, field: str, step: int | None = None) -> str:
     return value
 
 
-def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) -> StepTarget:
-    if op in BROKER_OPS:
-        if isinstance(value, bool) or not isinstance(value, int) or value not in config.brokers:
-            raise ScenarioError("unknown broker", step=index, field=op, value=value)
-        if value not in config.replicas:
-            # only the partition's replicas are simulated
+def _replica(index: int, field: str, value: object, config: ScenarioConfig) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value not in config.brokers:
+        raise ScenarioError("unknown broker", step=index, field=field, value=value)
+    if value not in config.replicas:
+        # only the partition's replicas are simulated
+        raise ScenarioError(
+            "broker holds no replica of the partition", step=index, field=field, value=value
+        )
+    return value
+
+
+def _parse_link(index: int, op: str, value: Mapping[Any, Any], config: ScenarioConfig) -> LinkTarget:
+    """``{from: A, to: B, both: true}``: A and B are replica ids, ``controller`` or ``clients``
+    (at least one a broker); ``both: false`` cuts (or heals) only A -> B."""
+    for key in value:
+        if key not in ("from", "to", "both"):
+            shown = _shown(key)
             raise ScenarioError(
-                "broker holds no replica of the partition", step=index, field=op, value=value
+                "a link has from, to and both", step=index, field=f"{op}.{shown}", value=shown
             )
-        return value
+    endpoints: list[int | str] = []
+    for key in ("from", "to"):
+        if key not in value:
+            raise ScenarioError(
+                "a link needs from and to", step=index, field=f"{op}.{key}", value=None
+            )
+        end = value[key]
+        if isinstance(end, str) and end in LINK_ENDPOINTS:
+            endpoints.append(end)
+        else:
+            endpoints.append(_replica(index, f"{op}.{key}", end, config))
+    if endpoints[0] == endpoints[1]:
+        raise ScenarioError(
+            "a link joins two different endpoints", step=index, field=f"{op}.to", value=endpoints[1]
+        )
+    if not any(isinstance(end, int) for end in endpoints):
+        raise ScenarioError(
+            "a link has a broker at one end at least",
+            step=index,
+            field=f"{op}.to",
+            value=endpoints[1],
+        )
+    both = _boolean(value.get("both", True), f"{op}.both", step=index)
+    return (("both", both), ("from", endpoints[0]), ("to", endpoints[1]))
+
+
+def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) -> StepTarget:
+    if op in LINK_OPS and isinstance(value, Mapping):
+        return _parse_link(index, op, value, config)
+    if op == "cut":
+        raise ScenarioError(
+            "cut takes a link like {from: 1, to: 2, both: false}",
+            step=index,
+            field=op,
+            value=value,
+        )
+    if op in BROKER_OPS:
+        return _replica(index, op, value, config)
     if op == "produce":
         if not isinstance(value, str | int) or isinstance(value, bool) or value == "":
             raise ScenarioError("produce needs a record value", step=index, field=op, value=value)

@@ -87,6 +87,10 @@ logger = logging.getLogger(__name__)
 
 StorageFactory = Callable[[int], LogStorage]
 PENDING = "pending"
+# the two link endpoints that are not brokers (``cut: {from: controller, to: 2}``)
+CONTROLLER = "controller"
+CLIENTS = "clients"
+Endpoint = int | str
 
 
 @dataclass(slots=True)
@@ -192,6 +196,8 @@ class Cluster:
         self.committed: dict[int, str] = {}
         self._committed_view: tuple[tuple[int, str], ...] = ()
         self.lossy_shutdowns = 0
+        # directed links that drop every message: (from, to); empty unless a scenario cuts one
+        self.cuts: set[tuple[Endpoint, Endpoint]] = set()
         self._propagate()
 
     # ------------------------------------------------------------------ queries
@@ -211,15 +217,27 @@ class Cluster:
         broker = self.brokers[broker_id]
         return broker.online and not broker.isolated
 
+    def link_up(self, source: Endpoint, target: Endpoint) -> bool:
+        """Messages from ``source`` reach ``target`` (no ``cut`` step dropped that direction)."""
+        return not self.cuts or (source, target) not in self.cuts
+
     # ------------------------------------------------------------------ clients
 
-    def produce(self, value: str, acks: str | int = "all", timeout_ms: int | None = None) -> str:
-        registration = self.controller.registration
-        if registration.leader == -1:
+    def produce(
+        self,
+        value: str,
+        acks: str | int = "all",
+        timeout_ms: int | None = None,
+        to: int | None = None,
+    ) -> str:
+        """Send one record to the leader the controller names, or to broker ``to`` (a producer
+        with stale metadata); the broker appends only if it believes it leads."""
+        target = self.controller.registration.leader if to is None else to
+        if target == -1:
             return self._record_produce(value, acks, NOT_LEADER_OR_FOLLOWER)
-        if not self.reachable(registration.leader):
+        if not self.reachable(target) or not self.link_up(CLIENTS, target):
             return self._record_produce(value, acks, REQUEST_TIMED_OUT)
-        leader = self.brokers[registration.leader].replica
+        leader = self.brokers[target].replica
         error, offset = leader.append_as_leader(
             value, acks="all" if acks == "all" else str(acks), now_ms=self.now_ms
         )
@@ -238,8 +256,11 @@ class Cluster:
         if acks == 0:
             request.result = "sent"
         elif acks == 1:
-            request.result = OK
-            self.acked.append(value)
+            if self.link_up(target, CLIENTS):
+                request.result = OK
+                self.acked.append(value)
+            else:
+                request.result = REQUEST_TIMED_OUT  # appended, but the answer never arrives
         self._complete_produces()
         if request.result == PENDING:
             return f"appended at {offset}, waiting for HW"
@@ -259,10 +280,13 @@ class Cluster:
             if not broker.online:
                 request.result = REQUEST_TIMED_OUT
                 continue
-            if replica.role != "leader" or replica.leader_epoch != request.leader_epoch:
+            # no leader-epoch check: a leader whose epoch was bumped while it stayed leader
+            # completes the request once HW passes it (DelayedProduce.tryComplete,
+            # Partition.checkEnoughReplicasReachOffset; makeLeader keeps the followers' LEOs)
+            if replica.role != "leader":
                 request.result = NOT_LEADER_OR_FOLLOWER
                 continue
-            if broker.isolated:
+            if broker.isolated or not self.link_up(request.leader_id, CLIENTS):
                 if self.now_ms >= request.deadline_ms:
                     request.result = REQUEST_TIMED_OUT
                 continue
@@ -280,7 +304,12 @@ class Cluster:
         the leader's epoch cache first and so notices truncation (KIP-320)."""
         consumer = self.consumers.setdefault(consumer_id, ConsumerState())
         leader = self.leader_broker()
-        if leader is None or leader.isolated:
+        if (
+            leader is None
+            or leader.isolated
+            or not self.link_up(CLIENTS, leader.broker_id)
+            or not self.link_up(leader.broker_id, CLIENTS)
+        ):
             return "no reachable leader"
         log = leader.replica.log
         note = ""
@@ -317,6 +346,11 @@ class Cluster:
             return "no leader known"
         if broker.isolated or not self.reachable(replica.leader_id):
             return "leader unreachable"
+        if self.cuts:
+            if not self.link_up(broker_id, replica.leader_id):
+                return f"request lost (link {broker_id}->{replica.leader_id} cut)"
+            if not self.link_up(replica.leader_id, broker_id):
+                response_lost = True
         leader = self.brokers[replica.leader_id].replica
         if replica.truncating:
             if leader.role != "leader":
@@ -355,23 +389,30 @@ class Cluster:
             sender = self.brokers[item.request.leader_id]
             if item.deliver_at_ms > self.now_ms or not self.reachable(sender.broker_id):
                 continue
+            if not self.link_up(sender.broker_id, CONTROLLER):
+                continue
             self.in_flight.remove(item)
             error = self.controller.handle_alter_partition(item.request)
             registration = self.controller.registration
-            sender.replica.handle_alter_partition_response(
-                item.request, error, registration.isr, registration.partition_epoch, self.now_ms
-            )
+            if self.link_up(CONTROLLER, sender.broker_id):
+                sender.replica.handle_alter_partition_response(
+                    item.request, error, registration.isr, registration.partition_epoch, self.now_ms
+                )
             self._propagate()
 
     def _propagate(self) -> None:
         """Every reachable broker applies the controller's latest partition state."""
         registration = self.controller.registration
         eligible = self.controller.eligible_brokers()
+        broker_epochs = self.controller.broker_epochs()
         for broker in self.brokers.values():
-            if not self.reachable(broker.broker_id):
+            if not self.reachable(broker.broker_id) or not self.link_up(
+                CONTROLLER, broker.broker_id
+            ):
                 continue
             replica = broker.replica
             replica.eligible_brokers = eligible
+            replica.broker_epochs = broker_epochs
             if registration.leader == broker.broker_id:
                 if replica.role != "leader" or replica.leader_epoch != registration.leader_epoch:
                     replica.become_leader(
@@ -446,7 +487,7 @@ class Cluster:
             return "already running"
         broker.online = True
         broker.replica.role = "follower"
-        if broker.isolated:
+        if not self._controller_link_up(broker):
             broker.needs_registration = True
             return "restarted, cut off"
         self._register(broker)
@@ -470,14 +511,61 @@ class Cluster:
         broker.isolated = False
         if not broker.online:
             return "healed (offline)"
+        return self._reconnect(broker) or "healed"
+
+    def _controller_link_up(self, broker: Broker) -> bool:
+        """The broker and the controller hear each other (both directions)."""
+        broker_id = broker.broker_id
+        return (
+            not broker.isolated
+            and self.link_up(broker_id, CONTROLLER)
+            and self.link_up(CONTROLLER, broker_id)
+        )
+
+    def _reconnect(self, broker: Broker) -> str | None:
+        """After a heal: register a restart that happened while cut off, resume heartbeats,
+        hand over metadata and held AlterPartition requests."""
+        if broker.isolated or not broker.online:
+            return None
+        broker_id = broker.broker_id
         if broker.needs_registration:
+            if not self._controller_link_up(broker):
+                return None
             self._register(broker)
             return "healed, registered"
-        broker.silent_since_ms = None
-        self.controller.unfence(broker_id)
+        if self.link_up(broker_id, CONTROLLER) and broker.silent_since_ms is not None:
+            broker.silent_since_ms = None
+            self.controller.unfence(broker_id)
         self._propagate()
         self._deliver_alter_partitions()
-        return "healed"
+        return None
+
+    def cut(self, source: Endpoint, target: Endpoint, both: bool = True) -> str:
+        """Drop every message from ``source`` to ``target`` (and back, with ``both``). A cut
+        broker-to-controller link stops heartbeats: fenced after the session timeout."""
+        links = [(source, target), (target, source)] if both else [(source, target)]
+        self.cuts.update(links)
+        for broker in self.brokers.values():
+            if (
+                broker.online
+                and broker.silent_since_ms is None
+                and (broker.broker_id, CONTROLLER) in self.cuts
+            ):
+                broker.silent_since_ms = self.now_ms
+        return "cut " + _link_text(source, target, both)
+
+    def heal_link(self, source: Endpoint, target: Endpoint, both: bool = True) -> str:
+        links = [(source, target), (target, source)] if both else [(source, target)]
+        self.cuts.difference_update(links)
+        outcomes = [
+            outcome
+            for endpoint in (source, target)
+            if isinstance(endpoint, int)
+            for outcome in [self._reconnect(self.brokers[endpoint])]
+            if outcome is not None
+        ]
+        self._complete_produces()
+        return "healed " + _link_text(source, target, both) + "".join(f", {o}" for o in outcomes)
 
     def elect(self, target: str | int) -> str:
         registration = self.controller.registration
@@ -665,6 +753,7 @@ class Cluster:
                 cast(str, target),
                 cast("str | int", step.option("acks", "all")),
                 cast("int | None", step.option("timeout_ms")),
+                cast("int | None", step.option("to")),
             )
         if op == "fetch":
             return self.fetch(cast(int, target), response_lost=step.option("response") == "lost")
@@ -678,10 +767,20 @@ class Cluster:
             return self.advance(cast(int, target))
         if op == "consume":
             return self.consume(cast(str, target))
+        if op in ("cut", "heal") and isinstance(target, tuple):
+            link = dict(cast("tuple[tuple[str, Endpoint], ...]", target))
+            both = bool(link.get("both", True))
+            if op == "cut":
+                return self.cut(link["from"], link["to"], both)
+            return self.heal_link(link["from"], link["to"], both)
         if op == "expect":
             return "expect"
         handler: Callable[[str | int], str] = getattr(self, op)
         return handler(cast("str | int", target))
+
+
+def _link_text(source: Endpoint, target: Endpoint, both: bool) -> str:
+    return f"{source}{'<->' if both else '->'}{target}"
 
 
 def acked_lost(view: ClusterView) -> list[str]:
