@@ -119,6 +119,9 @@ class ExploreSettings:
     shrink_per_class: int = 1
     stop_when_found: tuple[str, ...] = ()
     invariants: tuple[str, ...] | None = None
+    # draw link cuts and heals (one direction or both) as faults too; off by default, so the
+    # schedules of a seed stay what they were
+    link_cuts: bool = False
 
     def __post_init__(self) -> None:
         acks = self.acks
@@ -137,6 +140,8 @@ class ExploreSettings:
         for name in self.stop_when_found:
             if name not in CLASS_NAMES:
                 raise InputError("unknown violation class", field="stop_when_found", value=name)
+        if not isinstance(self.link_cuts, bool):
+            raise InputError("must be true or false", field="link_cuts", value=self.link_cuts)
         if self.invariants is not None:
             names = tuple(i.name for i in select_invariants(self.invariants))
             object.__setattr__(self, "invariants", names)
@@ -205,6 +210,7 @@ class ExploreReport:
     elapsed_seconds: float | None = None
     # the invariants checked (None: all of them)
     invariants: tuple[str, ...] | None = None
+    link_cuts: bool = False
 
     @property
     def schedules_per_second(self) -> float | None:
@@ -223,6 +229,7 @@ class ExploreReport:
             "max_lossy_crashes": self.max_lossy_crashes,
             "max_crashes": self.max_crashes,
             **({"invariants": list(self.invariants)} if self.invariants is not None else {}),
+            **({"link_cuts": True} if self.link_cuts else {}),
             "requested_schedules": self.requested,
             "schedules": self.schedules,
             "violating_schedules": self.violating_schedules,
@@ -249,7 +256,9 @@ class ExploreReport:
             f"{self.schedules} schedules of mode {self.mode} (seed {self.seed}, brokers "
             f"{list(config.brokers)}, min.insync.replicas {config.min_insync_replicas}, acks "
             f"{self.acks}, unclean election {'on' if config.unclean_leader_election else 'off'}, "
-            f"ELR {'on' if config.eligible_leader_replicas else 'off'})"
+            f"ELR {'on' if config.eligible_leader_replicas else 'off'}"
+            + (", link cuts" if self.link_cuts else "")
+            + ")"
         ]
         rate = self.schedules_per_second
         if rate is not None:
@@ -357,6 +366,7 @@ class _Generator:
     max_lossy_crashes: int
     max_crashes: int | None = None
     invariants: tuple[str, ...] | None = None
+    link_cuts: bool = False
     runner: Runner = field(init=False)
     steps: list[Step] = field(default_factory=list)
     lossy_crashes: int = 0
@@ -418,6 +428,11 @@ class _Generator:
             choices.append((2.0, "restart"))
         if isolated:
             choices.append((1.5, "heal"))
+        if self.link_cuts:
+            # only with the setting on: without it the random stream is what it always was
+            choices.append((0.6, "cut"))
+            if self.cluster.cuts:
+                choices.append((1.5, "heal_link"))
         total = sum(weight for weight, _ in choices)
         pick = rng.random() * total
         kind = choices[-1][1]
@@ -465,7 +480,33 @@ class _Generator:
             return _step("restart", rng.choice(offline))
         if kind == "heal":
             return _step("heal", rng.choice(isolated))
+        if kind == "cut":
+            return self._random_cut()
+        if kind == "heal_link":
+            link = rng.choice(sorted(self.cluster.cuts, key=str))
+            return _link_step("heal", link[0], link[1], both=False)
         return _step("elect", self._election_target())
+
+    def _random_cut(self) -> Step:
+        """One link: leader to a follower, a broker to the controller, or clients to the
+        leader, in one direction or both."""
+        rng = self.rng
+        replicas = list(self.config.replicas)
+        broker = self._leader_or_random(replicas)
+        roll = rng.random()
+        other: int | str
+        if roll < 0.5:
+            others = [r for r in replicas if r != broker]
+            other = rng.choice(others) if others else "controller"
+        elif roll < 0.8:
+            other = "controller"
+        else:
+            other = "clients"
+        source: int | str = broker
+        target: int | str = other
+        if rng.random() < 0.5:
+            source, target = other, broker
+        return _link_step("cut", source, target, both=rng.random() < 0.4)
 
     def _election_target(self) -> str | int:
         rng = self.rng
@@ -484,6 +525,9 @@ class _Generator:
 
     def _settle(self) -> None:
         """Heal and restart everyone, elect, let followers catch up and read once."""
+        for source, target in sorted(self.cluster.cuts, key=str):
+            if (source, target) in self.cluster.cuts:
+                self._do(_link_step("heal", source, target, both=False))
         for broker_id in self._isolated():
             self._do(_step("heal", broker_id))
         for broker_id in self._offline():
@@ -500,6 +544,11 @@ def _step(op: str, target: int | str, **options: OptionValue) -> Step:
     return Step(op, target, tuple(options.items()))
 
 
+def _link_step(op: str, source: int | str, target: int | str, *, both: bool) -> Step:
+    """``cut`` or ``heal`` of one link, as ``Step.from_dict`` would parse it."""
+    return Step(op, (("both", both), ("from", source), ("to", target)))
+
+
 def generate_schedule(
     config: ScenarioConfig,
     seed: int,
@@ -509,9 +558,12 @@ def generate_schedule(
     acks: str | int = "all",
     max_lossy_crashes: int = 1,
     max_crashes: int | None = None,
+    link_cuts: bool = False,
 ) -> list[JsonObject]:
     """Schedule ``index`` of the exploration with ``seed``, as scenario step dicts."""
-    return _generate(config, seed, index, max_steps, acks, max_lossy_crashes, max_crashes)[0]
+    return _generate(
+        config, seed, index, max_steps, acks, max_lossy_crashes, max_crashes, link_cuts=link_cuts
+    )[0]
 
 
 def _generate(
@@ -523,11 +575,15 @@ def _generate(
     max_lossy_crashes: int,
     max_crashes: int | None,
     invariants: tuple[str, ...] | None = None,
+    *,
+    link_cuts: bool = False,
 ) -> tuple[list[JsonObject], bool]:
     """A schedule and whether running it broke anything (checked while generating)."""
     # string seeds hash the same on every platform and Python run
     rng = random.Random(f"ktk-explore/{seed}/{index}")
-    generator = _Generator(config, rng, acks, max_lossy_crashes, max_crashes, invariants)
+    generator = _Generator(
+        config, rng, acks, max_lossy_crashes, max_crashes, invariants, link_cuts=link_cuts
+    )
     steps = generator.run(max_steps)
     return steps, generator.suspicious()
 
@@ -650,6 +706,7 @@ def explore(
     shrink_per_class: int = 1,
     stop_when_found: Collection[str] = (),
     invariants: Collection[str] | None = None,
+    link_cuts: bool = False,
     out_dir: str | Path | None = None,
     timer: Callable[[], float] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -660,7 +717,8 @@ def explore(
     divergence, with or without acknowledged loss) are shrunk; all are counted.
     ``stop_when_found`` ends the search once every named class was seen. ``invariants`` names
     the invariants to check (default: all); the shrunk scenarios name them too. ``out_dir`` receives
-    the shrunk scenarios as ``<class>-<n>.json``. ``timer`` (e.g. ``time.perf_counter``) is
+    the shrunk scenarios as ``<class>-<n>.json``. ``link_cuts`` adds link cuts and heals to
+    the faults drawn (off: the same schedules as without the setting). ``timer`` (e.g. ``time.perf_counter``) is
     read at start and end only, to report schedules per second. ``progress(done, total)`` is
     called every 100 schedules.
     """
@@ -693,6 +751,7 @@ def explore(
         shrink_per_class=shrink_per_class,
         stop_when_found=tuple(stop_when_found),
         invariants=None if invariants is None else tuple(invariants),
+        link_cuts=link_cuts,
     )
     acks = settings.acks
     lossy_budget = settings.max_lossy_crashes
@@ -707,7 +766,15 @@ def explore(
     done = 0
     for index in range(schedules):
         steps, suspicious = _generate(
-            config, seed, index, max_steps, acks, lossy_budget, max_crashes, chosen
+            config,
+            seed,
+            index,
+            max_steps,
+            acks,
+            lossy_budget,
+            max_crashes,
+            chosen,
+            link_cuts=settings.link_cuts,
         )
         done = index + 1
         if progress is not None and done % 100 == 0:
@@ -749,6 +816,7 @@ def explore(
         findings=tuple(findings),
         elapsed_seconds=elapsed,
         invariants=chosen,
+        link_cuts=settings.link_cuts,
     )
     if out_dir is not None:
         write_scenarios(report, out_dir)

@@ -40,7 +40,7 @@ HELP = (
     "ktk replicate FILE [--mode M] [--json] [--html page.html] [--invariants A,B] "
     "[--log-dir DIR]: the same as "
     "ktk replicate run FILE. " + EXIT_CODES_RUN + "\n\n"
-    "ktk replicate explore --mode M [--min-isr N] [--acks A] [--unclean] [--elr] "
+    "ktk replicate explore --mode M [--min-isr N] [--acks A] [--unclean] [--elr] [--link-cuts] "
     "--schedules N --seed S [--out DIR] [--json]: run seeded random fault schedules; each "
     "violation class found is shrunk to a minimal scenario file that ktk replicate replays. "
     + EXIT_CODES_EXPLORE
@@ -281,6 +281,9 @@ def explore_command(
     acks: str = typer.Option("all", "--acks", help="Producer acks: 0, 1 or all."),
     unclean: bool = typer.Option(False, "--unclean/--no-unclean", help="Unclean leader election."),
     elr: bool = typer.Option(False, "--elr", help="Eligible leader replicas (current only)."),
+    link_cuts: bool = typer.Option(
+        False, "--link-cuts", help="Also draw network link cuts and heals (one way or both)."
+    ),
     schedules: int = typer.Option(1000, "--schedules", help="How many schedules to run."),
     seed: int = typer.Option(0, "--seed", help="Seed of the schedule generator."),
     invariants: str | None = typer.Option(None, "--invariants", help=INVARIANTS_HELP),
@@ -320,6 +323,7 @@ def explore_command(
             acks=acks_value,
             unclean_leader_election=unclean,
             eligible_leader_replicas=elr,
+            link_cuts=link_cuts,
             schedules=schedules,
             seed=seed,
             invariants=_invariant_names(invariants),
