@@ -62,6 +62,19 @@ VERDICTS: dict[str, dict[str, tuple[bool, bool]]] = {
     "s7-join-isr-below-leso": {"current": (True, False)},
     "s7-join-isr-at-leso": {"current": (False, False)},
     "s8-stale-broker-epoch": {"current": (False, False)},
+    "s9-restarted-follower-holds-hw": dict.fromkeys(MODE_NAMES, (False, False)),
+    "s10-epoch-bump-keeps-pending-produce": dict.fromkeys(MODE_NAMES, (False, False)),
+    "s11-follower-cannot-hear-leader": dict.fromkeys(MODE_NAMES, (False, False)),
+    "s12-leader-misses-metadata": dict.fromkeys(MODE_NAMES, (False, False)),
+    # the zombie's acks=1 record is lost in every mode (produce requests carry no epoch)
+    "s13-zombie-leader": dict.fromkeys(MODE_NAMES, (True, False)),
+    # KIP-320: the stale follower's fetch is fenced in current; older modes serve it
+    "s14-stale-follower-fenced": {
+        "pre-0.11": (True, True),
+        "kip-101": (True, True),
+        "kip-279": (True, False),
+        "current": (True, False),
+    },
 }
 
 CELLS = [(name, mode) for name, modes in VERDICTS.items() for mode in modes]
