@@ -639,7 +639,9 @@ def _replica(index: int, field: str, value: object, config: ScenarioConfig) -> i
     return value
 
 
-def _parse_link(index: int, op: str, value: Mapping[Any, Any], config: ScenarioConfig) -> LinkTarget:
+def _parse_link(
+    index: int, op: str, value: Mapping[Any, Any], config: ScenarioConfig
+) -> LinkTarget:
     """``{from: A, to: B, both: true}``: A and B are replica ids, ``controller`` or ``clients``
     (at least one a broker); ``both: false`` cuts (or heals) only A -> B."""
     for key in value:
