@@ -719,8 +719,8 @@ def explore(
     the invariants to check (default: all); the shrunk scenarios name them too. ``out_dir`` receives
     the shrunk scenarios as ``<class>-<n>.json``. ``link_cuts`` adds link cuts and heals to the
     faults drawn (off: the same schedules as without the setting). ``timer`` (e.g.
-    ``time.perf_counter``) is read at start and end only, to report schedules per second. ``progress(done, total)`` is
-    called every 100 schedules.
+    ``time.perf_counter``) is read at start and end only, to report schedules per second.
+    ``progress(done, total)`` is called every 100 schedules.
     """
     if mode not in MODE_NAMES:
         raise InputError(
