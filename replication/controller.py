@@ -80,6 +80,7 @@ class Controller:
         self.bump_epoch_on_isr_change = bump_epoch_on_isr_change
         self._next_broker_epoch = 1
         self.brokers: dict[int, BrokerRegistration] = {}
+        self._broker_epochs: dict[int, int] | None = None
         for broker_id in sorted(set(brokers or replicas) | set(replicas)):
             self.brokers[broker_id] = BrokerRegistration(self._new_broker_epoch())
         self.registration = PartitionRegistration(
@@ -106,8 +107,11 @@ class Controller:
         return frozenset(b for b in self.brokers if self.is_acceptable(b))
 
     def broker_epochs(self) -> dict[int, int]:
-        """Every broker's current registration (broker epoch), as metadata shows it."""
-        return {b: registration.broker_epoch for b, registration in self.brokers.items()}
+        """Every broker's current registration (broker epoch), as metadata shows it. A new
+        dict after each registration: brokers keep the one they were sent, never mutated."""
+        if self._broker_epochs is None:
+            self._broker_epochs = {b: r.broker_epoch for b, r in self.brokers.items()}
+        return self._broker_epochs
 
     def fence(self, broker_id: int) -> bool:
         """Missed heartbeats: out of every ISR and leadership (R2.7); True if anything changed."""
@@ -138,6 +142,7 @@ class Controller:
             # the old incarnation still led: the new one starts fenced, so leadership moves first
             self.fence(broker_id)
         broker.broker_epoch = self._new_broker_epoch()
+        self._broker_epochs = None
         if self.eligible_leader_replicas:
             registration = self.registration
             if broker_id in registration.isr or broker_id in registration.elr:

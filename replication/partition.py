@@ -259,7 +259,8 @@ class PartitionReplica:
             if state.log_end_offset >= new_high_watermark:
                 continue
             counts = replica_id in maximal or (
-                state.is_caught_up(leader_log_end_offset, now_ms, self.lag_time_max_ms)
+                replica_id in self.eligible_brokers
+                and state.is_caught_up(leader_log_end_offset, now_ms, self.lag_time_max_ms)
                 and self.is_isr_eligible(replica_id)
             )
             if counts:

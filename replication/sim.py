@@ -286,7 +286,7 @@ class Cluster:
             if replica.role != "leader":
                 request.result = NOT_LEADER_OR_FOLLOWER
                 continue
-            if broker.isolated or not self.link_up(request.leader_id, CLIENTS):
+            if broker.isolated or (self.cuts and (request.leader_id, CLIENTS) in self.cuts):
                 if self.now_ms >= request.deadline_ms:
                     request.result = REQUEST_TIMED_OUT
                 continue
@@ -405,10 +405,11 @@ class Cluster:
         registration = self.controller.registration
         eligible = self.controller.eligible_brokers()
         broker_epochs = self.controller.broker_epochs()
+        cuts = self.cuts
         for broker in self.brokers.values():
-            if not self.reachable(broker.broker_id) or not self.link_up(
-                CONTROLLER, broker.broker_id
-            ):
+            if not broker.online or broker.isolated:
+                continue
+            if cuts and (CONTROLLER, broker.broker_id) in cuts:
                 continue
             replica = broker.replica
             replica.eligible_brokers = eligible
