@@ -205,6 +205,7 @@ def test_link_scenarios_hold_their_expectations_in_every_mode() -> None:
         "s12-leader-misses-metadata",
         "s13-zombie-leader",
         "s14-stale-follower-fenced",
+        "s15-lost-produce-response",
     ):
         scenario = load_scenario(SCENARIOS / f"{name}.yaml")
         for mode in MODE_NAMES:

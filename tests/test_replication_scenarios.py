@@ -68,6 +68,8 @@ VERDICTS: dict[str, dict[str, tuple[bool, bool]]] = {
     "s12-leader-misses-metadata": dict.fromkeys(MODE_NAMES, (False, False)),
     # the zombie's acks=1 record is lost in every mode (produce requests carry no epoch)
     "s13-zombie-leader": dict.fromkeys(MODE_NAMES, (True, False)),
+    # a lost produce answer and a retry: m1 twice in the log, nothing lost
+    "s15-lost-produce-response": dict.fromkeys(MODE_NAMES, (False, False)),
     # KIP-320: the stale follower's fetch is fenced in current; older modes serve it
     "s14-stale-follower-fenced": {
         "pre-0.11": (True, True),
