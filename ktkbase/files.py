@@ -5,8 +5,10 @@ files, ktk's staging and manifest, Spark's ``_SUCCESS`` and ``_temporary``) is s
 everything below it; files ending in one of the given suffixes are kept, sorted within each
 directory argument. A file named directly is always kept.
 
->>> is_data_path(("traces", "a.jsonl"), (".jsonl",)), is_data_path(("_staging", "b.jsonl"), (".jsonl",))
-(True, False)
+>>> is_data_path(("traces", "a.jsonl"), (".jsonl",))
+True
+>>> is_data_path(("_staging", "b.jsonl"), (".jsonl",))
+False
 >>> is_data_path((".hidden", "c.jsonl"), (".jsonl",)), is_data_path(("d.txt",), (".jsonl",))
 (False, False)
 >>> import tempfile

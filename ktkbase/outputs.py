@@ -56,7 +56,9 @@ MANIFEST_NAME = ".ktk-output.json"
 """The marker ktk writes into every directory it creates."""
 
 _STAGING_MARKER = ".ktk-staging"
-_DEBRIS = re.compile(r"^\.(?P<name>.+)\.ktk-(?P<kind>staging|retired)-(?P<host>[^-]+)-(?P<pid>\d+)-")
+_DEBRIS = re.compile(
+    r"^\.(?P<name>.+)\.ktk-(?P<kind>staging|retired)-(?P<host>[^-]+)-(?P<pid>\d+)-"
+)
 
 
 def _host() -> str:
@@ -94,7 +96,13 @@ def _renameat2() -> Callable[..., int] | None:
         function = libc.renameat2
     except (OSError, AttributeError):
         return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
     function.restype = ctypes.c_int
     return function
 
@@ -134,8 +142,9 @@ class LocalFileSystem:
         function = self._exchange_function
         if function is None:
             return False
-        result = function(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second),
-                          _RENAME_EXCHANGE)
+        result = function(
+            _AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE
+        )
         if result == 0:
             return True
         code = ctypes.get_errno()
@@ -197,7 +206,9 @@ def protected_local_reason(target: Path, inputs: Sequence[Path]) -> str | None:
         return "it is the home directory" if resolved == home else "it holds the home directory"
     cwd = _resolved(Path.cwd())
     if _is_within(cwd, resolved):
-        return "it is the current directory" if resolved == cwd else "it holds the current directory"
+        return (
+            "it is the current directory" if resolved == cwd else "it holds the current directory"
+        )
     for given in inputs:
         source = _resolved(given)
         if source == resolved:
@@ -515,11 +526,31 @@ def check_output_file(
     return path
 
 
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.ktk-tmp-(?P<host>[^-]+)-(?P<pid>\d+)-[^.]*$")
+
+
+def _clear_stale_temporaries(parent: Path, name: str) -> None:
+    """Delete the temporary files of ``name`` that processes no longer running left behind
+    (a write killed with SIGKILL cannot clean up after itself)."""
+    try:
+        children = os.listdir(parent)
+    except OSError:
+        return
+    for child in children:
+        match = _TEMPORARY.match(child)
+        if match is None or match["name"] != name:
+            continue
+        if not LOCAL.process_alive(match["host"], int(match["pid"])):
+            with suppress(OSError):
+                os.unlink(parent / child)
+
+
 @contextmanager
 def atomic_file(target: str | os.PathLike[str], *, fsync: bool = False) -> Iterator[BinaryIO]:
     """Write one file whole or not at all, streaming: yields a binary handle on a temporary
-    file beside ``target`` (``.<name>.<random>.ktk-tmp``), renamed over ``target`` when the
-    block ends normally and deleted when it raises (``target`` is then left as it was).
+    file beside ``target`` (``.<name>.ktk-tmp-<host>-<pid>-<random>``), renamed over ``target``
+    when the block ends normally and deleted when it raises (``target`` is then left as it was).
+    A temporary file a killed process left beside ``target`` is deleted by the next write.
 
     >>> import tempfile, pathlib
     >>> with tempfile.TemporaryDirectory() as parent:
@@ -537,7 +568,10 @@ def atomic_file(target: str | os.PathLike[str], *, fsync: bool = False) -> Itera
     """
     path = Path(target)
     parent = path.parent if str(path.parent) else Path(".")
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".ktk-tmp", dir=parent)
+    _clear_stale_temporaries(parent, path.name)
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{path.name}.ktk-tmp-{_host()}-{os.getpid()}-", dir=parent
+    )
     try:
         with os.fdopen(descriptor, "wb") as handle:
             yield handle
@@ -552,9 +586,7 @@ def atomic_file(target: str | os.PathLike[str], *, fsync: bool = False) -> Itera
         raise
 
 
-def atomic_write(
-    target: str | os.PathLike[str], data: bytes | str, *, fsync: bool = False
-) -> Path:
+def atomic_write(target: str | os.PathLike[str], data: bytes | str, *, fsync: bool = False) -> Path:
     """Write a whole file or nothing: a temporary file beside it, then one rename.
 
     >>> import tempfile, pathlib

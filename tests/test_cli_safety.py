@@ -23,6 +23,7 @@ from conftest import EXAMPLES, REPO_ROOT
 from typer.testing import CliRunner
 
 from ktk.cli import app
+from ktkbase import outputs
 from ktkbase.outputs import MANIFEST_NAME, read_manifest
 
 DUMP_LOG = EXAMPLES / "importers" / "dump-log.txt"
@@ -563,3 +564,38 @@ def test_every_verb_runs_inside_the_one_edge_handler():
     found = list(callbacks(app))
     assert len(found) >= 10
     assert all(getattr(callback, "ktk_guarded", False) for callback in found)
+
+
+# -- single files: the dashboard page -----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_sigkill_mid_dashboard_keeps_the_previous_page_and_the_next_run_clears_debris(tmp_path):
+    from dashboard_data import synthetic_scores
+    from dashboard_data import write_results as write_dashboard_results
+
+    results = write_dashboard_results(
+        tmp_path / "results", synthetic_scores(20_000), protocol_in="summary"
+    )
+    page = tmp_path / "report.html"
+    first = ktk_process("dashboard", str(results), "-o", str(page), cwd=tmp_path)
+    assert first.wait(timeout=300) == 0, first.communicate()
+    before = page.read_bytes()
+    # a temporary file as a killed write leaves it: named for a process that has ended
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    stale = tmp_path / f".report.html.ktk-tmp-{outputs._host()}-{ended.pid}-x1y2z3"
+    stale.write_bytes(before[: len(before) // 2])
+    process = ktk_process("dashboard", str(results), "-o", str(page), cwd=tmp_path)
+    try:
+        time.sleep(1.0)  # reading and aggregating 20,000 traces is under way
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert page.read_bytes() == before  # whole, and the previous page
+    again = ktk_process("dashboard", str(results), "-o", str(page), cwd=tmp_path)
+    assert again.wait(timeout=300) == 0, again.communicate()
+    assert not stale.exists()
+    assert [p.name for p in tmp_path.iterdir() if ".ktk-tmp-" in p.name] == []
+    assert page.read_bytes() == before  # same results, same page
