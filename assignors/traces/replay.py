@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 
 from assignors import registry
 from assignors.base import Assignor, RebalanceProtocol
-from assignors.model import Group, Member, TopicPartition
+from assignors.model import Group, Member, TopicPartition, rejoin
 from assignors.traces.format import Generation, Trace
 from assignors.traces.scoring import ScoreRow, score_generation
 
@@ -143,17 +142,7 @@ def replay_with(trace: Trace, assignor: Assignor, *, timings: bool = True) -> li
             if not (cooperative and assignment.withheld) or rounds >= MAX_ROUNDS:
                 break
             # the old owners revoke what was withheld and everyone rejoins with what they hold now
-            group = Group(
-                group.topics,
-                tuple(
-                    replace(
-                        member,
-                        owned_partitions=assignment.partitions.get(member.member_id, ()),
-                        generation=generation.generation,
-                    )
-                    for member in group.members
-                ),
-            )
+            group = rejoin(group, assignment, generation.generation)
         final = assignment.partitions
         rows.append(
             score_generation(
