@@ -547,3 +547,14 @@ def test_replay_help_shows_no_python_types():
     for python_type in ("<bool>", "list[str]", "<class", "NoneType", "Optional"):
         assert python_type not in outcome.stdout
     assert "--format" in outcome.stdout and "--per-trace" in outcome.stdout
+
+
+@pytest.mark.spark
+def test_demo_format_json_prints_the_verdict_it_wrote(tmp_path, spark):
+    out = tmp_path / "demo"
+    outcome = invoke("demo", "-n", "2", "--out", str(out), "--format", "json")
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads(outcome.stdout)
+    assert document["verdict"] == json.loads((out / "results" / "verdict.json").read_text())
+    assert document["verdict"]["headline"]
+    assert "dashboard:" in outcome.stderr
