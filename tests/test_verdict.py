@@ -145,3 +145,13 @@ def test_the_result_writer_writes_verdict_json_next_to_the_tables(tmp_path):
 
 def test_results_older_than_version_three_have_no_verdict(tmp_path):
     assert read_verdict(tmp_path) is None
+
+
+def test_ties_are_measured_against_the_ranks_first_assignor_and_never_chain():
+    rows = [
+        _summary("a", "first", 1000.0),
+        _summary("a", "second", 1009.0),  # within 1% of first
+        _summary("a", "third", 1018.0),  # within 1% of second, not of first
+    ]
+    ranks = {e["assignor"]: e["rank"] for e in build_verdict(rows)["ranking"]}
+    assert ranks == {"first": 1, "second": 1, "third": 3}

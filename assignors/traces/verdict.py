@@ -215,14 +215,16 @@ def _ranking(stats: Sequence[Mapping[str, Any]]) -> list[tuple[int, Mapping[str,
         ),
     )
     ranked: list[tuple[int, Mapping[str, Any]]] = []
+    leader: Mapping[str, Any] | None = None  # the first assignor of the current rank
     for position, entry in enumerate(ordered):
-        previous = ranked[-1] if ranked else None
-        if previous is not None and _is_tie(
-            previous[1]["totals"]["paused_partition_seconds"],
+        # ties are measured against the rank's first assignor, so they never chain
+        if leader is not None and _is_tie(
+            leader["totals"]["paused_partition_seconds"],
             entry["totals"]["paused_partition_seconds"],
         ):
-            ranked.append((previous[0], entry))
+            ranked.append((ranked[-1][0], entry))
         else:
+            leader = entry
             ranked.append((position + 1, entry))
     return ranked
 
