@@ -193,7 +193,7 @@ def test_ktk_replay_on_spark_writes_the_python_engines_rows(spark, mixed_traces,
 
 # -- engine parity: the same input gives the same result files on both engines ---------------
 
-RESULT_FILES = ("scores.parquet", "summary.parquet", "errors.jsonl")
+RESULT_FILES = ("scores.parquet", "summary.parquet", "errors.jsonl", "verdict.json")
 
 
 def _assert_same_result_bytes(first: Path, second: Path) -> None:
