@@ -546,12 +546,29 @@ def test_round_seconds_scale_the_paused_partition_seconds(tmp_path):
     assert slow["verdict"]["cost_model"]["round_seconds"] == 6.0
 
 
-def test_replay_help_shows_no_python_types():
-    outcome = invoke("replay", "--help")
-    assert outcome.exit_code == 0
-    for python_type in ("<bool>", "list[str]", "<class", "NoneType", "Optional"):
-        assert python_type not in outcome.stdout
-    assert "--format" in outcome.stdout and "--per-trace" in outcome.stdout
+def test_replay_and_demo_help_show_no_python_types():
+    for verb in ("replay", "demo"):
+        outcome = invoke(verb, "--help")
+        assert outcome.exit_code == 0
+        for python_type in ("<bool>", "list[str]", "<class", "NoneType", "Optional"):
+            assert python_type not in outcome.stdout
+        assert "--format" in outcome.stdout
+    assert "--per-trace" in invoke("replay", "--help").stdout
+
+
+def test_one_trace_is_one_trace_in_the_output(tmp_path):
+    rows = list(generate_rows("mixed", 1, seed=3, members=(2, 4), partitions=(4, 12)))
+    write_traces_jsonl(rows, tmp_path / "one.jsonl")
+    broken = dict(rows[0], trace_id="broken", topics=[{"name": "t", "partitions": -1}])
+    (tmp_path / "bad.jsonl").write_text(json.dumps(broken) + "\n")
+    outcome = invoke(
+        "replay", str(tmp_path / "one.jsonl"), str(tmp_path / "bad.jsonl"),
+        "--engine", "python", "--out", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert outcome.exit_code == 0, outcome.output
+    assert "assignors over 1 trace (" in outcome.stdout
+    assert "verdict over 1 trace: adopt " in outcome.stdout
+    assert "warning: 1 trace skipped" in outcome.stderr
 
 
 @pytest.mark.spark
