@@ -346,6 +346,7 @@ def test_hadoop_uri_output_follows_the_same_rules_and_bytes(spark, mixed_traces,
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
+        "verdict.json",
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "remote"]
     (remote / "notes.txt").write_text("mine")
