@@ -145,6 +145,7 @@ def test_spark_output_replaces_its_own_result_and_refuses_a_foreign_directory(
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
+        "verdict.json",
     ]
     assert len(read_scores(out_dir)) > 0
     foreign = tmp_path / "foreign"
