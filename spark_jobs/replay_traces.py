@@ -36,6 +36,7 @@ from assignors.traces import files as trace_files
 from assignors.traces import format as trace_format
 from assignors.traces import job, results, scoring
 from assignors.traces import replay as replay_module
+from assignors.traces.cost import CostModel
 from ktkbase.outputs import plan_output_directory, staged_directory
 from spark_jobs import files
 from spark_jobs.schemas import spark_ddl
@@ -92,7 +93,12 @@ def _raw_rows(rows: pd.DataFrame) -> list[trace_files.RawRow]:
     ]
 
 
-def _replay_trace(rows: pd.DataFrame, assignors: Sequence[str], timings: bool) -> pd.DataFrame:
+def _replay_trace(
+    rows: pd.DataFrame,
+    assignors: Sequence[str],
+    timings: bool,
+    cost_model: CostModel | None = None,
+) -> pd.DataFrame:
     """Replay one trace (the group's rows are its raw rows) with the domain job.
 
     The output holds its score rows, then its summary rows (one per assignor), or a single
@@ -100,7 +106,9 @@ def _replay_trace(rows: pd.DataFrame, assignors: Sequence[str], timings: bool) -
     """
     ordered = rows.sort_values(["file_index", "row_index"], kind="stable")
     trace_id = str(ordered["trace_id"].iloc[0])
-    outcome = job.replay_trace_rows(trace_id, _raw_rows(ordered), assignors, timings=timings)
+    outcome = job.replay_trace_rows(
+        trace_id, _raw_rows(ordered), assignors, timings=timings, cost_model=cost_model
+    )
     if isinstance(outcome, trace_format.TraceFailure):
         error = (trace_id, outcome.file, outcome.line, outcome.reason)
         return _output_frame(ERROR_ROW, [error], ("trace_id", *ERROR_COLUMNS))
@@ -123,7 +131,11 @@ def _output_frame(kind: str, records: Sequence[tuple], fields: Sequence[str]) ->
 
 
 def build_scores(
-    spark: SparkSession, paths: Sequence[str], assignors: Sequence[str], timings: bool = True
+    spark: SparkSession,
+    paths: Sequence[str],
+    assignors: Sequence[str],
+    timings: bool = True,
+    cost_model: CostModel | None = None,
 ) -> tuple[DataFrame, list[trace_format.TraceFailure], DataFrame]:
     """Scores DataFrame (with summary and error rows), the errors of rows that name no trace,
     and the persisted raw rows (to unpersist once the scores are computed)."""
@@ -156,7 +168,7 @@ def build_scores(
 
     def replay_bucket(rows: pd.DataFrame) -> pd.DataFrame:
         frames = [
-            _replay_trace(trace_rows, names, timings)
+            _replay_trace(trace_rows, names, timings, cost_model)
             for _, trace_rows in rows.groupby("trace_id", sort=True)
         ]
         return pd.concat(frames, ignore_index=True) if frames else _output_frame("", [], ())
@@ -229,6 +241,7 @@ def run(
     command: str = DEFAULT_COMMAND,
     version: str | None = None,
     force: bool = False,
+    cost_model: CostModel | None = None,
 ) -> RunResult:
     """Replay every trace under ``paths`` through ``assignors``; write results to ``out_dir``.
 
@@ -260,19 +273,21 @@ def run(
                 fs=fs,
             )
             remote = (fs, plan)
-        scored, errors, raw_rows = build_scores(spark, paths, assignors, timings=timings)
+        scored, errors, raw_rows = build_scores(
+            spark, paths, assignors, timings=timings, cost_model=cost_model
+        )
         try:
             scores, summary, failures = _collected(scored)
         finally:
             raw_rows.unpersist()
         errors = failures + errors
         if local_staging is not None:
-            results.write_result_files(local_staging, scores, errors, summary)
+            results.write_result_files(local_staging, scores, errors, summary, cost_model)
         else:
             assert remote is not None
             fs, plan = remote
             with staged_directory(plan) as staging:
-                for name, data in results.result_files(scores, errors, summary).items():
+                for name, data in results.result_files(scores, errors, summary, cost_model).items():
                     fs.write_bytes(fs.join(staging, name), data)
     summary.sort(key=lambda row: (row.trace_id, row.assignor))
     errors.sort(key=lambda failure: (failure.trace_id is None, trace_format.failure_key(failure)))

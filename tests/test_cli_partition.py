@@ -292,3 +292,56 @@ def test_two_partitioners_on_the_python_engine_print_the_disagreement_after_the_
         "clickstream-2024-06-11: 0 of 61 keys (0 records) land on different partitions under "
         "java-builtin and librdkafka-murmur2_random"
     )
+
+
+def test_keys_format_csv_has_a_header_and_one_row_per_key():
+    import csv
+    import io
+
+    outcome = invoke("a", "b", "-n", "6", "--compare", "librdkafka-default", "--format", "csv")
+    assert outcome.exit_code == 0, outcome.output
+    rows = list(csv.reader(io.StringIO(outcome.stdout)))
+    assert rows[0] == ["key", "partition", "compare_partition"]
+    plain = lines(invoke("a", "b", "-n", "6", "--compare", "librdkafka-default").stdout)
+    assert rows[1:] == plain
+
+
+def test_keys_format_json_lists_keys_and_partitions():
+    import json
+
+    outcome = invoke("TT0124", "-n", "32", "--format", "json")
+    assert outcome.exit_code == 0, outcome.output
+    [entry] = json.loads(outcome.stdout)
+    assert entry["key"] == "TT0124"
+    assert entry["partition"] == int(lines(invoke("TT0124", "-n", "32").stdout)[0][1])
+
+
+def test_score_format_csv_and_json_carry_every_score_row():
+    import csv
+    import io
+    import json
+
+    args = ("score", str(EXAMPLE_TRACE), "-p", "java-builtin,librdkafka-default", "--seed", "1")
+    as_csv = invoke(*args, "--format", "csv")
+    assert as_csv.exit_code == 0, as_csv.output
+    rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert len(rows) == 4 and rows[0]["trace_id"] == "orders-2024-06-11"
+    assert {"bytes_skew", "keys_remapped"} <= set(rows[0])
+    as_json = json.loads(invoke(*args, "--format", "json").stdout)
+    assert [s["records"] for s in as_json["scores"]] == [int(r["records"]) for r in rows]
+    assert as_json["disagreements"][0]["partitioner_b"] == "librdkafka-consistent_random"
+
+
+def test_an_unknown_format_exits_two_on_keys_and_score():
+    for args in (("a", "-n", "2"), ("score", str(EXAMPLE_TRACE))):
+        outcome = invoke(*args, "--format", "yaml")
+        assert outcome.exit_code == 2
+        assert "--format must be one of table, json, csv (got 'yaml')" in outcome.stderr
+
+
+def test_partition_help_shows_no_python_types():
+    for sub in ("keys", "score"):
+        text = invoke(sub, "--help").stdout
+        assert "--format" in text
+        for python_type in ("<bool>", "list[str]", "<class", "NoneType"):
+            assert python_type not in text

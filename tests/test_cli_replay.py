@@ -11,6 +11,7 @@ import pytest
 from conftest import EXAMPLES
 from typer.testing import CliRunner
 
+from assignors.registry import builtin_names
 from assignors.traces.files import write_traces_jsonl
 from assignors.traces.generate import generate_rows
 from assignors.traces.results import read_errors, read_scores, read_summary
@@ -57,6 +58,7 @@ def test_replay_scores_good_traces_and_lists_the_broken_ones(traces_dir, tmp_pat
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
+        "verdict.json",
     ]
     scores = read_scores(out)
     assert len({row.trace_id for row in scores}) == 50
@@ -68,8 +70,8 @@ def test_replay_scores_good_traces_and_lists_the_broken_ones(traces_dir, tmp_pat
     assert "generation numbers must be strictly increasing" in errors[0]["reason"]
     assert "weights[0]: must be a finite number >= 0" in errors[1]["reason"]
     assert errors[0]["file"] == str(traces_dir / "bad.jsonl")
-    assert "warning: 2 trace(s) skipped" in outcome.stderr
-    assert "replay summary" in outcome.stdout and "roundrobin" in outcome.stdout
+    assert "warning: 2 traces skipped" in outcome.stderr
+    assert "assignors over 50 traces" in outcome.stdout and "roundrobin" in outcome.stdout
 
 
 def test_strict_exits_one_when_a_trace_was_skipped(traces_dir, tmp_path):
@@ -142,6 +144,7 @@ def test_a_second_replay_into_the_same_out_replaces_the_first_result(traces_dir,
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
+        "verdict.json",
     ]
     assert 0 < len(read_scores(out)) < len(first)
     assert json.loads((out / ".ktk-output.json").read_text())["command"].startswith("ktk replay")
@@ -175,6 +178,7 @@ def test_force_into_a_foreign_directory_keeps_the_foreign_file(traces_dir, tmp_p
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
+        "verdict.json",
     }
     assert read_scores(keep)
 
@@ -248,17 +252,17 @@ def test_summary_names_each_assignors_rebalance_protocol(tmp_path):
         "roundrobin": "eager",
         "sticky": "eager",
         "cooperative-sticky": "cooperative",
-        "uniform": "cooperative",
-        "server-range": "cooperative",
+        "uniform": "consumer",
+        "server-range": "consumer",
         "optimal": "eager",
         "load-aware": "eager",
         "load-aware-cooperative": "cooperative",
         "recorded": "cooperative",
     }
     metadata = pq.read_schema(tmp_path / "r" / "summary.parquet").metadata
-    assert metadata[b"ktk.results.version"] == b"2"
+    assert metadata[b"ktk.results.version"] == b"3"
     assert (
-        pq.read_schema(tmp_path / "r" / "scores.parquet").metadata[b"ktk.results.version"] == b"2"
+        pq.read_schema(tmp_path / "r" / "scores.parquet").metadata[b"ktk.results.version"] == b"3"
     )
     assert "cooperative" in outcome.stdout
 
@@ -444,3 +448,135 @@ def test_spark_job_refuses_an_out_that_is_an_input_named_by_file_uri_even_with_f
     monkeypatch.setattr(spark_jobs.session, "get_session", lambda *a, **k: pytest.fail("JVM"))
     with pytest.raises(OutputError, match="it is the input"):
         replay_traces.run([f"file://{traces_dir}"], ["range"], str(traces_dir), force=True)
+
+
+def _replay_examples(tmp_path: Path, *extra: str):  # type: ignore[no-untyped-def]
+    return invoke(
+        "replay",
+        str(EXAMPLES / "traces"),
+        "--engine",
+        "python",
+        "--no-timings",
+        "--out",
+        str(tmp_path / "r"),
+        *extra,
+    )
+
+
+def test_replay_ends_with_one_row_per_assignor_and_the_verdict_line(tmp_path):
+    outcome = _replay_examples(tmp_path)
+    assert outcome.exit_code == 0, outcome.output
+    lines = outcome.stdout.splitlines()
+    assert "assignors over 10 traces (fewest paused partition-seconds first)" in lines
+    verdict = [line for line in lines if line.startswith("verdict over 10 traces: adopt ")]
+    assert len(verdict) == 1 and "partition-seconds paused than" in verdict[0]
+    # per-trace rows only with --per-trace
+    assert "static-rolling-restart-s137-0004" not in outcome.stdout
+    detailed = _replay_examples(tmp_path, "--per-trace")
+    assert detailed.exit_code == 0, detailed.output
+    assert "static-rolling-restart-s137-0004" in detailed.stdout
+    assert "per trace (one row per trace x assignor)" in detailed.stdout
+
+
+def test_piped_replay_output_keeps_words_and_rows_whole(tmp_path):
+    outcome = _replay_examples(tmp_path)
+    table_rows = [line for line in outcome.stdout.splitlines() if line.startswith("│")]
+    # one per built-in assignor, none folded onto a second line
+    assert len(table_rows) == len(builtin_names())
+    assert all("cooperative-" not in row or "cooperative-sticky" in row for row in table_rows)
+
+
+def test_replay_format_json_prints_the_verdict_document(tmp_path):
+    outcome = _replay_examples(tmp_path, "--format", "json")
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads(outcome.stdout)
+    written = json.loads((tmp_path / "r" / "verdict.json").read_text())
+    assert document["verdict"] == written
+    assert "per_trace" not in document
+    detailed = json.loads(_replay_examples(tmp_path, "--format", "json", "--per-trace").stdout)
+    assert len(detailed["per_trace"]) == 10 * len(builtin_names())
+
+
+def test_replay_format_csv_has_a_header_and_one_line_per_assignor(tmp_path):
+    import csv
+    import io
+
+    outcome = _replay_examples(tmp_path, "--format", "csv")
+    assert outcome.exit_code == 0, outcome.output
+    rows = list(csv.DictReader(io.StringIO(outcome.stdout)))
+    assert len(rows) == len(builtin_names())
+    assert rows[0]["rank"] == "1"
+    assert {"paused_partition_seconds", "moves_needed_for_optimal_balance"} <= set(rows[0])
+    per_trace = list(
+        csv.DictReader(
+            io.StringIO(_replay_examples(tmp_path, "--format", "csv", "--per-trace").stdout)
+        )
+    )
+    assert (
+        len(per_trace) == 10 * len(builtin_names())
+        and "total_paused_partition_seconds" in per_trace[0]
+    )
+
+
+def test_replay_rejects_an_unknown_format_and_bad_cost_settings_with_exit_two(tmp_path):
+    bad_format = _replay_examples(tmp_path, "--format", "xml")
+    assert (
+        bad_format.exit_code == 2
+        and "--format must be one of table, json, csv" in bad_format.stderr
+    )
+    bad_round = _replay_examples(tmp_path, "--round-seconds", "0")
+    assert (
+        bad_round.exit_code == 2
+        and "--round-seconds must be a finite number > 0" in bad_round.stderr
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_round_seconds_scale_the_paused_partition_seconds(tmp_path):
+    slow = json.loads(_replay_examples(tmp_path, "--format", "json", "--round-seconds", "6").stdout)
+    fast = json.loads(_replay_examples(tmp_path, "--format", "json").stdout)
+
+    def paused(document, name):  # type: ignore[no-untyped-def]
+        entry = next(e for e in document["verdict"]["assignors"] if e["assignor"] == name)
+        return entry["totals"]["paused_partition_seconds"]
+
+    # examples carry timestamps: a round never outlasts the gap between two generations
+    assert paused(fast, "range") < paused(slow, "range") <= 2 * paused(fast, "range")
+    assert paused(slow, "uniform") == paused(fast, "uniform")  # KIP-848: heartbeats, not rounds
+    assert slow["verdict"]["cost_model"]["round_seconds"] == 6.0
+
+
+def test_replay_and_demo_help_show_no_python_types():
+    for verb in ("replay", "demo"):
+        outcome = invoke(verb, "--help")
+        assert outcome.exit_code == 0
+        for python_type in ("<bool>", "list[str]", "<class", "NoneType", "Optional"):
+            assert python_type not in outcome.stdout
+        assert "--format" in outcome.stdout
+    assert "--per-trace" in invoke("replay", "--help").stdout
+
+
+def test_one_trace_is_one_trace_in_the_output(tmp_path):
+    rows = list(generate_rows("mixed", 1, seed=3, members=(2, 4), partitions=(4, 12)))
+    write_traces_jsonl(rows, tmp_path / "one.jsonl")
+    broken = dict(rows[0], trace_id="broken", topics=[{"name": "t", "partitions": -1}])
+    (tmp_path / "bad.jsonl").write_text(json.dumps(broken) + "\n")
+    outcome = invoke(
+        "replay", str(tmp_path / "one.jsonl"), str(tmp_path / "bad.jsonl"),
+        "--engine", "python", "--out", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert outcome.exit_code == 0, outcome.output
+    assert "assignors over 1 trace (" in outcome.stdout
+    assert "verdict over 1 trace: adopt " in outcome.stdout
+    assert "warning: 1 trace skipped" in outcome.stderr
+
+
+@pytest.mark.spark
+def test_demo_format_json_prints_the_verdict_it_wrote(tmp_path, spark):
+    out = tmp_path / "demo"
+    outcome = invoke("demo", "-n", "2", "--out", str(out), "--format", "json")
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads(outcome.stdout)
+    assert document["verdict"] == json.loads((out / "results" / "verdict.json").read_text())
+    assert document["verdict"]["headline"]
+    assert "dashboard:" in outcome.stderr

@@ -252,7 +252,8 @@ def test_real_replay_of_example_traces_renders(
     results_dir = write_replay_results(tmp_path / "results", rows, failures)
     written = write_rebalance_page(results_dir, tmp_path / "report.html")
     assert written.traces == len(traces)
-    expected_charts = 5 if any(trace.has_recorded_assignment() for trace in traces) else 4
+    # the verdict chart, churn/balance, optimal gap, revocations, timeline (+ recorded)
+    expected_charts = 6 if any(trace.has_recorded_assignment() for trace in traces) else 5
     with opened(browser, written.path, charts=expected_charts) as visit:
         charts = _chart_states(visit)
         assert len(charts) == expected_charts
@@ -296,3 +297,95 @@ def test_twenty_thousand_trace_dashboard_loads_in_seconds(browser: Any, tmp_path
         assert loaded_s < 15.0, f"all charts drawn after {loaded_s:.1f} s"
         assert visit.page.locator("#timeline-select option").count() == 200
         assert visit.errors == [] and visit.blocked == []
+
+
+def _demo_like_results(tmp_path: Path) -> Path:
+    """What `ktk demo` writes for the dashboard: generated mixed traces replayed through every
+    built-in assignor, costed, with verdict.json."""
+    from assignors import registry
+    from assignors.traces.files import write_traces_jsonl
+    from assignors.traces.generate import generate_rows
+    from assignors.traces.job import replay_paths
+    from assignors.traces.results import write_results as write_replay_results
+
+    traces = tmp_path / "traces" / "mixed.jsonl"
+    rows = generate_rows("mixed", 24, 1, members=(3, 12), partitions=(12, 120), max_generations=6)
+    write_traces_jsonl(rows, traces)
+    run = replay_paths([traces.parent], [*registry.builtin_names(), "recorded"], timings=False)
+    return write_replay_results(tmp_path / "results", run.scores, run.failures, run.summary)
+
+
+def test_verdict_section_reads_as_a_verdict_with_its_chart(browser: Any, tmp_path: Path) -> None:
+    import json
+
+    results_dir = _demo_like_results(tmp_path)
+    verdict = json.loads((results_dir / "verdict.json").read_text())
+    report = write_rebalance_page(results_dir, tmp_path / "report.html").path
+    with opened(browser, report, charts=6) as visit:
+        page = visit.page
+        headline = page.inner_text("#verdict-headline")
+        assert headline.startswith("Over 24 traces, adopt ")
+        assert verdict["headline"] in headline
+        ranking = page.locator("#verdict-ranking li")
+        assert ranking.count() == len(verdict["ranking"])
+        chart = page.evaluate(
+            "() => { const c = document.getElementById('verdict-chart');"
+            " return c.data.filter(t => t.type === 'box').map(t => t.name); }"
+        )
+        assert chart == [entry["assignor"] for entry in verdict["ranking"]]
+        # the verdict is the first thing on the page
+        top = page.locator("#verdict").bounding_box()
+        assert top is not None and top["y"] < page.locator("#summary").bounding_box()["y"]
+        shot = tmp_path / "verdict.png"
+        page.locator("#verdict").screenshot(path=str(shot))
+        assert shot.stat().st_size > 10_000
+        assert visit.errors == [] and visit.dialogs == [] and visit.blocked == []
+
+
+def test_summary_table_fits_a_1280_pixel_window(browser: Any, tmp_path: Path) -> None:
+    results_dir = _demo_like_results(tmp_path)
+    report = write_rebalance_page(results_dir, tmp_path / "report.html").path
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(report.resolve().as_uri())
+        page.wait_for_function(CHART_RENDERED, arg=6, timeout=30_000)
+        box = page.locator("#summary-table").bounding_box()
+        assert box is not None
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 1280, box
+        wrap = page.evaluate(
+            "() => { const w = document.querySelector('#summary .table-wrap');"
+            " return [w.scrollWidth, w.clientWidth]; }"
+        )
+        assert wrap[0] <= wrap[1], wrap  # nothing hidden behind a horizontal scroll
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+        titles = page.eval_on_selector_all(
+            "#summary-table thead th", "cells => cells.map(c => c.title)"
+        )
+        assert titles and all(titles)
+        shot = tmp_path / "summary-1280.png"
+        page.locator("#summary-table").screenshot(path=str(shot))
+        assert shot.stat().st_size > 5_000
+    finally:
+        context.close()
+
+
+def test_timeline_search_without_a_match_says_so(browser: Any, tmp_path: Path) -> None:
+    scores = synthetic_scores(12, seed=8)
+    report = write_atomically(
+        tmp_path / "report.html", render_rebalance(results_of(scores), timeline_traces=12)
+    )
+    with opened(browser, report, charts=5) as visit:
+        page = visit.page
+        assert page.locator("#timeline-empty").is_hidden()
+        page.fill("#timeline-search", "no-such-trace")
+        message = page.locator("#timeline-empty")
+        assert message.is_visible()
+        assert message.inner_text() == (
+            "No trace id contains \u201cno-such-trace\u201d among the 12 traces this page carries."
+        )
+        assert page.locator("#timeline-select").is_disabled()
+        page.fill("#timeline-search", "00003")
+        assert page.locator("#timeline-empty").is_hidden()
+        assert not page.locator("#timeline-select").is_disabled()
+        assert visit.errors == [] and visit.dialogs == []

@@ -258,6 +258,11 @@ def test_summary_totals_per_trace_and_assignor():
         "mean_assign_ms": 3.0,
         "invalid_generations": 1,
         "unbalanced_generations": 1,
+        "total_excess_moved": 0,
+        "max_load_imbalance": 1.5,
+        "total_paused_partition_seconds": 0.0,
+        "total_delayed_weight": None,
+        "total_warmup_weight": None,
     }
     assert scores_table(rows).num_rows == 2 and summary_table([summary]).num_rows == 1
 

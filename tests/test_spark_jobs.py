@@ -145,6 +145,7 @@ def test_spark_output_replaces_its_own_result_and_refuses_a_foreign_directory(
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
+        "verdict.json",
     ]
     assert len(read_scores(out_dir)) > 0
     foreign = tmp_path / "foreign"
@@ -193,7 +194,7 @@ def test_ktk_replay_on_spark_writes_the_python_engines_rows(spark, mixed_traces,
 
 # -- engine parity: the same input gives the same result files on both engines ---------------
 
-RESULT_FILES = ("scores.parquet", "summary.parquet", "errors.jsonl")
+RESULT_FILES = ("scores.parquet", "summary.parquet", "errors.jsonl", "verdict.json")
 
 
 def _assert_same_result_bytes(first: Path, second: Path) -> None:
@@ -346,6 +347,7 @@ def test_hadoop_uri_output_follows_the_same_rules_and_bytes(spark, mixed_traces,
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
+        "verdict.json",
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "remote"]
     (remote / "notes.txt").write_text("mine")

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from assignors import registry
 from assignors.base import Assignor
+from assignors.traces.cost import CostModel, group_protocol, with_costs
 from assignors.traces.files import RawRow, raw_rows_by_trace, trace_or_failure
 from assignors.traces.format import Trace, TraceFailure, failure_key
 from assignors.traces.replay import RECORDED, recorded_protocol, replay_recorded, replay_with
@@ -78,9 +79,13 @@ def replay_trace(
     *,
     timings: bool = True,
     step: Callable[[str], None] | None = None,
+    cost_model: CostModel | None = None,
 ) -> TraceResult | TraceFailure:
     """Replay one assembled trace through every named assignor (``recorded`` included: no
-    rows when the trace carries no ``assigned``); ``step(name)`` is called before each."""
+    rows when the trace carries no ``assigned``); ``step(name)`` is called before each. Rows
+    are costed with ``cost_model`` (default :class:`~assignors.traces.cost.CostModel`); the
+    summary's protocol is ``consumer`` for KIP-848 server-side assignors."""
+    model = cost_model if cost_model is not None else CostModel()
     rows: list[ScoreRow] = []
     protocols: dict[tuple[str, str], str] = {}
     for name in assignors:
@@ -90,12 +95,14 @@ def replay_trace(
             if name == RECORDED:
                 if not trace.has_recorded_assignment():
                     continue
-                rows.extend(replay_recorded(trace))
-                protocols[trace.trace_id, name] = recorded_protocol(trace)
+                protocol = recorded_protocol(trace)
+                rows.extend(with_costs(replay_recorded(trace), protocol, model))
             else:
                 assignor = _assignor(name)
-                rows.extend(replay_with(trace, assignor, timings=timings))
-                protocols[trace.trace_id, name] = assignor.rebalance_protocol
+                protocol = group_protocol(name, assignor.rebalance_protocol)
+                replayed = replay_with(trace, assignor, timings=timings)
+                rows.extend(with_costs(replayed, protocol, model))
+            protocols[trace.trace_id, name] = protocol
         except Exception as error:  # an assignor crashing on one trace must not stop the run
             return assignor_failure(trace, name, error)
     return TraceResult(rows, summarize(rows, protocols))
@@ -108,6 +115,7 @@ def replay_trace_rows(
     *,
     timings: bool = True,
     step: Callable[[str], None] | None = None,
+    cost_model: CostModel | None = None,
 ) -> TraceResult | TraceFailure:
     """One trace from its raw rows, in reading order (files as listed, rows as read): assemble
     and check it (:func:`~assignors.traces.files.assemble_trace`, which also merges what two
@@ -115,7 +123,7 @@ def replay_trace_rows(
     assembled = trace_or_failure(trace_id, raw_rows)
     if isinstance(assembled, TraceFailure):
         return assembled
-    return replay_trace(assembled, assignors, timings=timings, step=step)
+    return replay_trace(assembled, assignors, timings=timings, step=step, cost_model=cost_model)
 
 
 def replay_paths(
@@ -124,6 +132,7 @@ def replay_paths(
     *,
     timings: bool = True,
     progress: Progress | None = None,
+    cost_model: CostModel | None = None,
 ) -> ReplayRun:
     """Every trace under ``paths`` (files or directories) through every named assignor, one
     trace after another in trace id order. Missing paths raise FileNotFoundError."""
@@ -141,7 +150,12 @@ def replay_paths(
                 progress(next(counter), total, f"{trace_id} / {name}")
 
         outcome = replay_trace_rows(
-            trace_id, by_trace.pop(trace_id), assignors, timings=timings, step=step
+            trace_id,
+            by_trace.pop(trace_id),
+            assignors,
+            timings=timings,
+            step=step,
+            cost_model=cost_model,
         )
         if isinstance(outcome, TraceFailure):
             trace_failures.append(outcome)

@@ -118,6 +118,11 @@ def _owner_of(
     return {tp: identity for identity, tps in owned_by_identity.items() for tp in tps}
 
 
+def _interval_ms(previous: int | None, current: int | None) -> int | None:
+    """Milliseconds between two generations' ``timestamp_ms``; None unless both carry one."""
+    return None if previous is None or current is None else current - previous
+
+
 def replay_with(trace: Trace, assignor: Assignor, *, timings: bool = True) -> list[ScoreRow]:
     """Replay ``trace`` through an assignor object (spec/traces.md, replay semantics).
 
@@ -128,6 +133,7 @@ def replay_with(trace: Trace, assignor: Assignor, *, timings: bool = True) -> li
     previous_owner: dict[TopicPartition, str] | None = None
     previous_generation: int | None = None
     previous_identities: frozenset[str] = frozenset()
+    previous_timestamp: int | None = None
     cooperative = assignor.rebalance_protocol == "cooperative"
     for generation in trace.generations:
         group = _group_of(generation, owned_by_identity, previous_generation, previous_identities)
@@ -155,8 +161,10 @@ def replay_with(trace: Trace, assignor: Assignor, *, timings: bool = True) -> li
                 protocol=assignor.rebalance_protocol,
                 rounds=rounds,
                 assign_ms=elapsed * 1000.0 if timings else None,
+                interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
             )
         )
+        previous_timestamp = generation.timestamp_ms
         owned_by_identity = _owned_by_identity(generation, final)
         previous_owner = _owner_of(owned_by_identity)
         previous_generation = generation.generation
@@ -169,6 +177,7 @@ def replay_recorded(trace: Trace) -> list[ScoreRow]:
     pseudo-assignor; members without ``assigned`` count as holding nothing."""
     rows: list[ScoreRow] = []
     previous_owner: dict[TopicPartition, str] | None = None
+    previous_timestamp: int | None = None
     for generation in trace.generations:
         group = Group(
             generation.topics,
@@ -194,8 +203,10 @@ def replay_recorded(trace: Trace) -> list[ScoreRow]:
                 protocol=_protocol_of(generation.protocol),
                 rounds=1,
                 assign_ms=None,
+                interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
             )
         )
+        previous_timestamp = generation.timestamp_ms
         previous_owner = _owner_of(_owned_by_identity(generation, partitions))
     return rows
 

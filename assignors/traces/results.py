@@ -1,6 +1,7 @@
-"""The result directory of a replay: ``scores.parquet``, ``summary.parquet``, ``errors.jsonl``.
+"""The result directory of a replay: ``scores.parquet``, ``summary.parquet``, ``errors.jsonl``,
+``verdict.json``.
 
-Both engines write the same layout, three single files plus ktk's manifest ``.ktk-output.json``,
+Both engines write the same layout, four single files plus ktk's manifest ``.ktk-output.json``,
 with the same bytes for the same rows: rows are sorted (trace, assignor, generation), Parquet is
 written with fixed settings and carries the result format version under
 :data:`RESULTS_VERSION_KEY`. The directory is written through :mod:`ktkbase.outputs`: staged
@@ -13,7 +14,7 @@ input, or the current directory.
 >>> with tempfile.TemporaryDirectory() as parent:
 ...     out = write_results(pathlib.Path(parent) / "out", [row], [])
 ...     sorted(path.name for path in out.iterdir()), read_scores(out) == [row]
-(['.ktk-output.json', 'errors.jsonl', 'scores.parquet', 'summary.parquet'], True)
+(['.ktk-output.json', 'errors.jsonl', 'scores.parquet', 'summary.parquet', 'verdict.json'], True)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assignors.traces.cost import CostModel
 from assignors.traces.format import TraceFailure, failure_key
 from assignors.traces.scoring import (
     SCORE_SCHEMA,
@@ -40,15 +42,18 @@ from assignors.traces.scoring import (
     summarize,
     summary_table,
 )
+from assignors.traces.verdict import build_verdict, verdict_json
 from ktkbase.outputs import output_directory
 
 SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.parquet"
 ERRORS_FILE = "errors.jsonl"
-RESULT_FILES = (SCORES_FILE, SUMMARY_FILE, ERRORS_FILE)
+VERDICT_FILE = "verdict.json"
+RESULT_FILES = (SCORES_FILE, SUMMARY_FILE, ERRORS_FILE, VERDICT_FILE)
 
-RESULTS_VERSION = 2
-"""Version of the documented result columns (docs/traces.md); 2 added ``summary.protocol``."""
+RESULTS_VERSION = 3
+"""Version of the documented result columns (docs/traces.md); 2 added ``summary.protocol``;
+3 added the cost-model and ``excess_moved`` columns and ``verdict.json``."""
 RESULTS_VERSION_KEY = "ktk.results.version"
 """Parquet schema metadata key holding :data:`RESULTS_VERSION` in both result files."""
 
@@ -98,12 +103,16 @@ def result_files(
     scores: Iterable[ScoreRow],
     failures: Iterable[TraceFailure],
     summary: Iterable[SummaryRow] | None = None,
+    cost_model: CostModel | None = None,
 ) -> dict[str, bytes]:
-    """The bytes of the three result files, by file name: the one writer both engines use
+    """The bytes of the four result files, by file name: the one writer both engines use
     (locally through :func:`write_result_files`, on Hadoop file systems through its streams).
 
     ``summary`` defaults to :func:`~assignors.traces.scoring.summarize` of ``scores`` (which
-    knows no protocols: the column is then null).
+    knows no protocols: the column is then null). ``verdict.json`` is
+    :func:`~assignors.traces.verdict.build_verdict` of the summary; ``cost_model`` (the
+    settings the rows were costed with, default :class:`~assignors.traces.cost.CostModel`)
+    is recorded in it.
     """
     ordered = sorted(scores, key=score_key)
     summary_rows = sorted(
@@ -114,6 +123,11 @@ def result_files(
         SCORES_FILE: parquet_bytes(scores_table(ordered)),
         SUMMARY_FILE: parquet_bytes(summary_table(summary_rows)),
         ERRORS_FILE: errors_jsonl(failures).encode("utf-8"),
+        VERDICT_FILE: verdict_json(
+            build_verdict(
+                summary_rows, (cost_model if cost_model is not None else CostModel()).describe()
+            )
+        ),
     }
 
 
@@ -122,10 +136,11 @@ def write_result_files(
     scores: Iterable[ScoreRow],
     failures: Iterable[TraceFailure],
     summary: Iterable[SummaryRow] | None = None,
+    cost_model: CostModel | None = None,
 ) -> None:
-    """Write the three result files into ``directory`` (a staging directory of
+    """Write the four result files into ``directory`` (a staging directory of
     :func:`open_results`; nothing here checks what it replaces)."""
-    for name, data in result_files(scores, failures, summary).items():
+    for name, data in result_files(scores, failures, summary, cost_model).items():
         path = Path(directory) / name
         path.write_bytes(data)
         path.chmod(0o644)
@@ -227,3 +242,12 @@ def read_errors(out_dir: str | os.PathLike[str]) -> list[dict[str, object]]:
     else:
         text = path.read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line]
+
+
+def read_verdict(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """``verdict.json`` of a result directory; None for results older than version 3."""
+    path = Path(out_dir) / VERDICT_FILE
+    if not path.is_file():
+        return None
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document

@@ -60,6 +60,16 @@ class ScoreRow(NamedTuple):
     rounds: int
     rack_mismatch: int | None
     assign_ms: float | None
+    # version 3 (docs/traces.md, "Cost model"): the extra columns have defaults so rows of
+    # older result files still build
+    min_moved_own: int = 0
+    excess_moved: int = 0
+    revoked_weight: float | None = None
+    moved_weight: float | None = None
+    interval_ms: int | None = None
+    paused_partition_seconds: float = 0.0
+    delayed_weight: float | None = None
+    warmup_weight: float | None = None
 
 
 class SummaryRow(NamedTuple):
@@ -81,6 +91,11 @@ class SummaryRow(NamedTuple):
     mean_assign_ms: float | None
     invalid_generations: int
     unbalanced_generations: int
+    total_excess_moved: int = 0
+    max_load_imbalance: float | None = None
+    total_paused_partition_seconds: float = 0.0
+    total_delayed_weight: float | None = None
+    total_warmup_weight: float | None = None
 
 
 SCORE_SCHEMA = pa.schema(
@@ -105,6 +120,14 @@ SCORE_SCHEMA = pa.schema(
         pa.field("rounds", pa.int64(), nullable=False),
         pa.field("rack_mismatch", pa.int64()),
         pa.field("assign_ms", pa.float64()),
+        pa.field("min_moved_own", pa.int64()),
+        pa.field("excess_moved", pa.int64()),
+        pa.field("revoked_weight", pa.float64()),
+        pa.field("moved_weight", pa.float64()),
+        pa.field("interval_ms", pa.int64()),
+        pa.field("paused_partition_seconds", pa.float64()),
+        pa.field("delayed_weight", pa.float64()),
+        pa.field("warmup_weight", pa.float64()),
     ]
 )
 
@@ -124,6 +147,11 @@ SUMMARY_SCHEMA = pa.schema(
         pa.field("mean_assign_ms", pa.float64()),
         pa.field("invalid_generations", pa.int64(), nullable=False),
         pa.field("unbalanced_generations", pa.int64(), nullable=False),
+        pa.field("total_excess_moved", pa.int64()),
+        pa.field("max_load_imbalance", pa.float64()),
+        pa.field("total_paused_partition_seconds", pa.float64()),
+        pa.field("total_delayed_weight", pa.float64()),
+        pa.field("total_warmup_weight", pa.float64()),
     ]
 )
 
@@ -421,13 +449,24 @@ def score_generation(
     protocol: RebalanceProtocol = "eager",
     rounds: int = 1,
     assign_ms: float | None = None,
+    interval_ms: int | None = None,
 ) -> ScoreRow:
     """Score the final assignment of one generation (spec/traces.md, "Scores").
 
     ``previous_owner`` maps each partition of the previous final assignment to the identity
     (instance id, else member id) that held it; None for a trace's first generation.
     ``protocol`` decides ``revoked``: eager members give up everything they owned, cooperative
-    members only what they no longer hold.
+    members only what they no longer hold. ``interval_ms`` is the time since the previous
+    generation's ``timestamp_ms`` (null when either lacks one); it only bounds the cost model's
+    round duration (:mod:`assignors.traces.cost`).
+
+    ``min_moved_own`` is the fewest moves any valid assignment needs whose largest load is no
+    greater than this assignment's own (``max(max_load, optimal_max_load)``), and
+    ``excess_moved = max(0, moved - min_moved_own)``: the moves beyond the least needed for the
+    balance this assignor reached. It is never negative, unlike ``moved - min_moved``, which is
+    below zero when an assignor keeps partitions in place by staying unbalanced.
+    ``revoked_weight``/``moved_weight`` sum the partition weights (``Topic.weights``) of the
+    revoked/moved partitions; null when no topic of the group carries weights.
     """
     members = group.members
     considered = _considered_members(group)
@@ -462,7 +501,10 @@ def score_generation(
     capacity = _optimal_max_load(classes, len(considered))
 
     # churn against the previous final assignment
-    moved = forced = revoked = minimum_moved = 0
+    moved = forced = revoked = minimum_moved = minimum_moved_own = 0
+    weighted = any(topic.weights is not None for topic in group.topics)
+    weights = {topic.name: topic.weights for topic in group.topics if topic.weights is not None}
+    revoked_weight = moved_weight = 0.0
     if previous_owner:
         speaker = _member_by_identity(group)
         held_by_speaker: dict[int, frozenset[TopicPartition]] = {}
@@ -481,7 +523,16 @@ def score_generation(
                 speaker_held = frozenset(partitions_by_member.get(member.member_id, ()))
                 held_by_speaker[index] = speaker_held
             still_held = tp in speaker_held
-            revoked += eager or not still_held
+            is_revoked = eager or not still_held
+            revoked += is_revoked
+            topic_weights = weights.get(tp.topic)
+            weight = (
+                topic_weights[tp.partition]
+                if topic_weights is not None and 0 <= tp.partition < len(topic_weights)
+                else 0.0
+            )
+            if is_revoked:
+                revoked_weight += weight
             if not exists:
                 continue
             if tp.topic not in member.topics:
@@ -489,7 +540,15 @@ def score_generation(
                 continue
             keepable[class_index, owner] += 1  # type: ignore[index]
             moved += not still_held
+            if not still_held:
+                moved_weight += weight
         minimum_moved = _min_moved_of(classes, len(considered), keepable, speaker, capacity)
+        own_capacity = max(max_load, capacity)
+        minimum_moved_own = (
+            minimum_moved
+            if own_capacity == capacity
+            else _min_moved_of(classes, len(considered), keepable, speaker, own_capacity)
+        )
 
     return ScoreRow(
         trace_id=trace_id,
@@ -512,6 +571,11 @@ def score_generation(
         rounds=rounds,
         rack_mismatch=_rack_mismatch(group, partitions_by_member),
         assign_ms=assign_ms,
+        min_moved_own=minimum_moved_own,
+        excess_moved=max(0, moved - minimum_moved_own),
+        revoked_weight=revoked_weight if weighted else None,
+        moved_weight=moved_weight if weighted else None,
+        interval_ms=interval_ms,
     )
 
 
@@ -629,6 +693,37 @@ def summarize(
                 mean_assign_ms=sum(timings) / len(timings) if timings else None,
                 invalid_generations=sum(1 for row in group_rows if row.invalid or row.unassigned),
                 unbalanced_generations=sum(1 for row in group_rows if not row.balanced),
+                total_excess_moved=sum(row.excess_moved for row in group_rows),
+                max_load_imbalance=_max_or_none(load_imbalance(row) for row in group_rows),
+                total_paused_partition_seconds=sum(
+                    row.paused_partition_seconds for row in group_rows
+                ),
+                total_delayed_weight=_sum_or_none(row.delayed_weight for row in group_rows),
+                total_warmup_weight=_sum_or_none(row.warmup_weight for row in group_rows),
             )
         )
     return summary
+
+
+def load_imbalance(row: ScoreRow) -> float | None:
+    """Largest member load over the mean load (partitions / members) of one generation: 1.0 is
+    perfect balance; None for a generation without partitions or members.
+
+    >>> row = ScoreRow("g", "range", 1, 2, 3, 0, 0, 1, 2, 1, True, 2, None, 0, 0, 0, 0, 1,
+    ...                None, None)
+    >>> load_imbalance(row)
+    1.3333333333333333
+    """
+    if row.partitions == 0 or row.members == 0:
+        return None
+    return row.max_load / (row.partitions / row.members)
+
+
+def _max_or_none(values: Iterable[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return max(present) if present else None
+
+
+def _sum_or_none(values: Iterable[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None

@@ -51,22 +51,104 @@ class TableColumn:
     header: str
     digits: int
     better: str | None  # "low", "high" or None (not ranked)
+    title: str = ""  # the header's tooltip: what the column counts, in what unit
 
+
+TIE_TOLERANCE = 0.01
+"""Values within 1% of the best tie (the verdict's tolerance): a tie crowns nobody."""
 
 TABLE_COLUMNS = (
-    TableColumn("traces", "traces", 0, None),
-    TableColumn("generations", "generations", 0, None),
-    TableColumn("moved", "moved (partitions, total)", 0, "low"),
-    TableColumn("forced", "forced (partitions, total)", 0, "low"),
-    TableColumn("revoked", "revoked (partitions, total)", 0, "low"),
-    TableColumn("rounds", "rounds (total)", 0, "low"),
-    TableColumn("spread_max", "max spread (partitions)", 0, "low"),
-    TableColumn("weight_skew_max", "worst weight skew (max/mean)", 3, "low"),
-    TableColumn("rack_mismatch", "rack mismatches (partitions, total)", 0, "low"),
-    TableColumn("assign_ms_mean", "mean assign time (ms)", 3, "low"),
-    TableColumn("invalid_generations", "invalid generations", 0, "low"),
-    TableColumn("extra_moved", "moves above minimum (partitions, total)", 0, "low"),
-    TableColumn("optimal_balance_share", "generations at optimal max load (%)", 1, "high"),
+    TableColumn("traces", "traces", 0, None, "traces this assignor replayed (count)"),
+    TableColumn(
+        "paused",
+        "paused partition-seconds",
+        0,
+        "low",
+        "cost model: partitions that stopped being consumed during rebalances x seconds "
+        "paused, summed over every rebalance (partition-seconds)",
+    ),
+    TableColumn(
+        "moved",
+        "moved",
+        0,
+        "low",
+        "partitions that changed owner while the owner stayed, summed (partitions)",
+    ),
+    TableColumn(
+        "min_moved",
+        "moves needed for optimal balance",
+        0,
+        None,
+        "the fewest moves any assignment reaching the optimal largest load needs, summed "
+        "(partitions); may exceed moved when an assignor stays unbalanced",
+    ),
+    TableColumn(
+        "excess_moved",
+        "moves beyond the least needed",
+        0,
+        "low",
+        "per rebalance, max(0, moved - fewest moves needed for this assignor's own balance), "
+        "summed (partitions); never negative",
+    ),
+    TableColumn(
+        "forced",
+        "forced",
+        0,
+        None,
+        "partitions whose owner left or unsubscribed, summed (partitions; not the "
+        "assignor's doing)",
+    ),
+    TableColumn(
+        "revoked",
+        "revoked",
+        0,
+        "low",
+        "partitions surviving members gave up (eager: all they owned), summed (partitions)",
+    ),
+    TableColumn("rounds", "rounds", 0, "low", "join/sync rounds, summed (rounds)"),
+    TableColumn(
+        "spread_max",
+        "max spread",
+        0,
+        "low",
+        "worst max - min partitions per member in any generation (partitions)",
+    ),
+    TableColumn(
+        "weight_skew_max",
+        "worst weight skew",
+        3,
+        "low",
+        "worst largest-member weight over the mean weight (ratio, 1 = even)",
+    ),
+    TableColumn(
+        "rack_mismatch",
+        "rack mismatches",
+        0,
+        "low",
+        "partitions held by a member whose rack has no replica, summed (partitions)",
+    ),
+    TableColumn(
+        "assign_ms_mean",
+        "mean assign ms",
+        3,
+        "low",
+        "wall time inside the assignor per generation, mean (milliseconds)",
+    ),
+    TableColumn(
+        "invalid_generations",
+        "invalid gens",
+        0,
+        "low",
+        "generations leaving a partition unassigned or assigned twice / to a non-subscriber "
+        "(count)",
+    ),
+    TableColumn(
+        "optimal_balance_share",
+        "% gens at optimal max load",
+        1,
+        "high",
+        "share of generations whose largest load equals the optimum (percent)",
+    ),
 )
 
 
@@ -106,7 +188,9 @@ def summarise_assignors(per_trace: pd.DataFrame, scores: pd.DataFrame) -> pd.Dat
             "rack_mismatch": generations["rack_mismatch"].sum(min_count=1),
             "assign_ms_mean": generations["assign_ms"].mean(),
             "invalid_generations": traces["invalid_generations"].sum(min_count=1),
-            "extra_moved": traces["extra_moved"].sum(min_count=1),
+            "paused": traces["paused"].sum(min_count=1),
+            "min_moved": traces["min_moved"].sum(min_count=1),
+            "excess_moved": traces["excess_moved"].sum(min_count=1),
             "extra_max_load_mean": generations["extra_max_load"].mean(),
             "optimal_balance_share": generations["at_optimal"].mean() * 100.0,
         }
@@ -115,7 +199,8 @@ def summarise_assignors(per_trace: pd.DataFrame, scores: pd.DataFrame) -> pd.Dat
 
 
 def best_assignors(summary: pd.DataFrame) -> dict[str, frozenset[str]]:
-    """Per ranked column, the assignors holding the best value (ties all win).
+    """Per ranked column, the one assignor holding the best value by more than
+    :data:`TIE_TOLERANCE`; a column whose best is a tie crowns nobody.
 
     Only assignors that cover the most traces compete, so `recorded` covering a subset of the
     traces is not crowned for totals over fewer traces.
@@ -131,18 +216,55 @@ def best_assignors(summary: pd.DataFrame) -> dict[str, frozenset[str]]:
         if values.empty:
             continue
         target = values.min() if column.better == "low" else values.max()
-        winners = values[np.isclose(values.to_numpy(), target, rtol=1e-9, atol=1e-12)]
-        best[column.key] = frozenset(winners.index)
+        numbers = values.to_numpy(dtype="float64")
+        bound = TIE_TOLERANCE * np.maximum(np.abs(numbers), abs(float(target)))
+        near = values[np.abs(numbers - target) <= np.maximum(bound, 1e-12)]
+        if len(near) == 1:
+            best[column.key] = frozenset(near.index)
     return best
 
 
+PROTOCOL_NAMES = {"consumer": "KIP-848 consumer"}
+
+
 def protocol_label(recorded: tuple[str, ...]) -> str:
-    """How the page names the protocol(s) recorded for one assignor.
+    """How the page names the protocol(s) recorded for one assignor (KIP-848's ``consumer``
+    group protocol says so).
 
     >>> protocol_label(("consumer",)), protocol_label(("cooperative", "eager")), protocol_label(())
-    ('consumer', 'cooperative, eager', 'not recorded')
+    ('KIP-848 consumer', 'cooperative, eager', 'not recorded')
     """
-    return ", ".join(recorded) if recorded else NOT_RECORDED
+    names = [PROTOCOL_NAMES.get(name, name) for name in recorded]
+    return ", ".join(names) if names else NOT_RECORDED
+
+
+def paused_spreads(per_trace: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
+    """Per assignor (in ``order``; assignors without cost columns left out): the least, first
+    quartile, median, third quartile, p95 (nearest rank) and worst paused partition-seconds of
+    one trace.
+
+    >>> frame = pd.DataFrame({"assignor": ["a"] * 4, "paused": [1.0, 2.0, 3.0, 10.0]})
+    >>> paused_spreads(frame, ["a"]).loc["a"].tolist()
+    [1.0, 1.75, 2.5, 4.75, 10.0, 10.0]
+    """
+    rows = {}
+    for name in order:
+        values = per_trace.loc[per_trace["assignor"] == name, "paused"].dropna()
+        if values.empty:
+            continue
+        ordered = np.sort(values.to_numpy(dtype="float64"))
+        p95 = ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+        rows[name] = [
+            float(ordered[0]),
+            float(np.quantile(ordered, 0.25)),
+            float(np.quantile(ordered, 0.5)),
+            float(np.quantile(ordered, 0.75)),
+            float(p95),
+            float(ordered[-1]),
+        ]
+    return pd.DataFrame.from_dict(
+        rows, orient="index", columns=["min", "q1", "median", "q3", "p95", "max"]
+    )
 
 
 def summarise_traces(summary: pd.DataFrame) -> pd.DataFrame:
@@ -160,9 +282,19 @@ def summarise_traces(summary: pd.DataFrame) -> pd.DataFrame:
             "spread_max": summary["max_spread"],
             "weight_skew_max": summary["max_weight_skew"],
             "invalid_generations": summary["invalid_generations"],
-            "extra_moved": summary["total_moved"] - summary["total_min_moved"],
+            "min_moved": summary["total_min_moved"],
+            # results before version 3 lack the per-generation gap: null, never a netted sum
+            "excess_moved": _optional(summary, "total_excess_moved"),
+            "paused": _optional(summary, "total_paused_partition_seconds"),
+            "load_imbalance": _optional(summary, "max_load_imbalance"),
         }
     ).reset_index(drop=True)
+
+
+def _optional(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column in frame.columns:
+        return frame[column].astype("float64")
+    return pd.Series(np.nan, index=frame.index, dtype="float64")
 
 
 def worst_traces(per_trace: pd.DataFrame, count: int) -> list[str]:

@@ -35,6 +35,7 @@ from dashboards.rebalance.aggregation import (
     TABLE_COLUMNS,
     assignor_order,
     best_assignors,
+    paused_spreads,
     protocol_label,
     rebalance_rows,
     recorded_comparison,
@@ -52,6 +53,7 @@ from dashboards.rebalance.figures import (
     recorded_figure,
     revocation_figure,
     timeline_figure,
+    verdict_figure,
 )
 from dashboards.rebalance.reading import (
     PROTOCOL_FIELD,
@@ -78,14 +80,17 @@ def _summary_table(
     summary: pd.DataFrame, protocols: dict[str, str], colours: dict[str, str]
 ) -> str:
     best = best_assignors(summary)
-    header = "".join(f"<th>{escape(column.header)}</th>" for column in TABLE_COLUMNS)
+    header = "".join(
+        f'<th title="{escape(column.title)}">{escape(column.header)}</th>'
+        for column in TABLE_COLUMNS
+    )
     rows: list[str] = []
     for name, values in summary.iterrows():
         assignor = str(name)
         cells: list[str] = []
         for column in TABLE_COLUMNS:
             is_best = assignor in best.get(column.key, frozenset())
-            css = ' class="best" title="best in this column"' if is_best else ""
+            css = ' class="best" title="best in this column by more than 1%"' if is_best else ""
             cells.append(f"<td{css}>{format_number(values[column.key], column.digits)}</td>")
         row_class = ' class="recorded"' if assignor == RECORDED else ""
         caption = " (real group)" if assignor == RECORDED else ""
@@ -96,10 +101,70 @@ def _summary_table(
             f"<td>{escape(protocols[assignor])}</td>{''.join(cells)}</tr>"
         )
     return (
-        '<div class="table-wrap"><table id="summary-table"><thead><tr><th>assignor</th>'
-        "<th>protocol</th>"
+        '<div class="table-wrap"><table id="summary-table"><thead><tr>'
+        '<th title="the assignor replayed, or recorded: what the real group did">assignor</th>'
+        '<th title="the rebalance protocol the results record for it: eager, cooperative or '
+        'KIP-848 consumer">protocol</th>'
         f"{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+VERDICT_STYLE = (
+    "<style>#verdict .headline { font-size: 1.15em; margin: 6px 0; }"
+    " #verdict-ranking { padding-left: 0; list-style: none; }"
+    " #verdict-ranking li { margin: 3px 0; }"
+    " #verdict-ranking .rank { display: inline-block; min-width: 1.6em; font-weight: 600; }"
+    " #summary-table { font-size: 13px; }"
+    " #summary-table th, #summary-table td { padding: 3px 4px; }"
+    " #summary-table th { max-width: 5.6em; }"
+    " .empty { color: #8a1c1c; font-weight: 600; }</style>"
+)
+
+
+def _verdict_section(verdict: Any, chart: str) -> str:
+    """The verdict in words (from verdict.json), then the chart that answers it."""
+    if verdict is None:
+        return (
+            f'<section id="verdict">{VERDICT_STYLE}<h2>Verdict</h2><p class="note">'
+            "These results carry no "
+            "verdict.json (result format version 3 writes one): rerun <code>ktk replay</code> "
+            "to get which assignor to adopt and what its rebalances cost.</p>"
+            f"{chart}</section>"
+        )
+    parts = [f'<section id="verdict">{VERDICT_STYLE}<h2>Verdict</h2>']
+    headline = verdict.get("headline")
+    traces = int(verdict.get("traces") or 0)
+    noun = "trace" if traces == 1 else "traces"
+    if headline:
+        parts.append(
+            f'<p id="verdict-headline" class="headline">Over {traces:,} {noun}, adopt '
+            f"<strong>{escape(str(headline))}</strong>.</p>"
+        )
+    recorded = verdict.get("recorded")
+    if recorded:
+        parts.append(f'<p id="verdict-recorded">{escape(str(recorded["sentence"]))[:1].upper()}'
+                     f"{escape(str(recorded['sentence']))[1:]}.</p>")  # fmt: skip
+    items = "".join(
+        f'<li data-assignor="{escape(str(entry["assignor"]))}">'
+        f'<span class="rank">{int(entry["rank"])}</span> {escape(str(entry["reason"]))}</li>'
+        for entry in verdict.get("ranking", [])
+    )
+    if items:
+        parts.append(f'<ol id="verdict-ranking">{items}</ol>')
+    model = verdict.get("cost_model") or {}
+    tolerance = float(verdict.get("tie_tolerance") or 0.0)
+    if model:
+        parts.append(
+            '<p class="note">Cost model (docs/traces.md): eager rebalances pause every partition '
+            "the members owned for all rounds, cooperative ones only the revoked partitions for "
+            "their extra round, KIP-848 assignors a moved partition until its new owner's next "
+            f"heartbeat; a round lasts {float(model.get('round_seconds', 0)):g} s, a heartbeat "
+            f"{float(model.get('heartbeat_seconds', 0)):g} s. Assignors within "
+            f"{tolerance:.0%} of each other share a rank (a tie).</p>"
+        )
+    parts.append(chart)
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def _recorded_table(comparison: pd.DataFrame) -> str:
@@ -216,7 +281,16 @@ def render_rebalance(
     worst = worst_traces(per_trace, timeline_traces)
     timeline = timeline_index(scores, worst, assignors)
 
-    figures: list[tuple[str, go.Figure]] = [
+    verdict = results.verdict
+    ranked = [str(entry["assignor"]) for entry in verdict["ranking"]] if verdict else []
+    order = [name for name in ranked if name in assignors] + [
+        name for name in assignors if name not in ranked
+    ]
+    spreads = paused_spreads(per_trace, order)
+    figures: list[tuple[str, go.Figure]] = []
+    if not spreads.empty:
+        figures.append(("verdict-chart", verdict_figure(spreads, colours, protocols)))
+    figures += [
         ("churn-balance-chart", churn_balance_figure(scatter_points(per_trace), colours)),
         ("optimal-gap-chart", optimal_gap_figure(summary, colours)),
         (
@@ -240,23 +314,29 @@ def render_rebalance(
         results.summary["total_min_moved"].notna().any() or scores["optimal_max_load"].notna().any()
     )
     sections = [
+        _verdict_section(verdict, divs.get("verdict-chart", "")),
         '<section id="summary"><h2>Summary per assignor</h2>'
         f'<p class="note">{trace_count:,} traces, {len(scores):,} scored generations. Totals are '
-        "sums over every generation of every trace; highlighted cells hold the best value of "
-        "the column among assignors that ran on all traces. Totals per trace come from "
+        "sums over every generation of every trace; a highlighted cell is the best value of "
+        "its column by more than 1% among assignors that ran on all traces (a tie highlights "
+        "nothing). Hover a column header for what it counts. Totals per trace come from "
         "summary.parquet. Protocol is the one the results record (the protocol column of "
         "summary.parquet, else of scores.parquet), “not recorded” when they carry none. "
         "Invalid generations left partitions "
         "unassigned or assigned twice / to a non-subscriber.</p>"
         f"{_summary_table(summary, protocols, colours)}</section>",
-        '<section id="churn-balance"><h2>Churn vs balance</h2><p class="note">Lower left is '
-        "better: few partitions moved and an even spread. Point size grows with the number of "
+        '<section id="churn-balance"><h2>Trade-off: churn vs balance</h2><p class="note">Lower '
+        "left is better: few partitions moved and an even spread. Each assignor has its own "
+        "colour and marker shape; the x axis turns logarithmic when the moves span two orders "
+        "of magnitude or more. Point size grows with the number of "
         "traces at that spot; each assignor's points sit slightly above or below the whole "
         "spread value so they do not hide each other (the hover gives the exact values).</p>"
         f"{divs['churn-balance-chart']}</section>",
         '<section id="optimal-gap"><h2>Gap to the optimal references</h2><p class="note">'
-        "moved − min_moved: moves an assignor made beyond the fewest any optimally balanced "
-        "assignment needs; max_load − optimal_max_load: how far the most loaded member is "
+        "Moves beyond the least needed: per rebalance, max(0, moved − the fewest moves any "
+        "assignment as balanced as this assignor's own needs), summed, so it is never negative "
+        "(moved − min_moved is not: an assignor that stays unbalanced moves less than optimal "
+        "balance needs); max_load − optimal_max_load: how far the most loaded member is "
         "above the best possible."
         + ("" if has_optimal else " These results carry no optimal references (all null).")
         + f"</p>{divs['optimal-gap-chart']}</section>",
@@ -284,6 +364,7 @@ def render_rebalance(
         '<section id="timeline"><h2>Per-trace timeline</h2><p class="note">The '
         f"{len(timeline):,} worst of {trace_count:,} traces (highest partitions moved plus "
         "worst spread under any assignor). Pick one, or type part of a trace id.</p>"
+        '<p id="timeline-empty" class="empty" hidden></p>'
         '<div class="controls"><label>search <input id="timeline-search" type="search" '
         'placeholder="trace id" autocomplete="off"></label>'
         '<select id="timeline-select" aria-label="trace"></select>'

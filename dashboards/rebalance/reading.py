@@ -48,7 +48,8 @@ from ktkbase.files import data_files
 SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.parquet"
 ERRORS_FILE = "errors.jsonl"
-RESULT_FILES = (SCORES_FILE, SUMMARY_FILE, ERRORS_FILE)
+VERDICT_FILE = "verdict.json"
+RESULT_FILES = (SCORES_FILE, SUMMARY_FILE, ERRORS_FILE, VERDICT_FILE)
 
 # counts beyond 2^53 are no partition counts, and float64 sums of them stop being exact
 MAX_MAGNITUDE = 2**53
@@ -107,6 +108,25 @@ SUMMARY_FIELDS = (
     ResultColumn(
         "invalid_generations", "integer", "generations with a partition unassigned or misplaced"
     ),
+    ResultColumn(
+        "total_excess_moved",
+        "integer",
+        "moves beyond the least needed for the assignor's own balance, per generation clipped "
+        "at 0, summed (results version 3)",
+        required=False,
+    ),
+    ResultColumn(
+        "total_paused_partition_seconds",
+        "number",
+        "cost model: revoked partitions x how long they paused, summed (results version 3)",
+        required=False,
+    ),
+    ResultColumn(
+        "max_load_imbalance",
+        "number",
+        "the worst largest-member load over the mean load in the trace (results version 3)",
+        required=False,
+    ),
 )
 PROTOCOL_FIELD = ResultColumn(
     "protocol",
@@ -135,6 +155,7 @@ class RebalanceResults:
     errors: tuple[dict[str, Any], ...] = ()
     source: str = "results"
     inputs: tuple[Path, ...] = ()  # every file read, so that no output replaces one
+    verdict: Mapping[str, Any] | None = None  # verdict.json (results version 3), else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,7 +545,14 @@ def read_results(results_dir: str | os.PathLike[str]) -> RebalanceResults:
     )
     errors_path = directory / ERRORS_FILE
     errors = read_errors(errors_path)
-    inputs = (*score_parts, *summary_parts, *((errors_path,) if errors_path.exists() else ()))
+    verdict_path = directory / VERDICT_FILE
+    verdict = read_verdict_file(verdict_path)
+    inputs = (
+        *score_parts,
+        *summary_parts,
+        *((errors_path,) if errors_path.exists() else ()),
+        *((verdict_path,) if verdict is not None else ()),
+    )
     return RebalanceResults(
         scores=scores,
         summary=summary,
@@ -532,4 +560,22 @@ def read_results(results_dir: str | os.PathLike[str]) -> RebalanceResults:
         errors=errors,
         source=directory.name,
         inputs=inputs,
+        verdict=verdict,
     )
+
+
+def read_verdict_file(path: Path) -> dict[str, Any] | None:
+    """``verdict.json`` (None when absent: results older than version 3); a file that is no
+    verdict document is one :class:`InputError`."""
+    if not path.exists():
+        return None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"not a JSON document: {error}", source=shown(path)) from None
+    required = ("ranking", "assignors", "headline")
+    if not isinstance(document, dict) or any(key not in document for key in required):
+        raise InputError(
+            "not a verdict document (needs ranking, assignors, headline)", source=shown(path)
+        )
+    return document

@@ -4,6 +4,7 @@
   var select = document.getElementById("timeline-select");
   var search = document.getElementById("timeline-search");
   var count = document.getElementById("timeline-count");
+  var empty = document.getElementById("timeline-empty");
   if (!source || !chart || !select || !search) { return; }
   var index = JSON.parse(source.textContent);
   // plotly reads labels as light markup and decodes entities, so text is entity-escaped for it
@@ -24,6 +25,16 @@
       shown += 1;
     });
     count.textContent = shown + " of " + index.traces.length + " traces match";
+    select.disabled = shown === 0;
+    if (empty) {
+      // a clear "no match" state instead of a stale chart under an empty picker
+      empty.hidden = shown !== 0;
+      empty.textContent = shown === 0
+        ? "No trace id contains \u201c" + query.trim() + "\u201d among the " +
+          index.traces.length + " traces this page carries."
+        : "";
+      chart.style.opacity = shown === 0 ? "0.25" : "";
+    }
     return shown;
   }
   function show(position) {

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ktk.commands.options import force_option, groups_option, out_option
 from ktk.console import ensure_within, err, escape, out, reported_errors
+from ktk.output_formats import checked_format, format_option, json_text, print_plain
 
 if TYPE_CHECKING:
-    from assignors.traces.scoring import SummaryRow
+    import pandas as pd
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEY_TRACE_PARTITIONERS = ("java-builtin", "librdkafka-default")
@@ -35,28 +36,6 @@ def _generate_traces(directory: Path, groups: int, seed: int) -> Path:
     return path
 
 
-def _print_assignor_totals(summary: list[SummaryRow]) -> None:
-    import pandas as pd
-    from rich.table import Table
-
-    frame = pd.DataFrame(summary)
-    totals = frame.groupby("assignor", sort=False).agg(
-        traces=("trace_id", "nunique"),
-        moved=("total_moved", "sum"),
-        forced=("total_forced", "sum"),
-        revoked=("total_revoked", "sum"),
-        rounds=("total_rounds", "sum"),
-        spread=("max_spread", "max"),
-        invalid=("invalid_generations", "sum"),
-    )
-    table = Table(title="Assignors over all traces", title_justify="left", box=None, pad_edge=False)
-    for header in ("assignor", *totals.columns):
-        table.add_column(header, justify="left" if header == "assignor" else "right", no_wrap=True)
-    for assignor, row in totals.iterrows():
-        table.add_row(str(assignor), *(f"{int(value):,}" for value in row))
-    out.print(table)
-
-
 MAX_DEMO_GROUPS = 2_000
 
 
@@ -71,22 +50,30 @@ def demo_command(
         typer.Option("--master", metavar="URL", help="Spark master (default local[*])."),
     ] = None,
     force: Annotated[bool, force_option()] = False,
+    output_format: Annotated[str, format_option()] = "table",
 ) -> None:
     """Run the main job on local Spark: traces through every assignor, then the dashboard.
 
     OUT is written whole (traces/, results/, key-trace-scores.csv, report.html): a new
     directory, or one an earlier ktk run wrote, which is then replaced; an interrupted run
     leaves the previous OUT as it was.
+
+    Prints one row per assignor and the verdict (which assignor to adopt and why); --format
+    json prints the verdict document and the key-trace scores, csv the per-assignor rows.
     """
     import ktk
     from assignors import registry
     from assignors.traces import replay
+    from assignors.traces.results import read_verdict
+    from assignors.traces.verdict import build_verdict
     from dashboards.rebalance import write_rebalance_page
+    from ktk.commands.replay import print_results
     from ktkbase.outputs import plan_output_directory, staged_directory
     from spark_jobs import replay_traces, score_key_traces
     from spark_jobs.session import get_session
 
     ensure_within("--groups", groups, 1, MAX_DEMO_GROUPS)
+    output_format = checked_format(output_format)
     started = time.perf_counter()
     key_trace_dir = EXAMPLES / "key-traces"
     with reported_errors():
@@ -120,24 +107,45 @@ def demo_command(
                 )
             page = write_rebalance_page(staging / "results", staging / REPORT_FILE)
 
-    _print_assignor_totals(result.summary)
-    if key_scores is not None:
-        columns = ["trace_id", "partitioner", "records", "bytes_skew", "batches", "keys_remapped"]
-        out.print(escape(key_scores[columns].to_string(index=False)))
-    else:
+    verdict = read_verdict(out_dir / "results")
+    if verdict is None:  # written by the same run; absent only if the writer changed
+        verdict = build_verdict(result.summary)
+    if key_scores is None:
         err.print("no bundled key trace found (examples/key-traces); key-trace scoring skipped")
     for failure in result.errors:
         err.print(f"skipped trace {escape(str(failure.trace_id))}: {escape(failure.reason)}")
+    if output_format == "json":
+        print_plain(json_text({"verdict": verdict, "key_traces": _key_records(key_scores)}))
+    else:
+        print_results(result.summary, verdict, output_format, per_trace=False)
+    if output_format == "table" and key_scores is not None:
+        columns = ["trace_id", "partitioner", "records", "bytes_skew", "batches", "keys_remapped"]
+        out.print(escape(key_scores[columns].to_string(index=False)))
+    # with csv/json, stdout holds only the document; where things went goes to stderr
+    where = out if output_format == "table" else err
     elapsed = time.perf_counter() - started
-    out.print(f"\ntraces:     {escape(str(out_dir / 'traces'))}")
+    where.print(f"\ntraces:     {escape(str(out_dir / 'traces'))}")
     results_dir = out_dir / "results"
-    out.print(
-        f"results:    {escape(str(results_dir))} (scores.parquet, summary.parquet, errors.jsonl)"
+    where.print(
+        f"results:    {escape(str(results_dir))} "
+        "(scores.parquet, summary.parquet, errors.jsonl, verdict.json)"
     )
     if key_scores is not None:
-        out.print(f"key traces: {escape(str(out_dir / KEY_SCORES_FILE))}")
-    out.print(f"dashboard:  {escape(str(out_dir / REPORT_FILE))} ({page.size_bytes / 1e6:.1f} MB)")
-    out.print(f"done in {elapsed:.0f} s")
+        where.print(f"key traces: {escape(str(out_dir / KEY_SCORES_FILE))}")
+    where.print(
+        f"dashboard:  {escape(str(out_dir / REPORT_FILE))} ({page.size_bytes / 1e6:.1f} MB)"
+    )
+    where.print(f"done in {elapsed:.0f} s")
+
+
+def _key_records(key_scores: pd.DataFrame | None) -> list[dict[str, Any]]:
+    if key_scores is None:
+        return []
+    columns = ["trace_id", "partitioner", "records", "bytes_skew", "batches", "keys_remapped"]
+    return [
+        {name: (value.item() if hasattr(value, "item") else value) for name, value in row.items()}
+        for row in key_scores[columns].to_dict(orient="records")
+    ]
 
 
 def register(app: typer.Typer) -> None:

@@ -24,6 +24,7 @@ from ktk.console import (
     reported_errors,
     warn,
 )
+from ktk.output_formats import checked_format, csv_text, format_option, json_text, print_plain
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -134,19 +135,48 @@ def keys_command(
     compare: Annotated[
         str | None, typer.Option("--compare", "-c", help="Also show this partitioner's choice.")
     ] = None,
+    output_format: Annotated[str, format_option()] = "table",
 ) -> None:
-    """Print KEY<TAB>PARTITION per key (and the --compare partitioner's partition)."""
+    """Print KEY<TAB>PARTITION per key (and the --compare partitioner's partition).
+
+    --format csv prints a header line (key,partition[,compare_partition]) and one row per key,
+    json a list of objects; there a key that is not UTF-8 is shown with backslash escapes, and
+    a partition the partitioner does not fix is empty (csv) or null (json)."""
+    output_format = checked_format(output_format)
     _check_partitions("--partitions", partitions)
     decoded = _read_keys(keys, use_hex)
     with reported_errors():
         raw = [key for _, key in decoded]
         chosen = _partitions_of(partitioner, raw, partitions)
         other = _partitions_of(compare, raw, partitions) if compare else None
+    if output_format != "table":
+        _print_keys(decoded, chosen, other, output_format)
+        return
     for index, (typed, _) in enumerate(decoded):
         cells = [_cell(chosen[index])]
         if other is not None:
             cells.append(_cell(other[index]))
         _tsv(cells, typed)
+
+
+def _print_keys(
+    decoded: list[tuple[bytes, bytes]],
+    chosen: list[int],
+    other: list[int] | None,
+    output_format: str,
+) -> None:
+    headers = ["key", "partition"] + (["compare_partition"] if other is not None else [])
+    rows: list[list[object]] = []
+    for index, (typed, _) in enumerate(decoded):
+        row: list[object] = [typed.decode("utf-8", "backslashreplace")]
+        row.append(chosen[index] if chosen[index] >= 0 else None)
+        if other is not None:
+            row.append(other[index] if other[index] >= 0 else None)
+        rows.append(row)
+    if output_format == "csv":
+        print_plain(csv_text(headers, rows))
+    else:
+        print_plain(json_text([dict(zip(headers, row, strict=True)) for row in rows]))
 
 
 @partition_app.command("remap")
@@ -199,13 +229,19 @@ def score_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the partitioners' draws.")] = 0,
     engine: Annotated[str, typer.Option("--engine", help="python or spark.")] = "python",
     master: Annotated[
-        str | None, typer.Option("--master", help="Spark master (spark engine only).")
+        str | None,
+        typer.Option("--master", metavar="URL", help="Spark master (spark engine only)."),
     ] = None,
+    output_format: Annotated[str, format_option()] = "table",
 ) -> None:
     """Score key traces under each partitioner (producer model) and print a table.
 
+    --format csv prints the score columns with a header line; json one document with the
+    scores and, for two or more partitioners, how often they disagree.
+
     A file or trace that cannot be scored is reported on one line and skipped; the others are
     still scored (exit 1 then; exit 2 when nothing could be scored)."""
+    output_format = checked_format(output_format)
     from partitioners.limits import MAX_INT32, MAX_INT64, MIN_INT64
 
     names = [name.strip() for name in partitioners.split(",") if name.strip()]
@@ -228,8 +264,11 @@ def score_command(
         else:
             report = _python_report(traces, names, settings)
     if len(report.scores):
-        _print_scores(report.scores)
-        _print_disagreement(report.comparisons)
+        if output_format == "table":
+            _print_scores(report.scores)
+            _print_disagreement(report.comparisons)
+        else:
+            _print_scores_as(report.scores, report.comparisons, output_format)
     for failure in report.failures:
         # one error line each; the exit status follows once all are printed
         fail(f"{failure.message} (skipped)" if len(report.scores) else failure.message)
@@ -316,6 +355,47 @@ def _print_scores(scores: Any) -> None:
         "bytes skew = max/mean bytes per partition; keys remapped = keys whose partition "
         "changed where num_partitions changed / keys seen on both sides"
     )
+
+
+SCORE_COLUMNS = (
+    "trace_id",
+    "partitioner",
+    "records",
+    "partitions_used",
+    "num_partitions",
+    "bytes_skew",
+    "batches",
+    "mean_batch_fill",
+    "mean_latency_ms",
+    "keys_remapped",
+    "keys_spanning_change",
+)
+
+
+def _print_scores_as(scores: Any, comparisons: Sequence[Comparison], output_format: str) -> None:
+    columns = [name for name in SCORE_COLUMNS if name in scores.columns]
+    records = [
+        [value.item() if hasattr(value, "item") else value for value in row]
+        for row in scores[columns].itertuples(index=False)
+    ]
+    if output_format == "csv":
+        print_plain(csv_text(columns, records))
+        return
+    document = {
+        "scores": [dict(zip(columns, row, strict=True)) for row in records],
+        "disagreements": [
+            {
+                "trace_id": c.trace_id,
+                "partitioner_a": c.partitioner_a,
+                "partitioner_b": c.partitioner_b,
+                "keyed_keys": int(c.keyed_keys),
+                "keys_differing": int(c.keys_differing),
+                "records_differing": int(c.records_differing),
+            }
+            for c in comparisons
+        ],
+    }
+    print_plain(json_text(document))
 
 
 def _print_disagreement(comparisons: Sequence[Comparison]) -> None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 
+from assignors.traces.cost import DEFAULT_HEARTBEAT_SECONDS, DEFAULT_ROUND_SECONDS, CostModel
+from assignors.traces.verdict import build_verdict
 from ktk.commands.options import force_option, out_option
 from ktk.console import err, escape, fail, out, reported_errors, warn
+from ktk.output_formats import checked_format, format_option, plural
 
 EXIT_BAD_TRACES = 1
 ENGINES = ("python", "spark")
@@ -54,7 +57,13 @@ def _check_paths(paths: list[str], out_dir: str, engine: str) -> None:
 
 
 def _run_python(
-    paths: list[str], names: list[str], out_dir: str, timings: bool, force: bool, command: str
+    paths: list[str],
+    names: list[str],
+    out_dir: str,
+    timings: bool,
+    force: bool,
+    command: str,
+    cost_model: CostModel,
 ) -> tuple[list[Any], list[Any]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -79,8 +88,10 @@ def _run_python(
             def advance(done: int, total: int, current: str) -> None:
                 progress.update(task, completed=done, total=total, current=current)
 
-            run = replay_paths(paths, names, timings=timings, progress=advance)
-        write_result_files(staging, run.scores, run.failures, run.summary)
+            run = replay_paths(
+                paths, names, timings=timings, progress=advance, cost_model=cost_model
+            )
+        write_result_files(staging, run.scores, run.failures, run.summary, cost_model)
     return run.summary, run.failures
 
 
@@ -93,6 +104,7 @@ def _run_spark(
     command: str,
     master: str | None,
     conf: list[str],
+    cost_model: CostModel,
 ) -> tuple[list[Any], list[Any]]:
     from ktk import __version__
     from spark_jobs.replay_traces import run
@@ -114,54 +126,147 @@ def _run_spark(
             command=command,
             version=__version__,
             force=force,
+            cost_model=cost_model,
         )
     except JavaNotFoundError as error:
         raise fail(str(error)) from None
     return result.summary, result.errors
 
 
-def _print_summary(summary: list[Any]) -> None:
-    from rich.table import Table
+PER_TRACE_COLUMNS = (
+    ("trace", "trace_id"),
+    ("assignor", "assignor"),
+    ("protocol", "protocol"),
+    ("gens", "generations"),
+    ("paused\npartition-s", "total_paused_partition_seconds"),
+    ("moved", "total_moved"),
+    ("moves needed\nfor optimal\nbalance", "total_min_moved"),
+    ("moves beyond\nthe least\nneeded", "total_excess_moved"),
+    ("forced", "total_forced"),
+    ("revoked", "total_revoked"),
+    ("rounds", "total_rounds"),
+    ("max spread", "max_spread"),
+    ("load imbalance", "max_load_imbalance"),
+    ("weight imbalance", "max_weight_skew"),
+    ("invalid gens", "invalid_generations"),
+    ("mean ms", "mean_assign_ms"),
+)
 
-    table = Table(title="replay summary (one row per trace x assignor)", title_justify="left")
-    columns = (
-        ("trace", "trace_id"),
-        ("assignor", "assignor"),
-        ("protocol", "protocol"),
-        ("gens", "generations"),
-        ("moved", "total_moved"),
-        ("min moved", "total_min_moved"),
-        ("forced", "total_forced"),
-        ("revoked", "total_revoked"),
-        ("rounds", "total_rounds"),
-        ("max spread", "max_spread"),
-        ("max skew", "max_weight_skew"),
-        ("invalid gens", "invalid_generations"),
-        ("mean ms", "mean_assign_ms"),
-    )
-    for heading, _ in columns:
-        justify: Literal["left", "right"] = (
-            "left" if heading in ("trace", "assignor", "protocol") else "right"
+ASSIGNOR_COLUMNS = (
+    # (table heading, csv header)
+    ("rank", "rank"),
+    ("assignor", "assignor"),
+    ("protocol", "protocol"),
+    ("traces", "traces"),
+    ("paused\npartition-s", "paused_partition_seconds"),
+    ("per trace\nmedian", "paused_per_trace_median"),
+    ("per trace\np95", "paused_per_trace_p95"),
+    ("per trace\nworst", "paused_per_trace_worst"),
+    ("delayed\nweight x s", "delayed_weight_seconds"),
+    ("warm-up\nweight", "warmup_weight"),
+    ("moved", "moved"),
+    ("moves needed\nfor optimal\nbalance", "moves_needed_for_optimal_balance"),
+    ("moves beyond\nthe least\nneeded", "moves_beyond_least_needed"),
+    ("revoked", "revoked"),
+    ("rounds", "rounds"),
+    ("load\nimbalance\n(median)", "load_imbalance_median"),
+)
+
+
+def assignor_rows(verdict: dict[str, Any]) -> list[list[object]]:
+    """One row per assignor, in verdict rank order (``recorded`` last, unranked)."""
+    rank_of = {entry["assignor"]: entry["rank"] for entry in verdict["ranking"]}
+    order = [entry["assignor"] for entry in verdict["ranking"]]
+    stats = {entry["assignor"]: entry for entry in verdict["assignors"]}
+    order += [name for name in sorted(stats) if name not in rank_of]
+    rows: list[list[object]] = []
+    for name in order:
+        entry = stats[name]
+        totals = entry["totals"]
+        paused = entry["per_trace"]["paused_partition_seconds"] or {}
+        imbalance = entry["per_trace"]["load_imbalance"] or {}
+        rows.append(
+            [
+                rank_of.get(name),
+                name,
+                entry["protocol"],
+                entry["traces"],
+                totals["paused_partition_seconds"],
+                paused.get("median"),
+                paused.get("p95"),
+                paused.get("worst"),
+                totals["delayed_weight"],
+                totals["warmup_weight"],
+                totals["moved"],
+                totals["min_moved"],
+                totals["excess_moved"],
+                totals["revoked"],
+                totals["rounds"],
+                imbalance.get("median"),
+            ]
         )
-        table.add_column(heading, justify=justify, no_wrap=True)
-    for row in summary:
-        cells = []
-        for _, name in columns:
-            value = getattr(row, name)
-            if value is None:
-                cells.append("-")
-            elif isinstance(value, float):
-                cells.append(f"{value:.2f}")
-            else:
-                cells.append(escape(str(value)))
-        table.add_row(*cells)
-    if out.is_terminal:
-        out.print(table)
-    else:
-        # piped output has no terminal width; keep rows whole rather than ellipsised
-        from rich.console import Console
+    return rows
 
-        Console(file=out.file, width=240, highlight=False, soft_wrap=True).print(table)
+
+def verdict_lines(verdict: dict[str, Any]) -> list[str]:
+    """The verdict in words: the headline, and the comparison with the recorded groups."""
+    from ktk.output_formats import plural
+
+    if verdict["headline"] is None:
+        return []
+    model = verdict["cost_model"] or {}
+    lines = [
+        f"verdict over {plural(verdict['traces'], 'trace')}: adopt {verdict['headline']}",
+    ]
+    if verdict["recorded"] is not None:
+        lines.append(verdict["recorded"]["sentence"])
+    if model:
+        lines.append(
+            f"cost model: a rebalance round lasts {model['round_seconds']:g} s, a KIP-848 "
+            f"heartbeat {model['heartbeat_seconds']:g} s; ties are within "
+            f"{verdict['tie_tolerance']:.0%} (docs/traces.md, Cost model)"
+        )
+    return lines
+
+
+def print_results(
+    summary: list[Any], verdict: dict[str, Any], output_format: str, per_trace: bool
+) -> None:
+    """The per-assignor table and the verdict (and, with ``per_trace``, one row per trace x
+    assignor) in the chosen format."""
+    from ktk.output_formats import csv_text, json_text, plural, print_plain, print_table
+
+    per_trace_rows = [[getattr(row, name) for _, name in PER_TRACE_COLUMNS] for row in summary]
+    if output_format == "json":
+        document: dict[str, Any] = {"verdict": verdict}
+        if per_trace:
+            document["per_trace"] = [row._asdict() for row in summary]
+        print_plain(json_text(document))
+        return
+    if output_format == "csv":
+        if per_trace:
+            headers = [name for _, name in PER_TRACE_COLUMNS]
+            print_plain(csv_text(headers, per_trace_rows))
+        else:
+            headers = [name for _, name in ASSIGNOR_COLUMNS]
+            print_plain(csv_text(headers, assignor_rows(verdict)))
+        return
+    if per_trace:
+        print_table(
+            "per trace (one row per trace x assignor)",
+            [heading for heading, _ in PER_TRACE_COLUMNS],
+            per_trace_rows,
+            left=3,
+        )
+    traces = plural(verdict["traces"], "trace")
+    print_table(
+        f"assignors over {traces} (fewest paused partition-seconds first)",
+        [heading for heading, _ in ASSIGNOR_COLUMNS],
+        assignor_rows(verdict),
+        left=3,
+    )
+    for line in verdict_lines(verdict):
+        out.print(escape(line))
 
 
 def replay_command(
@@ -194,13 +299,34 @@ def replay_command(
     force: Annotated[bool, force_option()] = False,
     master: str | None = typer.Option(None, "--master", help="Spark master (engine spark)."),
     conf: Annotated[
-        list[str] | None, typer.Option("--conf", help="Spark setting KEY=VALUE (engine spark).")
+        list[str] | None,
+        typer.Option("--conf", metavar="KEY=VALUE", help="Spark setting (engine spark)."),
     ] = None,
+    per_trace: bool = typer.Option(
+        False, "--per-trace", help="Also print one row per trace x assignor."
+    ),
+    output_format: Annotated[str, format_option()] = "table",
+    round_seconds: float = typer.Option(
+        DEFAULT_ROUND_SECONDS,
+        "--round-seconds",
+        metavar="SECONDS",
+        help="Cost model: how long one rebalance round pauses the partitions it stops "
+        "(docs/traces.md, Cost model).",
+    ),
+    heartbeat_seconds: float = typer.Option(
+        DEFAULT_HEARTBEAT_SECONDS,
+        "--heartbeat-seconds",
+        metavar="SECONDS",
+        help="Cost model: KIP-848 heartbeat interval; a partition moved by uniform or "
+        "server-range pauses this long.",
+    ),
 ) -> None:
     """Replay rebalance traces through assignors and score every generation.
 
-    Writes scores.parquet, summary.parquet, errors.jsonl and ktk's manifest .ktk-output.json
-    into --out and prints the summary. --out may replace only an earlier ktk result (or, with
+    Writes scores.parquet, summary.parquet, errors.jsonl, verdict.json and ktk's manifest
+    .ktk-output.json into --out, and prints one row per assignor (totals and the spread over
+    traces of paused partition-seconds, moves, revocations, rounds, imbalance) and the verdict:
+    which assignor to adopt and why. --out may replace only an earlier ktk result (or, with
     --force, ktk's own files inside another directory); never an input or the current directory.
 
     A broken trace is listed in errors.jsonl and skipped: exit 0 with a warning, 1 with --strict.
@@ -209,29 +335,48 @@ def replay_command(
     """
     if engine not in ENGINES:
         raise fail(f"--engine must be one of {', '.join(ENGINES)} (got {engine!r})")
+    output_format = checked_format(output_format)
+    try:
+        cost_model = CostModel(round_seconds, heartbeat_seconds)
+    except ValueError as error:
+        raise fail(f"--{str(error).replace('_', '-', 1)}") from None
     paths = list(traces)
     _check_paths(paths, out_dir, engine)
     command = shlex.join(
         ["ktk", "replay", *paths, "--out", out_dir, "--engine", engine]
         + (["--assignors", assignors] if assignors is not None else [])
         + ([] if timings else ["--no-timings"])
+        + (
+            ["--round-seconds", f"{round_seconds:g}"]
+            if round_seconds != DEFAULT_ROUND_SECONDS
+            else []
+        )
+        + (
+            ["--heartbeat-seconds", f"{heartbeat_seconds:g}"]
+            if heartbeat_seconds != DEFAULT_HEARTBEAT_SECONDS
+            else []
+        )
         + (["--force"] if force else [])
     )
     with reported_errors():
         names = _assignor_names(assignors)
         if engine == "python":
-            summary, failures = _run_python(paths, names, out_dir, timings, force, command)
+            summary, failures = _run_python(
+                paths, names, out_dir, timings, force, command, cost_model
+            )
         else:
             summary, failures = _run_spark(
-                paths, names, out_dir, timings, force, command, master, conf or []
+                paths, names, out_dir, timings, force, command, master, conf or [], cost_model
             )
     if not summary and not failures:
         warn("no traces found (looked for .jsonl, .jsonl.gz and .parquet files)")
-    _print_summary(summary)
-    out.print(f"results: {escape(out_dir)}")
+    verdict = build_verdict(summary, cost_model.describe())
+    print_results(summary, verdict, output_format, per_trace)
+    if output_format == "table":
+        out.print(f"results: {escape(out_dir)}")
     if failures:
         errors_file = f"{out_dir.rstrip('/')}/errors.jsonl"
-        warn(f"{len(failures)} trace(s) skipped; reasons in {errors_file}")
+        warn(f"{plural(len(failures), 'trace')} skipped; reasons in {errors_file}")
         if strict:
             raise typer.Exit(EXIT_BAD_TRACES)
 
