@@ -7,7 +7,6 @@ import errno
 import json
 import os
 import re
-import time
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
@@ -706,17 +705,14 @@ def test_embedded_json_round_trips_and_cannot_close_its_script() -> None:
 
 
 @pytest.mark.slow
-def test_twenty_thousand_traces_by_four_assignors_render_under_six_megabytes_in_seconds(
+def test_twenty_thousand_traces_by_four_assignors_render_under_six_megabytes(
     tmp_path: Path,
 ) -> None:
     scores = synthetic_scores(20_000, seed=9, recorded_every=0)
     results_dir = write_results(tmp_path / "big", scores, partitioned=True, protocol_in="summary")
-    started = time.perf_counter()
     written = write_rebalance_page(results_dir, tmp_path / "big.html")
-    elapsed = time.perf_counter() - started
     assert written.traces == 20_000 and len(written.assignors) == 4
     assert written.size_bytes < 6_000_000, written.size_bytes
-    assert elapsed < 15.0, elapsed
     html = written.path.read_text(encoding="utf-8")
     data = re.search(r'id="timeline-data">(.*?)</script>', html, re.S)
     assert data is not None

@@ -7,7 +7,6 @@ tests skip when either is missing. Screenshots land in test-artifacts/ for a hum
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -286,15 +285,12 @@ def test_real_run_of_an_example_scenario_renders(browser: Any, tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_twenty_thousand_trace_dashboard_loads_in_seconds(browser: Any, tmp_path: Path) -> None:
+def test_twenty_thousand_trace_dashboard_draws_every_chart(browser: Any, tmp_path: Path) -> None:
     results_dir = write_results(
         tmp_path / "big", synthetic_scores(20_000, seed=9), partitioned=True
     )
     report = write_rebalance_page(results_dir, tmp_path / "big.html").path
-    started = time.perf_counter()
     with opened(browser, report, charts=5) as visit:
-        loaded_s = time.perf_counter() - started
-        assert loaded_s < 15.0, f"all charts drawn after {loaded_s:.1f} s"
         assert visit.page.locator("#timeline-select option").count() == 200
         assert visit.errors == [] and visit.blocked == []
 
