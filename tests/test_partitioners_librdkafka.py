@@ -10,6 +10,7 @@ import ctypes
 import glob
 import os
 import random
+import time
 
 import numpy as np
 import pytest
@@ -155,7 +156,20 @@ def _produce_to_mock_cluster(partitioner: str, keys: list[bytes | None], **extra
         **extra,
     }
     producer = producer_module.Producer(config)
-    producer.list_topics("keys", timeout=10)  # auto-creates the topic before the first send
+    # auto-create the topic and wait until every partition has a leader: a message produced
+    # while librdkafka knows no available partition is placed later, one by one, unstickily
+    deadline = time.monotonic() + 20
+    while True:
+        topic = producer.list_topics("keys", timeout=10).topics["keys"]
+        if topic.partitions and all(p.leader >= 0 for p in topic.partitions.values()):
+            break
+        assert time.monotonic() < deadline, "the mock cluster gave the topic no leaders"
+        time.sleep(0.05)
+    # one keyed message delivered first brings the broker connection up, so the partitions
+    # are available when the measured messages are placed (a keyed send leaves the sticky
+    # partition of null keys untouched)
+    producer.produce("keys", value=b"v", key=b"warm-up")
+    assert producer.flush(20) == 0
     chosen: dict[int, int] = {}
     for index, key in enumerate(keys):
 
