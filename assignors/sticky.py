@@ -145,7 +145,7 @@ class StickyAssignor:
 
     def assign(self, group: Group) -> Assignment:
         plan = plan_sticky(group)
-        return Assignment(plan.partitions_by_member())
+        return Assignment.from_owners(plan.space, plan.member_ids, plan.owner)
 
 
 # --------------------------------------------------------------------------- the engine
