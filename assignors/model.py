@@ -323,7 +323,7 @@ class PartitionSpace:
         """:class:`TopicPartition` objects for ``indexes`` (in that order), made in C loops."""
         positions, numbers = self.locate(np.asarray(indexes, dtype=np.int64))
         names = np.asarray(self.topic_names, dtype=object)[positions].tolist()
-        return list(map(tuple.__new__, repeat(TopicPartition), zip(names, numbers.tolist())))
+        return list(map(tuple.__new__, repeat(TopicPartition), zip(names, numbers.tolist(), strict=True)))
 
 
 class Assignment:
@@ -349,7 +349,7 @@ class Assignment:
     True
     """
 
-    __slots__ = ("_partitions", "_withheld", "owners", "space", "member_ids", "withheld_indexes")
+    __slots__ = ("_partitions", "_withheld", "member_ids", "owners", "space", "withheld_indexes")
 
     _partitions: Mapping[str, tuple[TopicPartition, ...]] | None
     _withheld: tuple[TopicPartition, ...] | None
