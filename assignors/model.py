@@ -323,7 +323,8 @@ class PartitionSpace:
         """:class:`TopicPartition` objects for ``indexes`` (in that order), made in C loops."""
         positions, numbers = self.locate(np.asarray(indexes, dtype=np.int64))
         names = np.asarray(self.topic_names, dtype=object)[positions].tolist()
-        return list(map(tuple.__new__, repeat(TopicPartition), zip(names, numbers.tolist(), strict=True)))
+        pairs = zip(names, numbers.tolist(), strict=True)
+        return list(map(tuple.__new__, repeat(TopicPartition), pairs))
 
 
 class Assignment:
