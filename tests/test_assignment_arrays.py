@@ -144,3 +144,16 @@ def test_writer_matches_json_dumps_on_every_java_vector_request(vectors_dir: Pat
             assert run_text(entry)[0] == dumps(run(entry))
             checked += 1
     assert checked > 400
+
+
+@pytest.mark.parametrize("assignor_name", ARRAY_ASSIGNORS)
+@settings(max_examples=40, deadline=None)
+@given(group=groups(owned=True))
+def test_kafka_python_adapter_cuts_array_answers_per_member_and_topic_as_from_objects(
+    assignor_name: str, group: Group
+):
+    from assignors.protocol.kafka_python import _answer_by_topic, _by_topic
+
+    assignment = get(assignor_name).assign(group)
+    expected = {member_id: _by_topic(tps) for member_id, tps in assignment.partitions.items()}
+    assert _answer_by_topic(assignment) == expected
