@@ -59,4 +59,6 @@ class CooperativeStickyAssignor:
     def assign(self, group: Group) -> Assignment:
         plan = plan_sticky(group)
         withheld = withheld_indexes(plan)
-        return Assignment(plan.partitions_by_member(withheld), plan.partitions_at(withheld))
+        owners = plan.owner.copy()
+        owners[withheld] = -1
+        return Assignment.from_owners(plan.space, plan.member_ids, owners, withheld)

@@ -11,7 +11,9 @@ members static-first by instance id; range and roundrobin follow these orders ex
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 from assignors.model import Member
 
@@ -60,3 +62,37 @@ def java_member_order(members: Iterable[Member]) -> list[Member]:
             else (1, java_string_key(member.member_id), 0)
         ),
     )
+
+
+def subscriber_positions(ordered: Sequence[Member]) -> dict[str, np.ndarray]:
+    """Topic name -> the positions in ``ordered`` of the members subscribing to it, ascending.
+
+    Members sharing a subscription are gathered first, so a group where everyone subscribes to
+    the same topics costs one array for all of them, not one entry per member and topic.
+
+    >>> members = [Member("a", frozenset({"t", "u"})), Member("b", frozenset({"u"}))]
+    >>> found = subscriber_positions(members)
+    >>> found["t"].tolist(), found["u"].tolist()
+    ([0], [0, 1])
+    """
+    by_subscription: dict[frozenset[str], list[int]] = {}
+    for position, member in enumerate(ordered):
+        by_subscription.setdefault(member.topics, []).append(position)
+    shared = [np.asarray(positions, dtype=np.int64) for positions in by_subscription.values()]
+    per_topic: dict[str, list[int]] = {}
+    for which, topics in enumerate(by_subscription):
+        for name in topics:
+            per_topic.setdefault(name, []).append(which)
+    made: dict[tuple[int, ...], np.ndarray] = {}
+    result: dict[str, np.ndarray] = {}
+    for name, which_ones in per_topic.items():
+        key = tuple(which_ones)
+        positions = made.get(key)
+        if positions is None:
+            if len(key) == 1:
+                positions = shared[key[0]]
+            else:
+                positions = np.sort(np.concatenate([shared[which] for which in key]))
+            made[key] = positions
+        result[name] = positions
+    return result

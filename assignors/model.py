@@ -47,6 +47,8 @@ from itertools import repeat
 from operator import itemgetter
 from typing import NamedTuple, NoReturn
 
+import numpy as np
+
 from assignors.errors import InputError
 
 NO_GENERATION = -1
@@ -306,16 +308,138 @@ class PartitionSpace:
         """TopicPartitions for sorted or unsorted indexes, in the order given."""
         return tuple(self.partition(index) for index in indexes)
 
+    def locate(self, indexes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Topic positions (into ``topic_names``) and partition numbers of ``indexes``.
 
-@dataclass(frozen=True, slots=True)
+        >>> topics, numbers = PartitionSpace(("a", "b"), (2, 3)).locate(np.array([4, 0, 2]))
+        >>> topics.tolist(), numbers.tolist()
+        ([1, 0, 1], [2, 0, 0])
+        """
+        offsets = np.asarray(self.offsets, dtype=np.int64)
+        positions = np.searchsorted(offsets, indexes, side="right") - 1
+        return positions, np.asarray(indexes, dtype=np.int64) - offsets[positions]
+
+    def partition_objects(self, indexes: np.ndarray) -> list[TopicPartition]:
+        """:class:`TopicPartition` objects for ``indexes`` (in that order), made in C loops."""
+        positions, numbers = self.locate(np.asarray(indexes, dtype=np.int64))
+        names = np.asarray(self.topic_names, dtype=object)[positions].tolist()
+        pairs = zip(names, numbers.tolist(), strict=True)
+        return list(map(tuple.__new__, repeat(TopicPartition), pairs))
+
+
 class Assignment:
     """The result of one assignment round: member id -> partitions (sorted), every member of the
     group present, plus, for cooperative assignors, the partitions withheld this round because
     they change owner (their old owner must revoke them first; a follow-up rebalance hands them
-    out)."""
+    out).
 
-    partitions: Mapping[str, tuple[TopicPartition, ...]]
-    withheld: tuple[TopicPartition, ...] = ()
+    Built either from per-member partition tuples (``Assignment(partitions, withheld)``) or, by
+    the array assignors, from arrays (:meth:`from_owners`): ``owners[p]`` is the index into
+    ``member_ids`` of the member that gets partition ``p`` of ``space`` (-1: nobody), and
+    ``withheld_indexes`` the withheld partitions' indexes. The :class:`TopicPartition` view
+    (``partitions``, ``withheld``) of an array assignment is made on first use only, so callers
+    that read the arrays (the request writer) never build one object per partition.
+
+    >>> space = PartitionSpace(("a", "b"), (2, 1))
+    >>> arrays = Assignment.from_owners(space, ("c0", "c1"), np.array([1, -1, 0]),
+    ...                                 withheld_indexes=np.array([1]))
+    >>> arrays.partitions["c1"], arrays.withheld
+    ((TopicPartition(topic='a', partition=0),), (TopicPartition(topic='a', partition=1),))
+    >>> arrays == Assignment({"c0": (TopicPartition("b", 0),), "c1": (TopicPartition("a", 0),)},
+    ...                      (TopicPartition("a", 1),))
+    True
+    """
+
+    __slots__ = ("_partitions", "_withheld", "member_ids", "owners", "space", "withheld_indexes")
+
+    _partitions: Mapping[str, tuple[TopicPartition, ...]] | None
+    _withheld: tuple[TopicPartition, ...] | None
+    owners: np.ndarray | None
+    space: PartitionSpace | None
+    member_ids: tuple[str, ...] | None
+    withheld_indexes: np.ndarray | None
+
+    def __init__(
+        self,
+        partitions: Mapping[str, tuple[TopicPartition, ...]],
+        withheld: tuple[TopicPartition, ...] = (),
+    ) -> None:
+        for name, value in (
+            ("_partitions", partitions),
+            ("_withheld", withheld),
+            ("owners", None),
+            ("space", None),
+            ("member_ids", None),
+            ("withheld_indexes", None),
+        ):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_owners(
+        cls,
+        space: PartitionSpace,
+        member_ids: tuple[str, ...],
+        owners: np.ndarray,
+        withheld_indexes: np.ndarray | None = None,
+    ) -> Assignment:
+        """The assignment giving partition ``p`` of ``space`` to ``member_ids[owners[p]]``
+        (nobody when ``owners[p]`` is -1); ``withheld_indexes`` are withheld partitions."""
+        made = cls.__new__(cls)
+        withheld = (
+            np.zeros(0, dtype=np.int64)
+            if withheld_indexes is None
+            else np.sort(np.asarray(withheld_indexes, dtype=np.int64))
+        )
+        for name, value in (
+            ("_partitions", None),
+            ("_withheld", None),
+            ("owners", np.asarray(owners, dtype=np.int64)),
+            ("space", space),
+            ("member_ids", tuple(member_ids)),
+            ("withheld_indexes", withheld),
+        ):
+            object.__setattr__(made, name, value)
+        return made
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Assignment is immutable: cannot set {name!r}")
+
+    @property
+    def partitions(self) -> Mapping[str, tuple[TopicPartition, ...]]:
+        """Member id -> its partitions in (topic, partition) order."""
+        if self._partitions is None:
+            assert self.space is not None and self.member_ids is not None
+            assert self.owners is not None
+            order, bounds = member_runs(self.owners, len(self.member_ids))
+            objects = self.space.partition_objects(order[bounds[0] :])
+            base = int(bounds[0])
+            made = {
+                member_id: tuple(objects[bounds[i] - base : bounds[i + 1] - base])
+                for i, member_id in enumerate(self.member_ids)
+            }
+            object.__setattr__(self, "_partitions", made)
+        assert self._partitions is not None
+        return self._partitions
+
+    @property
+    def withheld(self) -> tuple[TopicPartition, ...]:
+        """Partitions withheld this round, in (topic, partition) order."""
+        if self._withheld is None:
+            assert self.space is not None and self.withheld_indexes is not None
+            made = tuple(self.space.partition_objects(self.withheld_indexes))
+            object.__setattr__(self, "_withheld", made)
+        assert self._withheld is not None
+        return self._withheld
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Assignment):
+            return NotImplemented
+        return self.partitions == other.partitions and self.withheld == other.withheld
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Assignment(partitions={self.partitions!r}, withheld={self.withheld!r})"
 
     @classmethod
     def build(
@@ -336,6 +460,19 @@ class Assignment:
             member_id: [[tp.topic, tp.partition] for tp in tps]
             for member_id, tps in self.partitions.items()
         }
+
+
+def member_runs(owners: np.ndarray, num_members: int) -> tuple[np.ndarray, np.ndarray]:
+    """Partition indexes grouped by owner, and where each owner's run starts: member ``i`` owns
+    ``order[bounds[i]:bounds[i + 1]]`` (ascending); ``order[:bounds[0]]`` are owned by nobody.
+
+    >>> order, bounds = member_runs(np.array([1, -1, 0, 1]), 2)
+    >>> order.tolist(), bounds.tolist()
+    ([1, 2, 0, 3], [1, 2, 4])
+    """
+    order = np.argsort(owners, kind="stable")
+    bounds = np.searchsorted(owners[order], np.arange(num_members + 1))
+    return order, bounds
 
 
 def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:

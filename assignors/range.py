@@ -44,18 +44,20 @@ topic), then co-partitioning, then rack locality; there is no stickiness beyond 
 
 Complexity: O(M log M) to order M members plus, per topic, O(C_t) without racks and
 O(C_t + P_t * R) with racks (C_t subscribers, P_t partitions, R replicas per partition): each
-partition is looked at a bounded number of times, never once per member.
+partition is looked at a bounded number of times, never once per member. Without consumer racks
+the cut of a topic is one numpy fill of an owner array (:meth:`Assignment.from_owners`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+
+import numpy as np
 
 from assignors.base import RebalanceProtocol
-from assignors.java_order import java_member_order
-from assignors.model import Assignment, Group, Member, Topic, TopicPartition
+from assignors.java_order import java_member_order, subscriber_positions
+from assignors.model import Assignment, Group, PartitionSpace, Topic
 
 
 @dataclass(slots=True)
@@ -119,24 +121,50 @@ class RangeAssignor:
 
     def assign(self, group: Group) -> Assignment:
         ordered = java_member_order(group.members)
+        index_of = {member.member_id: index for index, member in enumerate(group.members)}
+        # the group index of the member at each position of Java's order
+        member_at = np.asarray([index_of[member.member_id] for member in ordered], dtype=np.int64)
         racks = [member.rack or None for member in ordered]  # Java ignores empty rack ids
-        subscribers: dict[str, list[int]] = {}
-        for position, member in enumerate(ordered):
-            for topic_name in member.topics:
-                subscribers.setdefault(topic_name, []).append(position)
+        subscribers = subscriber_positions(ordered)
+        space = group.partition_space()
+        owners = np.full(space.size, -1, dtype=np.int64)
+        member_ids = tuple(member.member_id for member in group.members)
+        if all(rack is None for rack in racks):
+            # no consumer rack: every topic is the plain range cut, one numpy fill per topic
+            for name, offset, count in zip(
+                space.topic_names, space.offsets, space.partition_counts, strict=True
+            ):
+                consumers = subscribers.get(name)
+                if consumers is not None and count > 0:
+                    owners[offset : offset + count] = _range_cut(member_at[consumers], count)
+            return Assignment.from_owners(space, member_ids, owners)
 
         states: list[_TopicState] = []
         for topic in group.topics:
-            consumers = subscribers.get(topic.name)
-            if consumers and topic.num_partitions > 0:
-                states.append(_TopicState.of(topic, consumers))
+            positions = subscribers.get(topic.name)
+            if positions is not None and topic.num_partitions > 0:
+                states.append(_TopicState.of(topic, positions.tolist()))
 
-        rack_states = [state for state in states if _needs_rack_matching(state, racks)]
-        if rack_states:
+        if any(_needs_rack_matching(state, racks) for state in states):
             _assign_with_rack_matching(states, racks)
         for state in states:
             _assign_ranges(state)
-        return _collect(group, ordered, states, sort_each=bool(rack_states))
+        _fill_owners(owners, space, member_at, states)
+        return Assignment.from_owners(space, member_ids, owners)
+
+
+def _range_cut(consumers: np.ndarray, count: int) -> np.ndarray:
+    """Owners of a topic's ``count`` partitions under the plain range cut: each of the
+    ``consumers`` (in order) gets ``count // C`` consecutive partitions, the first
+    ``count % C`` one more.
+
+    >>> _range_cut(np.array([7, 3]), 5).tolist()
+    [7, 7, 7, 3, 3]
+    """
+    per_consumer, with_extra = divmod(count, len(consumers))
+    lengths = np.full(len(consumers), per_consumer, dtype=np.int64)
+    lengths[:with_extra] += 1
+    return np.repeat(consumers, lengths)
 
 
 def _topic_replica_racks(topic: Topic) -> tuple[frozenset[str], ...]:
@@ -255,17 +283,19 @@ def _assign_co_partitioned(states: Sequence[_TopicState], racks: Sequence[str | 
                 state.give(best, [partition])
 
 
-def _collect(
-    group: Group, ordered: Sequence[Member], states: Sequence[_TopicState], *, sort_each: bool
-) -> Assignment:
-    """Per-member partition lists, sorted, every member present (member ids sorted)."""
-    lists: dict[str, list[TopicPartition]] = {member.member_id: [] for member in group.members}
-    for state in states:  # group.topics is sorted by name, so lists come out sorted
-        name = state.topic.name
+def _fill_owners(
+    owners: np.ndarray,
+    space: PartitionSpace,
+    member_at: np.ndarray,
+    states: Sequence[_TopicState],
+) -> None:
+    """Writes each topic's per-consumer partitions into ``owners`` (group member indexes)."""
+    offset_of = dict(zip(space.topic_names, space.offsets, strict=True))
+    for state in states:
+        offset = offset_of[state.topic.name]
         for consumer, partitions in state.owned.items():
-            in_order = sorted(partitions) if sort_each else partitions
-            # tuple.__new__ builds the NamedTuple in C, without its Python-level __new__
-            lists[ordered[consumer].member_id].extend(
-                map(tuple.__new__, repeat(TopicPartition), zip(repeat(name), in_order))
-            )
-    return Assignment({member_id: tuple(tps) for member_id, tps in lists.items()})
+            owner = member_at[consumer]
+            if isinstance(partitions, range):
+                owners[offset + partitions.start : offset + partitions.stop] = owner
+            else:
+                owners[offset + np.asarray(partitions, dtype=np.int64)] = owner

@@ -34,17 +34,18 @@ several partitions apart.
 
 Complexity: O(M log M) to order M members, then per topic O(log C_t + P_t) (C_t subscribers,
 P_t partitions): the walk jumps straight to the next subscriber instead of stepping over
-non-subscribers one by one.
+non-subscribers one by one. The walk over a topic's partitions is one numpy expression and the
+answer is an owner array (:meth:`Assignment.from_owners`), so there is no per-partition Python
+loop.
 """
 
 from __future__ import annotations
 
-import bisect
-from itertools import repeat
+import numpy as np
 
 from assignors.base import RebalanceProtocol
-from assignors.java_order import java_member_order, java_string_key
-from assignors.model import Assignment, Group, TopicPartition
+from assignors.java_order import java_member_order, java_string_key, subscriber_positions
+from assignors.model import Assignment, Group
 
 
 class RoundRobinAssignor:
@@ -55,37 +56,28 @@ class RoundRobinAssignor:
 
     def assign(self, group: Group) -> Assignment:
         ordered = java_member_order(group.members)
-        subscribers: dict[str, list[int]] = {}
-        for position, member in enumerate(ordered):
-            for topic_name in member.topics:
-                subscribers.setdefault(topic_name, []).append(position)
+        index_of = {member.member_id: index for index, member in enumerate(group.members)}
+        # the group index of the member at each position of Java's order
+        member_at = np.asarray([index_of[member.member_id] for member in ordered], dtype=np.int64)
+        subscribers = subscriber_positions(ordered)
+        space = group.partition_space()
+        offset_of = dict(zip(space.topic_names, space.offsets, strict=True))
+        owners = np.full(space.size, -1, dtype=np.int64)
 
-        lists: list[list[TopicPartition]] = [[] for _ in ordered]
         walk_position = 0  # the member the circular walk looks at next
         topics = [topic for topic in group.topics if topic.name in subscribers]
-        java_topics = sorted(topics, key=lambda topic: java_string_key(topic.name))
-        for topic in java_topics:
+        for topic in sorted(topics, key=lambda topic: java_string_key(topic.name)):
             count = topic.num_partitions
             if count <= 0:
                 continue
             positions = subscribers[topic.name]
-            first = bisect.bisect_left(positions, walk_position) % len(positions)
-            # subscriber k of the cycle gets partitions k, k + S, k + 2S, ...
-            for offset in range(min(len(positions), count)):
-                owner = positions[(first + offset) % len(positions)]
-                lists[owner].extend(
-                    map(
-                        tuple.__new__,
-                        repeat(TopicPartition),
-                        zip(repeat(topic.name), range(offset, count, len(positions))),
-                    )
-                )
-            walk_position = positions[(first + count - 1) % len(positions)] + 1
-
-        # Java walks topics in UTF-16 order; results list them in code point order
-        if java_topics != topics:
-            lists = [sorted(partitions) for partitions in lists]
-        by_member = {member.member_id: lists[position] for position, member in enumerate(ordered)}
-        return Assignment(
-            {member.member_id: tuple(by_member[member.member_id]) for member in group.members}
-        )
+            first = int(np.searchsorted(positions, walk_position)) % len(positions)
+            # partition i goes to the subscriber (first + i) mod S of the cycle
+            cycle = (first + np.arange(count, dtype=np.int64)) % len(positions)
+            offset = offset_of[topic.name]
+            owners[offset : offset + count] = member_at[positions[cycle]]
+            walk_position = int(positions[(first + count - 1) % len(positions)]) + 1
+        # the answer lists each member's partitions in (topic, partition) order, whatever order
+        # Java walked the topics in
+        member_ids = tuple(member.member_id for member in group.members)
+        return Assignment.from_owners(space, member_ids, owners)

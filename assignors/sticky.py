@@ -145,7 +145,7 @@ class StickyAssignor:
 
     def assign(self, group: Group) -> Assignment:
         plan = plan_sticky(group)
-        return Assignment(plan.partitions_by_member())
+        return Assignment.from_owners(plan.space, plan.member_ids, plan.owner)
 
 
 # --------------------------------------------------------------------------- the engine
@@ -720,7 +720,7 @@ def _deal(pool: np.ndarray, deficits: np.ndarray, rank: np.ndarray, owner: np.nd
     sequence = takers[np.lexsort((np.repeat(np.arange(needy.size), deficits[needy]), rounds))]
     dealt = min(sequence.size, pool.size)
     owner[pool[:dealt]] = sequence[:dealt]
-    np.subtract.at(deficits, sequence[:dealt], 1)
+    deficits -= np.bincount(sequence[:dealt], minlength=deficits.size)
 
 
 def _deal_local(

@@ -15,6 +15,20 @@ reading the members and writing the answer; the time of ktk's ``assign`` alone i
     python benchmarks/bench_assignors.py --quick    # peers at 100 x 10,000 only
     python benchmarks/bench_assignors.py --million  # adds ktk at 2,000 x 1,000,000
     python benchmarks/bench_assignors.py --check    # then the targets below; exit 1 on a miss
+    python benchmarks/bench_assignors.py --oracle DIR   # Kafka's own Java assignors beside ktk
+
+``--oracle DIR`` (the ``classes`` directory the Java oracle's ``build.sh`` makes; see
+``shared/tools/java-oracle/README.md``) runs only the Java comparison at Kafka's sizes: 500
+topics x 2,000 partitions, 2,000 consumers subscribed to all of them. For sticky,
+cooperative-sticky, range and roundrobin it times the ``assign`` call alone, first the initial
+assignment, then a rebalance after every tenth consumer left (the others owning what the initial
+round gave them, generation 1): Java's ``Harness bench`` (first call = cold, then 3 warm-up calls,
+then 3 timed ones: warm is the fastest) and ktk in this process (first call cold, warm the
+fastest of the next 3), with wall and CPU seconds and the ktk/Java ratios. It checks that both
+sides hand out the same owners. Then the whole process, JSON in, JSON out: ``ktk assign`` on a
+1M request file beside ``Harness assign`` on the same file, wall and CPU seconds and peak RSS
+of each (``getrusage(RUSAGE_CHILDREN)`` in a fresh interpreter per command). The load average
+is printed first and last: the timings are of one run on whatever the machine is doing.
 
 kafka-python's sticky assignor needs about 11 s per round at 200 x 20,000 and about 75 s at
 500 x 50,000, and does not finish 1,000 x 100,000 in minutes, so larger sizes run ktk only:
@@ -37,14 +51,30 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.util
+import json
 import math
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
-from assignors.model import Assignment, Group, Member, Topic, TopicPartition
+import numpy as np
+
+from assignors.model import (
+    Assignment,
+    Group,
+    Member,
+    PartitionSpace,
+    Topic,
+    TopicPartition,
+    member_runs,
+)
 from assignors.protocol.kafka_python import kafka_python_assignor
 from assignors.registry import get
 from assignors.traces.scoring import min_moved, optimal_max_load
@@ -379,6 +409,180 @@ def format_target(target: Target) -> str:
     return f"{target.name:<72}{measured:>12}{limit:>10}  {'met' if target.met else 'MISSED'}"
 
 
+# --------------------------------------------------------------------------- --oracle (Java)
+
+ORACLE_TOPICS, ORACLE_PER_TOPIC, ORACLE_CONSUMERS = 500, 2_000, 2_000
+ORACLE_LEAVE_EVERY = 10
+ORACLE_WARMUPS, ORACLE_REPS = 3, 3
+ORACLE_ASSIGNORS = ("sticky", "cooperative-sticky", "range", "roundrobin")
+
+
+def oracle_names() -> tuple[list[str], list[str]]:
+    topics = [f"topic-{t:04d}" for t in range(ORACLE_TOPICS)]
+    members = [f"consumer-{c:05d}" for c in range(ORACLE_CONSUMERS)]
+    return topics, members
+
+
+def oracle_group(previous: np.ndarray | None) -> Group:
+    """The harness's group: everyone on every topic; with ``previous`` (owner per partition,
+    consumer index) every tenth consumer has left and the others own what it gave them."""
+    topic_names, member_ids = oracle_names()
+    topics = tuple(Topic(name, ORACLE_PER_TOPIC) for name in topic_names)
+    everything = frozenset(topic_names)
+    if previous is None:
+        return Group(topics, tuple(Member(member_id, everything) for member_id in member_ids))
+    space = PartitionSpace(tuple(topic_names), (ORACLE_PER_TOPIC,) * ORACLE_TOPICS)
+    order, bounds = member_runs(previous, ORACLE_CONSUMERS)
+    objects = space.partition_objects(order)
+    members = [
+        Member(member_id, everything, tuple(objects[bounds[c] : bounds[c + 1]]), 1)
+        for c, member_id in enumerate(member_ids)
+        if c % ORACLE_LEAVE_EVERY != 0
+    ]
+    return Group(topics, tuple(members))
+
+
+def consumer_owners(assignment: Assignment, group: Group) -> np.ndarray:
+    """Owner per partition as the consumer's number (the harness's owners file), -1 none."""
+    if assignment.owners is None:
+        raise SystemExit("ktk's answer has no owner array")
+    number = np.asarray([int(m.member_id.rsplit("-", 1)[1]) for m in group.members] + [-1])
+    return number[assignment.owners]  # -1 indexes the appended -1
+
+
+def ktk_timings(protocol: str, group: Group) -> dict[str, Any]:
+    """Cold (first call) and warm (fastest of the next ``ORACLE_REPS``) wall and CPU seconds."""
+    assignor = get(protocol)
+    walls, cpus, answer = [], [], None
+    for _ in range(1 + ORACLE_REPS):
+        gc.collect()
+        cpu = time.process_time()
+        wall, answer = timed(partial(assignor.assign, group))
+        cpus.append(time.process_time() - cpu)
+        walls.append(wall)
+    best = min(range(1, len(walls)), key=walls.__getitem__)
+    return {
+        "cold_s": walls[0],
+        "cold_cpu_s": cpus[0],
+        "warm_s": walls[best],
+        "warm_cpu_s": cpus[best],
+        "answer": answer,
+    }
+
+
+def java_timings(oracle: Path, protocol: str, owners_in: Path | None, owners_out: Path) -> dict:
+    command = [
+        "java", "-cp", str(oracle), "Harness", "bench", "--assignor", protocol,
+        "--topics", str(ORACLE_TOPICS), "--per-topic", str(ORACLE_PER_TOPIC),
+        "--consumers", str(ORACLE_CONSUMERS), "--subscription", "uniform",
+        "--warmups", str(ORACLE_WARMUPS), "--reps", str(ORACLE_REPS),
+        "--owners-out", str(owners_out),
+    ]  # fmt: skip
+    if owners_in is not None:
+        command += ["--owners-in", str(owners_in), "--leave-every", str(ORACLE_LEAVE_EVERY)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    best = min(range(len(report["warm_s"])), key=report["warm_s"].__getitem__)
+    report["warm_best_s"] = report["warm_s"][best]
+    report["warm_best_cpu_s"] = report["warm_process_cpu_s"][best]
+    return report
+
+
+def whole_process(command: list[str], request: Path) -> dict[str, float]:
+    """Wall, CPU (user + system) seconds and peak RSS (KiB) of ``command`` run on ``request``,
+    measured from a fresh interpreter so RUSAGE_CHILDREN holds that one process only."""
+    probe = (
+        "import json, resource, subprocess, sys, time\n"
+        "started = time.perf_counter()\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
+        "wall = time.perf_counter() - started\n"
+        "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps({'wall_s': wall, 'cpu_s': usage.ru_utime + usage.ru_stime,"
+        " 'max_rss_kb': usage.ru_maxrss}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *command, str(request)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    measured: dict[str, float] = json.loads(done.stdout)
+    return measured
+
+
+def oracle_request(path: Path, protocol: str) -> None:
+    topic_names, member_ids = oracle_names()
+    topics = [{"name": name, "partitions": ORACLE_PER_TOPIC} for name in topic_names]
+    members = [{"id": member_id, "topics": topic_names} for member_id in member_ids]
+    request = {"name": "oracle", "assignor": protocol, "topics": topics, "members": members}
+    path.write_text(json.dumps(request) + "\n", encoding="utf-8")
+
+
+def load_text() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def run_oracle(oracle: Path, whole: Sequence[str]) -> None:
+    print(f"Java oracle {oracle}; {load_text()}")
+    print(
+        f"{'assignor':<20}{'round':<11}{'java cold':>10}{'java warm':>10}{'(cpu)':>8}"
+        f"{'ktk cold':>10}{'ktk warm':>10}{'(cpu)':>8}{'ktk/warm':>10}{'same':>6}"
+    )
+    with tempfile.TemporaryDirectory(prefix="ktk-oracle-") as scratch:
+        work = Path(scratch)
+        for protocol in ORACLE_ASSIGNORS:
+            previous_java: Path | None = None
+            previous_ktk: np.ndarray | None = None
+            for round_name in ("initial", "10% leave"):
+                owners_out = work / f"{protocol}-{len(round_name)}.owners"
+                java = java_timings(oracle, protocol, previous_java, owners_out)
+                group = oracle_group(previous_ktk)
+                ours = ktk_timings(protocol, group)
+                owners = consumer_owners(ours["answer"], group)
+                java_owners = np.fromfile(owners_out, dtype="<i4").astype(np.int64)
+                same = "yes" if np.array_equal(owners, java_owners) else "NO"
+                ratio = ours["warm_s"] / java["warm_best_s"]
+                print(
+                    f"{protocol:<20}{round_name:<11}{java['cold_s']:10.3f}"
+                    f"{java['warm_best_s']:10.3f}{java['warm_best_cpu_s']:8.3f}"
+                    f"{ours['cold_s']:10.3f}{ours['warm_s']:10.3f}{ours['warm_cpu_s']:8.3f}"
+                    f"{ratio:9.2f}x{same:>6}",
+                    flush=True,
+                )
+                previous_java, previous_ktk = owners_out, owners
+                del ours, group
+        if whole:
+            print()
+            print(
+                f"{'whole process (JSON in, JSON out)':<44}{'wall s':>8}{'cpu s':>8}"
+                f"{'peak RSS MiB':>14}{'ktk/java wall':>15}{'rss':>7}"
+            )
+        for protocol in whole:
+            request = work / f"{protocol}.json"
+            oracle_request(request, protocol)
+            java_side = whole_process(["java", "-cp", str(oracle), "Harness", "assign"], request)
+            ktk_side = whole_process([sys.executable, "-m", "ktk", "assign"], request)
+            for side, measured in (("java Harness assign", java_side), ("ktk assign", ktk_side)):
+                label = f"{protocol} 1M initial: {side}"
+                print(
+                    f"{label:<44}{measured['wall_s']:8.2f}{measured['cpu_s']:8.2f}"
+                    f"{measured['max_rss_kb'] / 1024:14.0f}",
+                    end="",
+                )
+                if side == "ktk assign":
+                    wall = ktk_side["wall_s"] / java_side["wall_s"]
+                    rss = ktk_side["max_rss_kb"] / java_side["max_rss_kb"]
+                    print(f"{wall:14.2f}x{rss:6.2f}x", end="")
+                print(flush=True)
+    usage = os.times()
+    print(
+        f"this process: user {usage.user:.1f} s, system {usage.system:.1f} s; "
+        f"children: user {usage.children_user:.1f} s, system {usage.children_system:.1f} s; "
+        f"{load_text()}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="peers at 100 x 10,000 only")
@@ -387,7 +591,21 @@ def main() -> None:
     parser.add_argument(
         "--check", action="store_true", help="then check the time targets; exit 1 on a miss"
     )
+    parser.add_argument(
+        "--oracle",
+        type=Path,
+        metavar="DIR",
+        help="only the Java comparison: Kafka's assignors compiled into DIR (Harness classes)",
+    )
+    parser.add_argument(
+        "--whole",
+        default="sticky",
+        help="assignors for the whole-process row with --oracle (comma-separated; '' for none)",
+    )
     arguments = parser.parse_args()
+    if arguments.oracle is not None:
+        run_oracle(arguments.oracle, [name for name in arguments.whole.split(",") if name])
+        return
 
     with_peer = not arguments.no_peer and importlib.util.find_spec("kafka") is not None
     peer_sizes = (

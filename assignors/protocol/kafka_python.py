@@ -42,9 +42,19 @@ from itertools import groupby, repeat
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 from assignors.base import Assignor
 from assignors.errors import InputError
-from assignors.model import NO_GENERATION, Group, Member, Topic, TopicPartition
+from assignors.model import (
+    NO_GENERATION,
+    Assignment,
+    Group,
+    Member,
+    Topic,
+    TopicPartition,
+    member_runs,
+)
 from assignors.protocol.wire import decode_sticky_user_data
 from assignors.registry import get
 
@@ -134,20 +144,62 @@ def _adapter_class() -> type:
         def assign(self, cluster: Any, members: Iterable[Any]) -> dict[str, Any]:
             group = group_from_members(cluster, members, self.replica_racks)
             answer = self.assignor.assign(group)
-            if answer.withheld:
+            withheld = (
+                answer.withheld_indexes.size
+                if answer.withheld_indexes is not None
+                else len(answer.withheld)
+            )
+            if withheld:
                 log.info(
                     "%s withholds %d partitions until their owners revoke them",
                     self.name,
-                    len(answer.withheld),
+                    withheld,
                 )
             return {
-                member_id: ConsumerProtocolAssignment(
-                    ASSIGNMENT_VERSION, _by_topic(partitions), b""
-                )
-                for member_id, partitions in answer.partitions.items()
+                member_id: ConsumerProtocolAssignment(ASSIGNMENT_VERSION, by_topic, b"")
+                for member_id, by_topic in _answer_by_topic(answer).items()
             }
 
     return KtkPartitionAssignor
+
+
+def _answer_by_topic(answer: Assignment) -> dict[str, list[tuple[str, list[int]]]]:
+    """Member id -> [(topic, sorted partition ids)]; an answer kept as arrays is cut per member
+    and topic on its owner array, without a TopicPartition per partition.
+
+    >>> import numpy as np
+    >>> from assignors.model import PartitionSpace
+    >>> space = PartitionSpace(("a", "b"), (2, 3))
+    >>> _answer_by_topic(Assignment.from_owners(space, ("c0", "c1"), np.array([1, 0, 1, 1, -1])))
+    {'c0': [('a', [1])], 'c1': [('a', [0]), ('b', [0, 1])]}
+    """
+    owners, space, member_ids = answer.owners, answer.space, answer.member_ids
+    if owners is None or space is None or member_ids is None:
+        return {member_id: _by_topic(tps) for member_id, tps in answer.partitions.items()}
+    order, bounds = member_runs(owners, len(member_ids))
+    positions, numbers = space.locate(order)
+    # a new run starts where the member or the topic changes
+    result: dict[str, list[tuple[str, list[int]]]] = {member_id: [] for member_id in member_ids}
+    if not order.size:
+        return result
+    member_of = np.concatenate(
+        [np.full(int(bounds[0]), -1), np.repeat(np.arange(len(member_ids)), np.diff(bounds))]
+    )
+    cut = np.flatnonzero((np.diff(positions) != 0) | (np.diff(member_of) != 0)) + 1
+    starts = np.concatenate([[0], cut]).astype(np.int64)
+    stops = np.append(starts[1:], order.size)
+    numbers_list = numbers.tolist()
+    names = space.topic_names
+    for start, stop, member, position in zip(
+        starts.tolist(),
+        stops.tolist(),
+        member_of[starts].tolist(),
+        positions[starts].tolist(),
+        strict=True,
+    ):
+        if member >= 0:
+            result[member_ids[member]].append((names[position], numbers_list[start:stop]))
+    return result
 
 
 def _by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:

@@ -42,12 +42,16 @@ r:1: topics[1].partitions: the topics hold 16000000 partitions; a request may ho
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
+import operator
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from assignors import registry
 from assignors.base import Assignor
@@ -60,8 +64,10 @@ from assignors.model import (
     Assignment,
     Group,
     Member,
+    PartitionSpace,
     Topic,
     TopicPartition,
+    member_runs,
 )
 from ktkbase import jsonsafe
 
@@ -269,7 +275,8 @@ def _parse_members(raw: object, topics: Mapping[str, Topic]) -> tuple[Member, ..
         subscription = entry.get("topics", _MISSING)
         if subscription is _MISSING:
             raise _fail("missing; list the subscribed topic names", f"{path}.topics")
-        if not isinstance(subscription, list) or not all(isinstance(t, str) for t in subscription):
+        # one C-level pass over the names' types (members may list thousands of topics)
+        if not isinstance(subscription, list) or not set(map(type, subscription)) <= {str}:
             raise _fail(
                 "topics must be a list of topic names", f"{path}.topics", _preview(subscription)
             )
@@ -478,6 +485,45 @@ def _skip_blank(text: str, position: int) -> int:
 def run(entry: Entry, assignor: Assignor | None = None) -> dict[str, object]:
     """The result object of one entry: its assignment, or its error. ``assignor`` defaults to
     the one the request names."""
+    outcome = _outcome(entry, assignor)
+    if isinstance(outcome, dict):
+        return outcome
+    return assignment_result(*outcome)
+
+
+def run_text(
+    entry: Entry, assignor: Assignor | None = None, *, pretty: bool = False
+) -> tuple[str, bool]:
+    """``dumps(run(entry, assignor), pretty=pretty)`` and whether the entry failed. An answer
+    kept as arrays (:meth:`Assignment.from_owners`) is written from its arrays, without a
+    :class:`TopicPartition` or a small JSON list per partition; the text is the same.
+
+    >>> [entry] = read_requests('{"name": "n", "assignor": "roundrobin", "topics": '
+    ...     '[{"name": "t", "partitions": 3}], "members": [{"id": "b", "topics": ["t"]}, '
+    ...     '{"id": "a", "topics": ["t"]}]}')
+    >>> print(run_text(entry, pretty=True)[0])
+    {
+      "name": "n",
+      "assignor": "roundrobin",
+      "assignment": {
+        "a": [["t", 0], ["t", 2]],
+        "b": [["t", 1]]
+      }
+    }
+    """
+    outcome = _outcome(entry, assignor)
+    if isinstance(outcome, dict):
+        return dumps(outcome, pretty=pretty), "error" in outcome
+    text = _array_result_text(*outcome, pretty=pretty)
+    if text is None:
+        text = dumps(assignment_result(*outcome), pretty=pretty)
+    return text, False
+
+
+def _outcome(
+    entry: Entry, assignor: Assignor | None
+) -> dict[str, object] | tuple[str | None, str, Assignment, Group]:
+    """The error result of an entry, or what :func:`assignment_result` needs for its answer."""
     if entry.request is None:
         assert entry.error is not None
         return error_result(entry.name, entry.error)
@@ -502,7 +548,59 @@ def run(entry: Entry, assignor: Assignor | None = None) -> dict[str, object]:
         assignment = chosen.assign(entry.request.group)
     except InputError as error:
         return error_result(entry.name, error)
-    return assignment_result(entry.request.name, chosen.name, assignment, entry.request.group)
+    return entry.request.name, chosen.name, assignment, entry.request.group
+
+
+def _array_result_text(
+    name: str | None,
+    assignor_name: str,
+    assignment: Assignment,
+    group: Group,
+    *,
+    pretty: bool,
+) -> str | None:
+    """The text :func:`dumps` gives for :func:`assignment_result`, built from the answer's
+    arrays with one ``str.join`` per member; None when the answer is not kept as arrays."""
+    member_ids = tuple(member.member_id for member in group.members)
+    owners, space = assignment.owners, assignment.space
+    if owners is None or space is None or assignment.member_ids != member_ids:
+        return None
+    order, bounds = member_runs(owners, len(member_ids))
+    pairs = _pair_texts(space, order[bounds[0] :])
+    base = int(bounds[0])
+    starts = (bounds - base).tolist()
+    lists = ["[" + ", ".join(pairs[start:stop]) + "]" for start, stop in itertools.pairwise(starts)]
+    withheld = assignment.withheld_indexes
+    fields = [("name", _json(name)), ("assignor", _json(assignor_name))]
+    keys = list(map(_json, member_ids))
+    if not pretty:
+        members = ", ".join(map("{}: {}".format, keys, lists))
+        fields.append(("assignment", "{" + members + "}"))
+    elif keys:
+        members = ",\n".join(map("    {}: {}".format, keys, lists))
+        fields.append(("assignment", "{\n" + members + "\n  }"))
+    else:
+        fields.append(("assignment", "{}"))
+    if withheld is not None and withheld.size:
+        fields.append(("withheld", "[" + ", ".join(_pair_texts(space, withheld)) + "]"))
+    if not pretty:
+        return "{" + ", ".join(f"{_json(key)}: {value}" for key, value in fields) + "}"
+    return "{\n" + ",\n".join(f"  {_json(key)}: {value}" for key, value in fields) + "\n}"
+
+
+def _pair_texts(space: PartitionSpace, indexes: np.ndarray) -> list[str]:
+    """``'["topic", 7]'`` for each partition index, in the order given: one head string per
+    topic and one tail string per partition number, joined in C.
+
+    >>> _pair_texts(PartitionSpace(("a", "b\u00e9"), (2, 11)), np.array([12, 0]))
+    ['["b\u00e9", 10]', '["a", 0]']
+    """
+    if not indexes.size:
+        return []
+    positions, numbers = space.locate(indexes)
+    heads = np.asarray(["[" + _json(name) + ", " for name in space.topic_names], dtype=object)
+    tails = np.asarray(list(map("{}]".format, range(int(numbers.max()) + 1))), dtype=object)
+    return list(map(operator.add, heads[positions].tolist(), tails[numbers].tolist()))
 
 
 def assignment_result(

@@ -40,7 +40,7 @@ def assign_command(
     "error"), 2 when the input cannot be read or is not JSON at all.
     """
     from assignors import registry
-    from assignors.protocol.request import dumps, read_requests, run
+    from assignors.protocol.request import read_requests, run_text
 
     with reported_errors():
         try:
@@ -52,9 +52,9 @@ def assign_command(
 
     failed = 0
     for entry in entries:
-        result = run(entry, chosen)
-        failed += "error" in result
-        echo(dumps(result, pretty=pretty))  # ids are printed whatever they hold
+        text, entry_failed = run_text(entry, chosen, pretty=pretty)
+        failed += entry_failed
+        echo(text)  # ids are printed whatever they hold
     if failed:
         warn(f"{failed} of {len(entries)} requests failed")
         raise typer.Exit(EXIT_SOME_FAILED)
