@@ -463,6 +463,10 @@ def staged_directory(plan: _Plan) -> Iterator[str]:
     try:
         yield staging
         _commit(plan)
+    except ConnectionError:
+        # not the disk: a connection the work inside the block used (a Spark JVM that died)
+        _abort(plan)
+        raise
     except OSError as error:
         _abort(plan)
         raise _os_failure(_display(plan.target), error) from None
