@@ -9,6 +9,12 @@ owned partitions, generation, rack) and the cluster's partition counts become a
 ``ConsumerProtocolAssignment``s. On every member ``metadata(topics)`` reports what it owns and
 ``on_assignment`` remembers what it was given.
 
+``recorder=`` (a :class:`~assignors.traces.capture.CaptureRecorder`, given to every member since
+leadership moves) captures the group's history live: the leader keeps the group and its answer
+in ``assign()`` and writes that generation's trace row in ``on_assignment()``, after SyncGroup
+succeeded, so a generation whose sync failed is never written (each JoinGroup round starts with
+``metadata()``, which forgets what an unfinished round kept).
+
 What each member sends (ConsumerProtocolSubscription v3): its topics, ``owned_partitions`` and
 ``generation_id`` (what Java's cooperative-sticky reads), ``rack_id`` (``client.rack``), and for
 an eager ``sticky`` assignor the previous assignment and generation in ``user_data`` too, in
@@ -36,11 +42,12 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from collections.abc import Callable, Iterable
 from functools import cache
 from itertools import groupby, repeat
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -58,6 +65,9 @@ from assignors.model import (
 from assignors.protocol.wire import decode_sticky_user_data
 from assignors.registry import get
 
+if TYPE_CHECKING:
+    from assignors.traces.capture import CaptureRecorder
+
 log = logging.getLogger(__name__)
 
 SUBSCRIPTION_VERSION = 3  # owned partitions (v1), generation id (v2), rack id (v3)
@@ -71,18 +81,20 @@ def kafka_python_assignor(
     *,
     rack: str | None = None,
     replica_racks: ReplicaRacks | None = None,
+    recorder: CaptureRecorder | None = None,
 ) -> Any:
     """A kafka-python ``AbstractPartitionAssignor`` running ``assignor`` (name or instance).
 
     ``rack`` is this consumer's rack (use the same value as ``client_rack``); ``replica_racks``
     (``(cluster, topic, partition) -> racks``) enables rack-aware assignment on the leader: by
     default the racks of each partition's replicas are read from the cluster metadata when
-    kafka-python has them.
+    kafka-python has them. ``recorder`` appends a trace row for every generation this
+    consumer leads (see the module docstring).
     """
     if rack is not None and not isinstance(rack, str):
         raise InputError("must be a string (client.rack) or None", field="rack", value=rack)
     resolved = get(assignor) if isinstance(assignor, str) else assignor
-    return _adapter_class()(resolved, rack=rack, replica_racks=replica_racks)
+    return _adapter_class()(resolved, rack=rack, replica_racks=replica_racks, recorder=recorder)
 
 
 @cache
@@ -99,13 +111,21 @@ def _adapter_class() -> type:
         it remembers this member's last assignment and generation)."""
 
         def __init__(
-            self, assignor: Assignor, *, rack: str | None, replica_racks: ReplicaRacks | None
+            self,
+            assignor: Assignor,
+            *,
+            rack: str | None,
+            replica_racks: ReplicaRacks | None,
+            recorder: CaptureRecorder | None = None,
         ) -> None:
             self.assignor = assignor
             self.rack = rack
             self.replica_racks = replica_racks or _cluster_replica_racks
             self.owned: tuple[TopicPartition, ...] = ()
             self.generation = NO_GENERATION
+            self.recorder = recorder
+            # (group, answer, time) of the round this member leads, until its sync completes
+            self.pending: tuple[Group, dict[str, tuple[TopicPartition, ...]], int] | None = None
 
         @property
         def name(self) -> str:
@@ -117,6 +137,7 @@ def _adapter_class() -> type:
             return [RebalanceProtocol.EAGER]
 
         def metadata(self, topics: Iterable[str]) -> Any:
+            self.pending = None  # a new JoinGroup round: an unfinished one is never recorded
             by_topic = _by_topic(self.owned)
             user_data = b""
             if self.assignor.rebalance_protocol == "eager" and self.assignor.name == "sticky":
@@ -140,10 +161,25 @@ def _adapter_class() -> type:
                 TopicPartition(tp.topic, tp.partition) for tp in assignment.partitions()
             )
             self.generation = generation
+            pending, self.pending = self.pending, None
+            if pending is not None and self.recorder is not None:
+                group, answer, timestamp_ms = pending
+                try:
+                    self.recorder.record(
+                        generation,
+                        group,
+                        answer,
+                        protocol=self.name,
+                        timestamp_ms=timestamp_ms,
+                    )
+                except (OSError, InputError) as error:  # never break the consumer over a capture
+                    log.error("capture of generation %d failed: %s", generation, error)
 
         def assign(self, cluster: Any, members: Iterable[Any]) -> dict[str, Any]:
             group = group_from_members(cluster, members, self.replica_racks)
             answer = self.assignor.assign(group)
+            if self.recorder is not None:
+                self.pending = (group, dict(answer.partitions), int(time.time() * 1000))
             withheld = (
                 answer.withheld_indexes.size
                 if answer.withheld_indexes is not None
