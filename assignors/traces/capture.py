@@ -16,8 +16,9 @@ the file cuts off). Files of one group (one per member, or one per process) merg
 generation: :func:`merge_capture_files`.
 
 >>> from assignors.model import Group, Member, Topic, TopicPartition
+>>> subscribed = frozenset({"orders"})
 >>> group = Group(topics=(Topic("orders", 3),),
-...               members=(Member("c0", frozenset({"orders"})), Member("c1", frozenset({"orders"}))))
+...               members=(Member("c0", subscribed), Member("c1", subscribed)))
 >>> answer = {"c0": [TopicPartition("orders", 0), TopicPartition("orders", 2)],
 ...           "c1": [TopicPartition("orders", 1)]}
 >>> row = capture_row("payments", 4, group, answer, protocol="range", timestamp_ms=1)
