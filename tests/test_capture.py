@@ -116,6 +116,49 @@ def test_merge_refuses_files_of_two_groups(tmp_path: Path) -> None:
         merge_capture_files([first, second])
 
 
+# --- `ktk traces capture` ----------------------------------------------------------------------
+
+
+def _capture(*args: str):  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from ktk.cli import app
+
+    return CliRunner().invoke(app, ["traces", "capture", *args])
+
+
+def test_cli_merges_member_captures_into_a_trace_directory(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    CaptureRecorder(first, "pay/eu").record(1, GROUP, ANSWER, protocol="range", timestamp_ms=1)
+    CaptureRecorder(second, "pay/eu").record(2, GROUP, ANSWER, protocol="range", timestamp_ms=2)
+    outcome = _capture("--from", "leader", str(first), str(second), "--out", str(tmp_path / "t"))
+    assert outcome.exit_code == 0, outcome.output
+    assert "group pay/eu: 2 generations" in outcome.output
+    (trace,), failures = read_traces([tmp_path / "t"])
+    assert failures == [] and [g.generation for g in trace.generations] == [1, 2]
+    assert (tmp_path / "t" / "leader-pay_eu.jsonl").is_file()
+
+
+def test_cli_refuses_captures_of_two_groups_in_one_line(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    CaptureRecorder(first, "g").record(1, GROUP, ANSWER, protocol=None, timestamp_ms=1)
+    CaptureRecorder(second, "h").record(2, GROUP, ANSWER, protocol=None, timestamp_ms=1)
+    before = second.read_bytes()
+    outcome = _capture("--from", "leader", str(first), str(second), "--out", str(tmp_path / "t"))
+    assert outcome.exit_code == 2
+    assert "b.jsonl:1: trace_id:" in outcome.output and "Traceback" not in outcome.output
+    assert second.read_bytes() == before and not (tmp_path / "t").exists()
+
+
+def test_cli_refuses_a_missing_capture_file_and_an_unknown_source(tmp_path: Path) -> None:
+    missing = _capture(
+        "--from", "leader", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "t")
+    )
+    assert missing.exit_code == 2 and "nope.jsonl" in missing.output
+    unknown = _capture("--from", "describe", str(tmp_path / "x"), "--out", str(tmp_path / "t"))
+    assert unknown.exit_code == 2 and "--from must be one of leader" in unknown.output
+
+
 # --- the kafka-python adapter's recorder -------------------------------------------------------
 
 kafka = pytest.importorskip("kafka")

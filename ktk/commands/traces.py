@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ktk.commands import traces_import
+from ktk.commands import traces_capture, traces_import
 from ktk.commands.options import force_option, groups_option, out_option
 from ktk.console import ensure_within, escape, fail, out, reported_errors
 
@@ -117,4 +117,5 @@ def generate_command(
 
 def register(app: typer.Typer) -> None:
     traces_import.register(traces_app)
+    traces_capture.register(traces_app)
     app.add_typer(traces_app, name="traces")
