@@ -220,3 +220,129 @@ def test_adapter_never_records_a_generation_whose_sync_failed(tmp_path: Path) ->
 
     leader.on_assignment(ConsumerProtocolAssignment(0, [("orders", [1])], b""), 6)  # type: ignore[attr-defined]
     assert not path.exists()
+
+
+# --- DescribeGroups answers -> rows ------------------------------------------------------------
+
+
+def _described(state: str = "Stable", generation_ids: tuple[int, int] = (4, 4)):  # type: ignore[no-untyped-def]
+    """A described group whose member metadata kafka-python's consumer itself encoded."""
+    from kafka.protocol.consumer.metadata import (
+        ConsumerProtocolAssignment,
+        ConsumerProtocolSubscription,
+    )
+
+    from assignors.traces.capture import DescribedGroup, DescribedMember
+
+    def subscription(generation: int, rack: str) -> bytes:
+        return ConsumerProtocolSubscription(
+            version=3,
+            topics=["orders"],
+            user_data=b"",
+            owned_partitions=[],
+            generation_id=generation,
+            rack_id=rack,
+        ).encode()
+
+    def assignment(partitions: list[int]) -> bytes:
+        return ConsumerProtocolAssignment(0, [("orders", partitions)], b"").encode()
+
+    return DescribedGroup(
+        "payments",
+        state,
+        "consumer",
+        "cooperative-sticky",
+        (
+            DescribedMember(
+                "m-1", "pod-1", subscription(generation_ids[0], "a"), assignment([0, 2])
+            ),
+            DescribedMember("m-2", None, subscription(generation_ids[1], "b"), assignment([1])),
+        ),
+    )
+
+
+def test_described_row_decodes_members_and_estimates_the_generation() -> None:
+    from assignors.traces.capture import described_row
+
+    racks = {"orders": [frozenset({"a"}), frozenset({"b"}), frozenset({"a"})]}
+    row = described_row(
+        _described(), {"orders": 3}, racks, previous_generation=None, timestamp_ms=9
+    )
+    assert row is not None
+    assert row["generation"] == 5 and "estimated" in row["reason"]
+    assert row["protocol"] == "cooperative-sticky"
+    assert row["topics"] == [{"name": "orders", "partitions": 3, "racks": [["a"], ["b"], ["a"]]}]
+    assert row["members"] == [
+        {
+            "member_id": "m-1",
+            "instance_id": "pod-1",
+            "rack": "a",
+            "topics": ["orders"],
+            "assigned": [["orders", 0], ["orders", 2]],
+        },
+        {
+            "member_id": "m-2",
+            "instance_id": None,
+            "rack": "b",
+            "topics": ["orders"],
+            "assigned": [["orders", 1]],
+        },
+    ]
+
+
+def test_described_row_counts_changes_when_no_member_claims_a_generation() -> None:
+    from assignors.traces.capture import described_row
+
+    row = described_row(
+        _described(generation_ids=(-1, -1)),
+        {"orders": 3},
+        None,
+        previous_generation=7,
+        timestamp_ms=None,
+    )
+    assert row is not None and row["generation"] == 8 and "counting changes" in row["reason"]
+
+
+def test_described_row_skips_a_rebalancing_group() -> None:
+    from assignors.traces.capture import described_row
+
+    assert (
+        described_row(
+            _described("PreparingRebalance"),
+            {"orders": 3},
+            None,
+            previous_generation=None,
+            timestamp_ms=None,
+        )
+        is None
+    )
+
+
+def test_described_row_refuses_unreadable_metadata_naming_the_member() -> None:
+    from dataclasses import replace
+
+    from assignors.traces.capture import described_row
+
+    group = _described()
+    broken = replace(group, members=(replace(group.members[0], metadata=b"\x00"),))
+    with pytest.raises(InputError, match=r"members\[0\]"):
+        described_row(broken, {"orders": 3}, None, previous_generation=None, timestamp_ms=None)
+
+
+def test_same_assignment_ignores_time_and_generation_estimates() -> None:
+    from assignors.traces.capture import described_row, same_assignment
+
+    first = described_row(
+        _described(), {"orders": 3}, None, previous_generation=None, timestamp_ms=1
+    )
+    later = described_row(
+        _described(generation_ids=(9, 9)),
+        {"orders": 3},
+        None,
+        previous_generation=None,
+        timestamp_ms=2,
+    )
+    grown = described_row(
+        _described(), {"orders": 4}, None, previous_generation=None, timestamp_ms=3
+    )
+    assert same_assignment(first, later) and not same_assignment(first, grown)

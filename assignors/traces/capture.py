@@ -35,6 +35,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -235,10 +236,136 @@ def merge_capture_files(
     return [generation_to_row(generation) for generation in ordered], notes
 
 
+# ---------------------------------------------------------------------------------------------
+# DescribeGroups (classic groups) -> rows
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    """One member of a DescribeGroups answer, its metadata and assignment still as wire bytes."""
+
+    member_id: str
+    instance_id: str | None
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    """A DescribeGroups answer for one group (classic protocol)."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[DescribedMember, ...]
+
+
+def described_row(
+    described: DescribedGroup,
+    partition_counts: Mapping[str, int],
+    replica_racks: Mapping[str, Sequence[frozenset[str]]] | None,
+    *,
+    previous_generation: int | None,
+    timestamp_ms: int | None,
+) -> dict[str, Any] | None:
+    """The trace row of a stable consumer group as DescribeGroups shows it, or None when the
+    group is not a stable consumer group (rebalancing, empty, dead, or not ``consumer``).
+
+    DescribeGroups carries no generation: it is estimated as one more than the largest
+    ``generation_id`` the members' subscriptions (v2+) claim, else one more than
+    ``previous_generation`` (or 1), and ``reason`` says which.
+
+    >>> from assignors.protocol.wire import (MemberAssignment, Subscription,
+    ...     encode_assignment, encode_subscription)
+    >>> subscription = encode_subscription(Subscription(("orders",), generation_id=6))
+    >>> assigned = encode_assignment(MemberAssignment((TopicPartition("orders", 0),)))
+    >>> group = DescribedGroup("g", "Stable", "consumer", "range",
+    ...                        (DescribedMember("m1", None, subscription, assigned),))
+    >>> row = described_row(group, {"orders": 1}, None, previous_generation=None, timestamp_ms=1)
+    >>> row["generation"], row["members"][0]["assigned"], row["reason"][:38]
+    (7, [['orders', 0]], 'described; generation estimated as the')
+    """
+    from assignors.model import Member, Topic
+    from assignors.protocol.wire import decode_assignment, decode_subscription
+
+    if described.state != "Stable" or described.protocol_type != "consumer":
+        return None
+    members = []
+    answer: dict[str, tuple[TopicPartition, ...]] = {}
+    claimed = []
+    for index, member in enumerate(described.members):
+        where = f"members[{index}]"
+        try:
+            subscription = decode_subscription(member.metadata)
+            assignment = decode_assignment(member.assignment)
+        except InputError as error:
+            raise InputError(
+                f"group {described.group_id!r}: {where}: {error.message}",
+                field=f"{where}.metadata",
+                value=member.member_id,
+            ) from None
+        if subscription.version >= 2 and subscription.generation_id >= 0:
+            claimed.append(subscription.generation_id)
+        members.append(
+            Member(
+                member.member_id,
+                frozenset(subscription.topics),
+                rack=subscription.rack_id or None,
+                instance_id=member.instance_id or None,
+            )
+        )
+        answer[member.member_id] = assignment.assigned_partitions
+    if claimed:
+        generation = max(claimed) + 1
+        reason = (
+            "described; generation estimated as the members' largest subscription "
+            "generation_id + 1 (DescribeGroups carries none)"
+        )
+    else:
+        generation = (previous_generation or 0) + 1
+        reason = (
+            "described; generation estimated by counting changes seen since the capture "
+            "started (DescribeGroups carries none)"
+        )
+    subscribed = sorted(set().union(*(member.topics for member in members)) if members else ())
+    topics = []
+    for name in subscribed:
+        if name not in partition_counts:
+            continue
+        racks = (replica_racks or {}).get(name)
+        topics.append(Topic(name, partition_counts[name], tuple(racks) if racks else None))
+    group = Group(tuple(topics), tuple(members))
+    return capture_row(
+        described.group_id,
+        generation,
+        group,
+        answer,
+        protocol=described.protocol or None,
+        timestamp_ms=timestamp_ms,
+        reason=reason,
+    )
+
+
+def same_assignment(first: Mapping[str, Any] | None, second: Mapping[str, Any] | None) -> bool:
+    """Whether two described rows show the same members, subscriptions and assignment (the
+    time, generation estimate and reason aside): a poller writes a row only on a change."""
+    if first is None or second is None:
+        return first is second
+    ignored = ("generation", "timestamp_ms", "reason")
+    return {k: v for k, v in first.items() if k not in ignored} == {
+        k: v for k, v in second.items() if k not in ignored
+    }
+
+
 __all__ = [
     "LEADER_REASON",
     "CaptureRecorder",
+    "DescribedGroup",
+    "DescribedMember",
     "capture_row",
+    "described_row",
     "merge_capture_files",
     "read_capture",
+    "same_assignment",
 ]
