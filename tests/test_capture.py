@@ -346,3 +346,39 @@ def test_same_assignment_ignores_time_and_generation_estimates() -> None:
         _described(), {"orders": 4}, None, previous_generation=None, timestamp_ms=3
     )
     assert same_assignment(first, later) and not same_assignment(first, grown)
+
+
+def test_ctrl_c_during_a_long_capture_leaves_every_row_whole_on_disk(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "capture.jsonl"
+    script = f"""
+import sys
+from assignors.model import Group, Member, Topic, TopicPartition
+from assignors.traces.capture import CaptureRecorder
+topics = (Topic("orders", 200),)
+group = Group(topics, tuple(Member(f"c{{i}}", frozenset({{"orders"}})) for i in range(50)))
+answer = {{f"c{{i}}": [TopicPartition("orders", p) for p in range(i, 200, 50)] for i in range(50)}}
+recorder = CaptureRecorder({str(path)!r}, "g")
+print("ready", flush=True)
+generation = 0
+while True:
+    generation += 1
+    recorder.record(generation, group, answer, protocol="range", timestamp_ms=generation)
+"""
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline() == b"ready\n"
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    finally:
+        process.kill()
+    generations, torn = read_capture(path)
+    assert not torn and len(generations) > 1
+    assert [g.generation for g in generations] == list(range(1, len(generations) + 1))
