@@ -6,8 +6,9 @@ Checked on what the consumers themselves were given: every stable generation is 
 partition owned once, every partition assigned); the capture the leader wrote holds exactly
 what the consumers received; replayed offline, every captured generation gives the same answer
 again (owned partitions = the previous generation's), and ``ktk replay`` of the capture scores
-the `recorded` rows like the assignor the group ran. The mock's limits (docs/capture.md) shape
-the timing settings below.
+the `recorded` rows like the assignor the group ran. Mixed groups add a confluent-kafka (librdkafka)
+member on range and roundrobin, with a kafka-python member leading. The mock's limits
+(docs/capture.md) shape the timing settings below.
 """
 
 from __future__ import annotations
@@ -355,3 +356,94 @@ def test_a_single_member_group_is_captured_and_replays(
     assert list(reassign_offline("sticky", list(trace.generations), [member])) == [
         g.generation for g in trace.generations
     ]
+
+
+class LibrdkafkaMember:
+    """A confluent-kafka (librdkafka) consumer polling in a thread, on librdkafka's own
+    assignor: the group's protocol name must match the kafka-python members' first one."""
+
+    def __init__(self, bootstrap: str, group_id: str, strategy: str) -> None:
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group_id,
+                "partition.assignment.strategy": strategy,
+                "session.timeout.ms": SESSION_TIMEOUT_MS,
+                "heartbeat.interval.ms": 500,
+                "client.rack": "c",
+            }
+        )
+        self.consumer.subscribe(list(TOPICS))
+        self.assigned: frozenset[TopicPartition] = frozenset()
+        self.member_id = ""
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                self.consumer.poll(0.1)
+                self.assigned = frozenset(
+                    TopicPartition(tp.topic, tp.partition) for tp in self.consumer.assignment()
+                )
+                self.member_id = self.consumer.memberid() or ""
+        finally:
+            self.consumer.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=15)
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin"])
+def test_mixed_group_with_a_librdkafka_member_is_valid_and_captured(
+    strategy: str, cluster: MockCluster, tmp_path: Path
+) -> None:
+    capture = tmp_path / "capture.jsonl"
+    group_id = f"mixed-{strategy}"
+    # the mock elects the member that joined the group first: the librdkafka member joins a
+    # settled group of kafka-python members, so one of them leads and ktk assigns for everyone
+    members = [
+        Member(f"c{i}", strategy, cluster.bootstrap_servers, group_id, capture) for i in range(2)
+    ]
+    first = wait_stable(members, capture)
+    other = LibrdkafkaMember(cluster.bootstrap_servers, group_id, strategy)
+    try:
+        deadline = time.monotonic() + STABLE_TIMEOUT_S
+        settled_since = None
+        while time.monotonic() < deadline:
+            latest = [member.latest() for member in members]
+            owned = [entry[1] for entry in latest if entry is not None] + [other.assigned]
+            stable = (
+                None not in latest
+                and len({entry[0] for entry in latest if entry is not None}) == 1
+                and sum(map(len, owned)) == len(ALL_PARTITIONS)
+                and frozenset().union(*owned) == ALL_PARTITIONS
+                and latest[0] is not None
+                and latest[0][0] > first
+                and latest[0][0] in _captured(capture)
+            )
+            if not stable:
+                settled_since = None
+            elif settled_since is None:
+                settled_since = time.monotonic()
+            elif time.monotonic() - settled_since >= SETTLE_S:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"no stable mixed group: {latest}, librdkafka {other.assigned}")
+    finally:
+        for member in members:
+            member.stop()
+        other.stop()
+    generation = members[0].latest()[0]  # type: ignore[index]
+    row = _captured(capture)[generation]
+    recorded = {member.member_id: frozenset(member.assigned or ()) for member in row.members}
+    given = {member.member_ids[generation]: member.received[generation] for member in members}
+    assert recorded == {**given, other.member_id: other.assigned}
+    assert {member.rack for member in row.members if member.member_id == other.member_id} == {"c"}
+    # range and roundrobin ignore what members own: the captured group alone gives the answer
+    assert list(reassign_offline(strategy, [row], members)) == [generation]
