@@ -290,10 +290,20 @@ def test_real_group_assignments_are_valid_captured_and_replayable(
         assert scores[generation].unassigned == 0
         assert scores[generation].max_load == scores[generation].optimal_max_load
     if assignor in ("sticky", "cooperative-sticky"):
+        checked = 0
         for previous, current in itertools.pairwise(generations):
+            delivered = {
+                member.member_ids[previous.generation]
+                for member in members
+                if previous.generation in member.received
+            }
+            if delivered != {member.member_id for member in previous.members}:
+                continue  # a member's SyncGroup failed (the mock's race): it owns an older set
             least = balanced_min_moved(previous, current)
             assert scores[current.generation].moved == least, (current.generation, least)
             assert least >= scores[current.generation].min_moved  # the max-load-only bound
+            checked += 1
+        assert checked >= 1
     # no partition is ever held twice, also in generations that withhold partitions mid-move
     assert all(row.invalid == 0 for row in scores.values())
 
