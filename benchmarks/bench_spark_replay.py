@@ -1,28 +1,37 @@
-"""Trace replay: the Python engine in one process against Spark local[N], same traces, same run.
+"""Trace replay: wall and CPU seconds of the in-process engine, Spark local[2] and a loopback
+standalone cluster, on the same traces in one file and in 16 files.
 
-    python benchmarks/bench_spark_replay.py                 # 2,000 traces, then 20,000 on Spark
-    python benchmarks/bench_spark_replay.py --traces 200 --large 0   # quick look
+    python benchmarks/bench_spark_replay.py                        # 2,000 traces, all engines
+    python benchmarks/bench_spark_replay.py --traces 50 200 1000 --engines python spark \\
+        --files 1                                                   # the auto-engine crossover
 
-Both engines read the same JSON Lines files, replay every trace through every built-in assignor
-and write scores, summary and errors. Spark's session start-up is timed separately (it is paid
-once per run, not per trace). Prints both times, the ratio, and traces/s and generations/s.
+Every run is a separate process (``python -m ktk replay`` or ``spark-submit``), so its CPU
+seconds are the process tree's: the driver, its JVM and the Python workers (see ``timed``).
+Wall time includes everything a user waits for (JVM start, session, writing results).
+The cluster (a master and two one-core workers on 127.0.0.1, from pyspark's spark-class) is
+started once before its runs; its daemons and executors are not descendants of the
+submitted driver, so the cluster's CPU figure is the driver's only and marked so.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
-from assignors import registry
 from assignors.traces import files as trace_files
 from assignors.traces import generate
-from assignors.traces.job import replay_paths
-from assignors.traces.results import write_results
 
 SEED = 20261122
+REPO = Path(__file__).resolve().parent.parent
 
 
 def write_traces(directory: Path, groups: int, files: int) -> int:
@@ -36,67 +45,216 @@ def write_traces(directory: Path, groups: int, files: int) -> int:
     return len(rows)
 
 
-def python_engine(directory: Path, out_dir: Path, names: list[str]) -> float:
-    """What ``ktk replay --engine python`` runs: the domain job, then the result writer."""
-    started = time.perf_counter()
-    run = replay_paths([directory], names)
-    write_results(out_dir, run.scores, run.failures, run.summary)
-    return time.perf_counter() - started
+def _tree_cpu(root: int, seen: dict[int, float]) -> None:
+    """Record the CPU seconds (user + system) of ``root`` and every descendant, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        stats[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        if pid in stats:
+            seen[pid] = max(seen.get(pid, 0.0), stats[pid])
+        pending.extend(children.get(pid, []))
 
 
-def spark_engine(spark: object, directory: Path, out_dir: Path, names: list[str]) -> float:
-    from spark_jobs import replay_traces
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of a run. CPU is the larger of two counts of the whole process
+    tree: getrusage(RUSAGE_CHILDREN) (exact, but only for processes their parents waited for;
+    a JVM or Python worker killed at exit is missed) and the sum over every descendant's
+    /proc CPU, sampled every 0.2 s (misses only what ran in the last 0.2 s of a process)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    seen: dict[int, float] = {}
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    while process.poll() is None:
+        _tree_cpu(process.pid, seen)
+        time.sleep(0.2)
+    stderr = process.stderr.read() if process.stderr else ""
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{stderr[-3000:]}")
+    waited = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, max(waited, sum(seen.values()))
 
-    started = time.perf_counter()
-    replay_traces.run([str(directory)], names, str(out_dir), spark=spark)
-    return time.perf_counter() - started
+
+def _spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def _port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Cluster:
+    """A master and two one-core workers on 127.0.0.1 (stopped by pid)."""
+
+    def __init__(self, base: Path, env: dict[str, str]) -> None:
+        spark_class = str(_spark_home() / "bin" / "spark-class")
+        self.port, self.webui = _port(), _port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        self.processes = [
+            subprocess.Popen(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--webui-port",
+                    str(self.webui),
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        ]
+        self._wait(lambda text: '"status" : "ALIVE"' in text or '"status":"ALIVE"' in text)
+        for index in (1, 2):
+            self.processes.append(
+                subprocess.Popen(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.worker.Worker",
+                        self.url,
+                        "--cores",
+                        "1",
+                        "--memory",
+                        "1g",
+                        "--host",
+                        "127.0.0.1",
+                        "--webui-port",
+                        str(_port()),
+                        "--work-dir",
+                        str(base / f"work{index}"),
+                    ],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        self._wait(lambda text: text.count('"ALIVE"') >= 3 or text.count('"state" : "ALIVE"') >= 2)
+
+    def _wait(self, ready) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                url = f"http://127.0.0.1:{self.webui}/json"
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    if ready(response.read().decode()):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise SystemExit("the loopback cluster did not start in 120 s")
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.wait(timeout=30)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", type=int, default=2000)
-    parser.add_argument("--large", type=int, default=20000, help="Spark-only run size (0: skip)")
-    parser.add_argument("--cores", type=int, default=2, help="Spark local[N]")
-    parser.add_argument("--files", type=int, default=16)
+    parser.add_argument("--traces", type=int, nargs="+", default=[2000])
+    parser.add_argument("--files", type=int, nargs="+", default=[1, 16])
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        default=["python", "spark", "cluster"],
+        choices=["python", "spark", "auto", "cluster"],
+    )
+    parser.add_argument("--assignors", default="range,roundrobin,sticky,cooperative-sticky")
     args = parser.parse_args()
-    names = list(registry.builtin_names())
-    print(f"cores on this machine: {os.cpu_count()}; Spark local[{args.cores}]; assignors: {names}")
-
+    env = dict(
+        os.environ,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYTHONPATH=str(REPO),
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+    )
     with tempfile.TemporaryDirectory(prefix="ktk-bench-") as scratch:
-        root = Path(scratch)
-        traces_dir = root / "traces"
-        generations = write_traces(traces_dir, args.traces, args.files)
-        print(f"{args.traces:,} traces, {generations:,} generations, x {len(names)} assignors")
-
-        python_s = python_engine(traces_dir, root / "out-python", names)
-        print(f"python engine (1 process):   {python_s:8.1f} s")
-
-        from spark_jobs.session import get_session
-
-        started = time.perf_counter()
-        spark = get_session(
-            master=f"local[{args.cores}]", conf={"spark.ui.showConsoleProgress": "false"}
-        )
-        startup_s = time.perf_counter() - started
-        spark_engine(spark, traces_dir, root / "warm-up", names[:1])
-        spark_s = spark_engine(spark, traces_dir, root / "out-spark", names)
-        print(f"spark local[{args.cores}] start-up:     {startup_s:8.1f} s (once per run)")
-        print(f"spark local[{args.cores}] replay:       {spark_s:8.1f} s")
-        print(f"ratio python / spark:        {python_s / spark_s:8.2f}x")
-        print(f"ratio incl. Spark start-up:  {python_s / (spark_s + startup_s):8.2f}x")
-        replays = generations * len(names)
-        print(f"spark rate: {args.traces / spark_s:,.1f} traces/s, {replays / spark_s:,.0f} gen/s")
-
-        if args.large:
-            large_dir = root / "large"
-            large_generations = write_traces(large_dir, args.large, max(args.files, 64))
-            large_s = spark_engine(spark, large_dir, root / "out-large", names)
-            print(
-                f"spark, {args.large:,} traces ({large_generations:,} generations): {large_s:.1f} s"
-                f" = {args.large / large_s:,.1f} traces/s,"
-                f" {large_generations * len(names) / large_s:,.0f} generation replays/s"
-            )
-        spark.stop()
+        base = Path(scratch)
+        cluster = Cluster(base, env) if "cluster" in args.engines else None
+        try:
+            for traces in args.traces:
+                for files in args.files:
+                    source = base / f"traces-{traces}-{files}"
+                    generations = write_traces(source, traces, files)
+                    size = sum(p.stat().st_size for p in source.iterdir())
+                    figures: dict[str, tuple[float, float]] = {}
+                    for engine in args.engines:
+                        out = base / f"out-{engine}"
+                        shutil.rmtree(out, ignore_errors=True)
+                        if engine == "cluster":
+                            assert cluster is not None
+                            command = [
+                                str(_spark_home() / "bin" / "spark-submit"),
+                                "--master",
+                                cluster.url,
+                                str(REPO / "spark_jobs" / "replay_traces.py"),
+                                str(source),
+                                "--out",
+                                str(out),
+                                "--assignors",
+                                args.assignors,
+                            ]
+                        else:
+                            master = ["--master", "local[2]"] if engine == "spark" else []
+                            command = [
+                                sys.executable,
+                                "-m",
+                                "ktk",
+                                "replay",
+                                str(source),
+                                "--out",
+                                str(out),
+                                "--assignors",
+                                args.assignors,
+                                "--engine",
+                                engine,
+                                *master,
+                            ]
+                        figures[engine] = timed(command, env)
+                    print(
+                        f"{traces} traces ({generations} generations, {size / 1e6:.2f} MB) "
+                        f"in {files} file(s):"
+                    )
+                    reference = figures.get("python")
+                    for engine, (wall, cpu) in figures.items():
+                        note = " (driver only)" if engine == "cluster" else ""
+                        ratio = ""
+                        if reference and engine != "python":
+                            ratio = (
+                                f"  wall {wall / reference[0]:.2f}x, "
+                                f"CPU {cpu / reference[1]:.2f}x in-process"
+                            )
+                        print(
+                            f"  {engine:8} wall {wall:7.1f} s  CPU {cpu:7.1f} s{note}{ratio}",
+                            flush=True,
+                        )
+        finally:
+            if cluster is not None:
+                cluster.stop()
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ Data flow (docs/spark.md)::
 
     trace files (JSONL / JSONL.gz / Parquet; local or any Hadoop-compatible path)
       -> one task per file reads its rows with assignors.traces          (file, line kept)
-      -> rows grouped by trace id (hash buckets of traces)
-      -> applyInPandas: assignors.traces.job.replay_trace_rows per trace        (pure Python)
-      -> score, summary and error rows collected to the driver as Arrow
+      -> per-trace cost (generations x partitions) aggregated to the driver
+      -> traces planned into buckets, longest-processing-time first (bucket_plan)
+      -> rows partitioned by bucket, one task per bucket, 2-4 buckets per core
+      -> each task: assignors.traces.job.replay_trace_rows per trace      (pure Python)
+      -> score, summary and error rows collected to the driver
       -> scores.parquet, summary.parquet, errors.jsonl written by assignors.traces.results
          into a staged directory (ktkbase.outputs) that is moved into place
 
@@ -22,10 +24,13 @@ Runnable as ``spark-submit spark_jobs/replay_traces.py TRACES... --out DIR`` or 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import heapq
 import json
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,9 +42,9 @@ from assignors.traces import format as trace_format
 from assignors.traces import job, results, scoring
 from assignors.traces import replay as replay_module
 from assignors.traces.cost import CostModel
+from ktkbase.errors import KtkError
 from ktkbase.outputs import plan_output_directory, staged_directory
 from spark_jobs import files
-from spark_jobs.schemas import spark_ddl
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,12 +54,23 @@ log = logging.getLogger(__name__)
 # rows travel between stages as JSON text: the trace format is nested and open-ended
 RAW_ROW_SCHEMA = (
     "trace_id string, source string, line long, row string, error string, "
-    "file_index long, row_index long"
+    "file_index long, row_index long, cost long"
 )
-RAW_ROW_COLUMNS = ("trace_id", "source", "line", "row", "error", "file_index", "row_index")
+RAW_ROW_COLUMNS = (
+    "trace_id",
+    "source",
+    "line",
+    "row",
+    "error",
+    "file_index",
+    "row_index",
+    "cost",
+)
 
 ERROR_COLUMNS = ("error_file", "error_line", "error_reason")
-BUCKETS_PER_SHUFFLE_PARTITION = 4
+# replay tasks per core: enough that the last task to finish is short, few enough that each
+# task's start-up (a Python worker, a round trip) stays small next to its work
+BUCKETS_PER_CORE = 3
 
 # one output table per trace: score rows, summary rows and error rows told apart by row_kind
 SCORE_ROW, SUMMARY_ROW, ERROR_ROW = "score", "summary", "error"
@@ -79,7 +95,66 @@ def read_file_rows(
         for row_index, (trace_id, raw) in enumerate(trace_files.file_raw_rows(path)):
             text = None if raw.row is None else json.dumps(raw.row)
             error = None if raw.error is None else raw.error.replace(path, shown)
-            yield (trace_id, shown, raw.line or 0, text, error, file_index, row_index)
+            cost = row_cost(raw.row)
+            yield (trace_id, shown, raw.line or 0, text, error, file_index, row_index, cost)
+
+
+def row_cost(row: object) -> int:
+    """Estimated work of replaying one trace row (a generation): its partition count, at least
+    1. Only an estimate for planning: a row the domain job rejects still costs 1.
+
+    >>> row_cost({"topics": [{"name": "a", "partitions": 6}, {"name": "b", "partitions": 2}]})
+    8
+    >>> row_cost({"topics": "bad"}), row_cost(None)
+    (1, 1)
+    """
+    total = 0
+    topics = row.get("topics") if isinstance(row, dict) else None
+    if isinstance(topics, list):
+        for topic in topics:
+            count = topic.get("partitions") if isinstance(topic, dict) else None
+            if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+                total += count
+    return max(1, total)
+
+
+class BucketPlan(NamedTuple):
+    """Which bucket (replay task) each trace goes to, and each bucket's planned cost."""
+
+    bucket_of: dict[str, int]
+    loads: list[int]
+
+    def imbalance(self) -> float:
+        """Largest bucket's cost over the mean bucket's (1.0: perfectly even).
+
+        >>> BucketPlan({}, [4, 2]).imbalance()
+        1.3333333333333333
+        """
+        if not self.loads or sum(self.loads) == 0:
+            return 1.0
+        return max(self.loads) / (sum(self.loads) / len(self.loads))
+
+
+def bucket_plan(costs: Mapping[str, int], buckets: int) -> BucketPlan:
+    """Traces into ``buckets`` buckets, longest-processing-time first: the costliest trace
+    goes to the least loaded bucket, then the next. The largest bucket then holds at most
+    4/3 of the optimum, and never more than the mean plus one trace. Deterministic: ties are
+    broken by trace id, then bucket number. Never more buckets than traces.
+
+    >>> plan = bucket_plan({"a": 5, "b": 4, "c": 3, "d": 3, "e": 1}, 2)
+    >>> plan.bucket_of, plan.loads
+    ({'a': 0, 'b': 1, 'c': 1, 'd': 0, 'e': 1}, [8, 8])
+    """
+    count = max(1, min(buckets, len(costs)))
+    heap = [(0, index) for index in range(count)]
+    loads = [0] * count
+    bucket_of: dict[str, int] = {}
+    for trace_id, cost in sorted(costs.items(), key=lambda item: (-item[1], item[0])):
+        load, index = heapq.heappop(heap)
+        bucket_of[trace_id] = index
+        loads[index] = load + cost
+        heapq.heappush(heap, (loads[index], index))
+    return BucketPlan(bucket_of, loads)
 
 
 def _raw_rows(rows: pd.DataFrame) -> list[trace_files.RawRow]:
@@ -130,15 +205,31 @@ def _output_frame(kind: str, records: Sequence[tuple], fields: Sequence[str]) ->
     return frame
 
 
+class ScoringJob(NamedTuple):
+    """The replay stage, planned: ``scored`` yields one column dict of output rows per task
+    (a bucket of traces); ``raw_rows`` is persisted (unpersist once collected)."""
+
+    scored: Any  # pyspark RDD of dict[str, list]
+    orphan_errors: list[trace_format.TraceFailure]
+    raw_rows: DataFrame
+    plan: BucketPlan
+
+
+def replay_buckets(spark: SparkSession, trace_count: int) -> int:
+    """How many replay tasks: :data:`BUCKETS_PER_CORE` per core of the cluster
+    (``defaultParallelism``), never more than there are traces."""
+    cores = max(1, int(spark.sparkContext.defaultParallelism))
+    return max(1, min(trace_count, BUCKETS_PER_CORE * cores))
+
+
 def build_scores(
     spark: SparkSession,
     paths: Sequence[str],
     assignors: Sequence[str],
     timings: bool = True,
     cost_model: CostModel | None = None,
-) -> tuple[DataFrame, list[trace_format.TraceFailure], DataFrame]:
-    """Scores DataFrame (with summary and error rows), the errors of rows that name no trace,
-    and the persisted raw rows (to unpersist once the scores are computed)."""
+) -> ScoringJob:
+    """Read the rows, plan the traces into buckets by cost, and the replay stage over them."""
     from pyspark.sql import functions as F
 
     found = files.list_inputs(spark, paths, trace_files.TRACE_SUFFIXES)
@@ -160,60 +251,134 @@ def build_scores(
         for row in raw_rows.filter(F.col("trace_id").isNull()).collect()
     ]
     named = raw_rows.filter(F.col("trace_id").isNotNull())
-    extra = ["error_file string", "error_line bigint", "error_reason string", "row_kind string"]
-    schema = spark_ddl(OUTPUT_SCHEMA, extra)
+    # a cheap aggregate (one number per trace) lets the driver balance the heavy stage: the
+    # input is split by trace, not by file, so one large file spreads over every core
+    costs = {
+        row["trace_id"]: int(row["cost"])
+        for row in named.groupBy("trace_id").agg(F.sum("cost").alias("cost")).collect()
+    }
+    plan = bucket_plan(costs, replay_buckets(spark, len(costs)))
+    log.info(
+        "%d traces in %d replay tasks (largest task %.2fx the mean cost)",
+        len(costs),
+        len(plan.loads),
+        plan.imbalance(),
+    )
+    bucket_of = spark.sparkContext.broadcast(plan.bucket_of)
     names = list(assignors)
-    partitions = spark.conf.get("spark.sql.shuffle.partitions") or "200"  # Spark's default
-    buckets = BUCKETS_PER_SHUFFLE_PARTITION * int(partitions)
 
-    def replay_bucket(rows: pd.DataFrame) -> pd.DataFrame:
+    def replay_partition(pairs: Iterable[tuple[int, tuple[Any, ...]]]) -> Iterator[dict]:
+        by_trace: dict[str, list[tuple[Any, ...]]] = {}
+        for _, row in pairs:
+            by_trace.setdefault(row[0], []).append(row)
         frames = [
-            _replay_trace(trace_rows, names, timings, cost_model)
-            for _, trace_rows in rows.groupby("trace_id", sort=True)
+            _replay_trace(
+                pd.DataFrame(by_trace[trace_id], columns=RAW_ROW_COLUMNS),
+                names,
+                timings,
+                cost_model,
+            )
+            for trace_id in sorted(by_trace)
         ]
-        return pd.concat(frames, ignore_index=True) if frames else _output_frame("", [], ())
+        if frames:
+            frame = pd.concat(frames, ignore_index=True)
+            yield {name: frame[name].tolist() for name in OUTPUT_COLUMNS}
 
-    # a pandas group costs a round trip of its own: hand traces over in hash buckets, each trace
-    # still parsed once and replayed through every assignor in the same task
-    bucket = F.pmod(F.xxhash64("trace_id"), F.lit(buckets)).alias("bucket")
-    scored = named.groupBy(bucket).applyInPandas(replay_bucket, schema=schema)
-    return scored, orphan_errors, raw_rows
+    keyed = named.select(*RAW_ROW_COLUMNS).rdd.map(
+        lambda row: (bucket_of.value[row[0]], tuple(row))
+    )
+    scored = keyed.partitionBy(len(plan.loads), lambda bucket: bucket).mapPartitions(
+        replay_partition
+    )
+    return ScoringJob(scored, orphan_errors, raw_rows, plan)
+
+
+_PROGRESS_GROUP = "ktk-replay"
+
+
+@contextlib.contextmanager
+def _watched(
+    spark: SparkSession, plan: BucketPlan, progress: Callable[[int, int], None] | None
+) -> Iterator[None]:
+    """Report replayed traces to ``progress`` while the replay stage runs: Spark's status
+    tracker counts the finished tasks of the stage with one task per bucket."""
+    if progress is None:
+        yield
+        return
+    context = spark.sparkContext
+    total, tasks = len(plan.bucket_of), len(plan.loads)
+    stopped = threading.Event()
+
+    def watch() -> None:
+        tracker = context.statusTracker()
+        while not stopped.wait(0.3):
+            finished = 0
+            for job_id in tracker.getJobIdsForGroup(_PROGRESS_GROUP):
+                info = tracker.getJobInfo(job_id)
+                for stage_id in info.stageIds if info is not None else ():
+                    stage = tracker.getStageInfo(stage_id)
+                    if stage is not None and stage.numTasks == tasks:
+                        finished = max(finished, stage.numCompletedTasks)
+            progress(total * finished // max(1, tasks), total)
+
+    context.setJobGroup(_PROGRESS_GROUP, "replaying traces")
+    progress(0, total)
+    watcher = threading.Thread(target=watch, name="ktk-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stopped.set()
+        watcher.join(timeout=5)
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    progress(total, total)
 
 
 class RunResult(NamedTuple):
     """What a run wrote: the summary rows (sorted by trace, assignor) and the skipped traces,
-    the same values the Python engine returns."""
+    the same values the Python engine returns; and how the traces were spread over tasks."""
 
     summary: list[scoring.SummaryRow]
     errors: list[trace_format.TraceFailure]
+    plan: BucketPlan | None = None
 
 
 def _collected(
-    scored: DataFrame,
+    parts: Iterable[dict[str, list[Any]]],
 ) -> tuple[list[scoring.ScoreRow], list[scoring.SummaryRow], list[trace_format.TraceFailure]]:
-    """Score, summary and error rows on the driver (as Arrow: the results are small next to
-    the work that made them)."""
-    table: pa.Table = scored.toArrow()
-    kinds = table.column("row_kind").to_pylist()
-    columns = {name: table.column(name).to_pylist() for name in table.column_names}
+    """Score, summary and error rows on the driver, from each task's column lists (the results
+    are small next to the work that made them)."""
     scores, summary, failures = [], [], []
     score_fields = scoring.ScoreRow._fields
     summary_fields = scoring.SummaryRow._fields
-    for index, kind in enumerate(kinds):
-        if kind == SCORE_ROW:
-            scores.append(scoring.ScoreRow(*(columns[f][index] for f in score_fields)))
-        elif kind == SUMMARY_ROW:
-            summary.append(scoring.SummaryRow(*(columns[f][index] for f in summary_fields)))
-        elif kind == ERROR_ROW:
-            failures.append(
-                trace_format.TraceFailure(
-                    columns["trace_id"][index],
-                    columns["error_file"][index],
-                    columns["error_line"][index],
-                    columns["error_reason"][index],
+    for columns in parts:
+        for index, kind in enumerate(columns["row_kind"]):
+            if kind == SCORE_ROW:
+                scores.append(scoring.ScoreRow(*(_plain(columns[f][index]) for f in score_fields)))
+            elif kind == SUMMARY_ROW:
+                summary.append(
+                    scoring.SummaryRow(*(_plain(columns[f][index]) for f in summary_fields))
                 )
-            )
+            elif kind == ERROR_ROW:
+                failures.append(
+                    trace_format.TraceFailure(
+                        columns["trace_id"][index],
+                        columns["error_file"][index],
+                        _plain(columns["error_line"][index]),
+                        columns["error_reason"][index],
+                    )
+                )
     return scores, summary, failures
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar or NaN from a pandas column as the Python value (None for missing)."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value != value:
+        return None
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
 
 
 def _output(
@@ -242,6 +407,7 @@ def run(
     version: str | None = None,
     force: bool = False,
     cost_model: CostModel | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Replay every trace under ``paths`` through ``assignors``; write results to ``out_dir``.
 
@@ -251,8 +417,9 @@ def run(
     directory ktk did not create (unless ``force``), one that is or holds an input, and the
     current directory. Local paths are written with :mod:`assignors.traces.results` (the
     Python engine's writer), other URIs through Hadoop's FileSystem API. Missing local inputs
-    and a refused local ``out_dir`` raise before any JVM starts. Returns the summary rows and
-    the skipped traces.
+    and a refused local ``out_dir`` raise before any JVM starts. ``progress(done, total)`` is
+    called with the traces replayed so far (estimated from finished tasks). Returns the
+    summary rows, the skipped traces and the bucket plan.
     """
     files.check_local_inputs(paths)
     with _output(out_dir, command, version, paths, force) as local_staging:
@@ -261,6 +428,9 @@ def run(
 
             conf_map = dict(conf) if isinstance(conf, dict) else parse_conf(conf)
             spark = get_session(master=master, conf=conf_map, app_name="ktk-replay")
+        from spark_jobs.session import prepare_executors
+
+        prepare_executors(spark)
         remote = None
         if local_staging is None:
             fs = files.HadoopFileSystem(spark)
@@ -273,13 +443,14 @@ def run(
                 fs=fs,
             )
             remote = (fs, plan)
-        scored, errors, raw_rows = build_scores(
-            spark, paths, assignors, timings=timings, cost_model=cost_model
-        )
+        planned = build_scores(spark, paths, assignors, timings=timings, cost_model=cost_model)
         try:
-            scores, summary, failures = _collected(scored)
+            with _watched(spark, planned.plan, progress):
+                parts = planned.scored.collect()
+            scores, summary, failures = _collected(parts)
         finally:
-            raw_rows.unpersist()
+            planned.raw_rows.unpersist()
+        errors = planned.orphan_errors
         errors = failures + errors
         if local_staging is not None:
             results.write_result_files(local_staging, scores, errors, summary, cost_model)
@@ -291,7 +462,7 @@ def run(
                     fs.write_bytes(fs.join(staging, name), data)
     summary.sort(key=lambda row: (row.trace_id, row.assignor))
     errors.sort(key=lambda failure: (failure.trace_id is None, trace_format.failure_key(failure)))
-    return RunResult(summary, errors)
+    return RunResult(summary, errors, planned.plan)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -318,15 +489,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in names:
         if name != replay_module.RECORDED:
             registry.get(name)
-    result = run(
-        args.traces,
-        names,
-        args.out,
-        timings=not args.no_timings,
-        master=args.master,
-        conf=args.conf,
-        force=args.force,
-    )
+    try:
+        result = run(
+            args.traces,
+            names,
+            args.out,
+            timings=not args.no_timings,
+            master=args.master,
+            conf=args.conf,
+            force=args.force,
+        )
+    except KtkError as error:  # bad input, refused output, executors that cannot run the job
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     for error in result.errors:
         print(f"skipped trace {error.trace_id}: {error.reason}", file=sys.stderr)
     print(f"{len(result.summary)} trace x assignor summaries written to {args.out}")

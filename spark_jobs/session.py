@@ -12,13 +12,18 @@ Before starting a JVM the session checks for Java 17 or newer and, when it is mi
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
 import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+import tempfile
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +45,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "true",
+    # progress is ktk's own bar over traces, not Spark's stage bars redrawn with \r
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.sources.partitionOverwriteMode": "static",
     "spark.sql.parquet.compression.codec": "snappy",
 }
@@ -111,6 +117,123 @@ def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
     return conf
 
 
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def spark_log_file() -> Path:
+    """Where the JVM's log4j lines go (never the console): one file per driver process
+    under the temporary directory, named in the ``-v`` output."""
+    directory = Path(tempfile.gettempdir()) / "ktk-spark-logs"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"driver-{os.getpid()}.log"
+
+
+def _defaults_file() -> Path | None:
+    """The spark-defaults.conf spark-submit would load: ``$SPARK_CONF_DIR`` or
+    ``$SPARK_HOME/conf``."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir:
+        return Path(conf_dir) / "spark-defaults.conf"
+    spark_home = os.environ.get("SPARK_HOME")
+    return Path(spark_home) / "conf" / "spark-defaults.conf" if spark_home else None
+
+
+def read_defaults_file(path: Path) -> dict[str, str]:
+    """Keys of a spark-defaults.conf (``key value`` or ``key=value`` lines, ``#`` comments).
+
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "spark-defaults.conf"
+    ...     _ = f.write_text("# c\\nspark.master  spark://h:7077\\nspark.a=1\\n")
+    ...     read_defaults_file(f)
+    {'spark.master': 'spark://h:7077', 'spark.a': '1'}
+    """
+    found: dict[str, str] = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = re.match(r"(\S+?)(?:\s*=\s*|\s+)(.*)$", line)
+        if match:
+            found[match.group(1)] = match.group(2).strip()
+    return found
+
+
+def preset_conf() -> dict[str, str]:
+    """Settings someone other than ktk already made: under ``spark-submit`` (its JVM is
+    running and handed us its gateway) everything the JVM was started with, ``--master`` and
+    every ``--conf`` included; otherwise the spark-defaults.conf spark-submit will load."""
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        from pyspark import SparkConf, SparkContext
+
+        SparkContext._ensure_initialized()
+        return dict(SparkConf().getAll())
+    defaults = _defaults_file()
+    if defaults is not None and defaults.is_file():
+        return read_defaults_file(defaults)
+    return {}
+
+
+def plan_conf(
+    preset: Mapping[str, str],
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    environment_master: str | None = None,
+) -> tuple[dict[str, str], list[str]]:
+    """The settings ktk gives the session builder, and which of them are ktk's defaults.
+
+    What spark-submit or spark-defaults.conf set (``preset``) is never overridden by a
+    default; only an explicit ``master`` or ``conf`` (the user's own ``--master`` /
+    ``--conf`` to ktk) wins over it.
+
+    >>> "spark.master" in plan_conf({"spark.master": "spark://h:7077"})[0]
+    False
+    >>> "spark.ui.enabled" in plan_conf({"spark.ui.enabled": "true"})[0]
+    False
+    >>> plan_conf({})[0]["spark.master"]
+    'local[*]'
+    """
+    planned: dict[str, str] = {}
+    filled: list[str] = []
+    if master is not None:
+        planned["spark.master"] = master
+    elif "spark.master" not in preset:
+        planned["spark.master"] = environment_master or "local[*]"
+        filled.append("spark.master")
+    for key, value in DEFAULT_CONF.items():
+        if key not in preset:
+            planned[key] = value
+            filled.append(key)
+    if "spark.driver.extraJavaOptions" not in preset and LOG4J_CONFIG.is_file():
+        planned["spark.driver.extraJavaOptions"] = (
+            f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Dktk.spark.log={spark_log_file()}"
+        )
+        filled.append("spark.driver.extraJavaOptions")
+    planned.update(conf or {})
+    return planned, [key for key in filled if key not in (conf or {})]
+
+
+@contextlib.contextmanager
+def _jvm_stderr_to(path: Path | None) -> Iterator[None]:
+    """While the JVM starts, point file descriptor 2 at ``path`` so the JVM (and the Python
+    workers it spawns) inherit it: the launcher's own warnings ("Using incubator modules")
+    land in Spark's log file, not on the console. Python's stderr is restored afterwards."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+
+
 def get_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
@@ -118,32 +241,140 @@ def get_session(
 ) -> SparkSession:
     """A SparkSession: the active one when running under spark-submit, else a new one.
 
-    ``master`` defaults to ``local[*]`` unless ``spark.master`` is already configured (by
-    spark-submit or ``SPARK_MASTER``-style environment); ``conf`` overrides ktk's defaults.
+    Settings spark-submit or spark-defaults.conf made are kept (see :func:`plan_conf`); ktk
+    fills in only the keys nobody set (``local[*]`` unless ``KTK_SPARK_MASTER`` says
+    otherwise, and :data:`DEFAULT_CONF`) and logs which. ``master`` and ``conf`` given here
+    win over both.
     """
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    check_java()
+    under_submit = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+    if not under_submit:
+        check_java()
     # workers must run the driver's interpreter, or they miss ktk's dependencies
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    resolved_master = master or os.environ.get("KTK_SPARK_MASTER") or "local[*]"
+    preset = preset_conf()
+    planned, filled = plan_conf(preset, master, conf, os.environ.get("KTK_SPARK_MASTER"))
+    resolved_master = planned.get("spark.master") or preset.get("spark.master", "")
     if resolved_master.startswith("local"):
         # local mode binds to the loopback interface, not the machine's public address
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         # py4j logs every broken connection with a traceback; the CLI reports them in one line
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
-    builder = SparkSession.builder.appName(app_name).master(resolved_master)
-    for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+    builder = SparkSession.builder
+    if "spark.app.name" not in preset:
+        builder = builder.appName(app_name)
+    for key, value in planned.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with _jvm_stderr_to(spark_log_file() if not under_submit else None):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    log.info("Spark %s on %s", session.version, resolved_master)
+    log.info("Spark %s on %s", session.version, session.sparkContext.master)
+    if filled:
+        log.info("ktk set %s (nobody else had)", ", ".join(filled))
+    if "spark.driver.extraJavaOptions" in filled:
+        log.info("Spark's own log: %s", spark_log_file())
     return session
+
+
+# what executors import: ktk's packages Spark jobs need (not the CLI or the dashboards)
+SHIPPED_PACKAGES = (
+    "ktkbase",
+    "kafka_format",
+    "assignors",
+    "partitioners",
+    "replication",
+    "spark_jobs",
+)
+# third-party modules executors import (docs/spark.md: shipping them as a packed environment)
+EXECUTOR_DEPENDENCIES = ("pandas", "pyarrow", "numpy")
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+_shipped: dict[str, Path] = {}
+
+
+def build_code_zip(directory: Path) -> Path:
+    """A zip of :data:`SHIPPED_PACKAGES` (sources and package data, no caches) in
+    ``directory``, byte-identical for identical sources: sorted entries, fixed timestamps and
+    modes. Named by its content hash. PySpark puts .zip/.egg/.jar files on the executors'
+    ``sys.path``, not wheels, hence a zip."""
+    root = Path(__file__).resolve().parent.parent
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in SHIPPED_PACKAGES:
+            base = root / package
+            for path in sorted(base.rglob("*")):
+                relative = path.relative_to(root)
+                if not path.is_file() or "__pycache__" in relative.parts:
+                    continue
+                if path.suffix in (".pyc", ".pyo"):
+                    continue
+                info = zipfile.ZipInfo(relative.as_posix(), date_time=_ZIP_TIME)
+                info.external_attr = 0o644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, path.read_bytes())
+    data = buffer.getvalue()
+    target = directory / f"ktk-{hashlib.sha256(data).hexdigest()[:12]}.zip"
+    target.write_bytes(data)
+    return target
+
+
+def _executor_environment(_: object) -> tuple[tuple[int, int], list[str]]:
+    """Run on an executor: its Python version and the dependencies it cannot import."""
+    import importlib.util
+    import sys as executor_sys
+
+    missing = [m for m in EXECUTOR_DEPENDENCIES if importlib.util.find_spec(m) is None]
+    return (executor_sys.version_info[0], executor_sys.version_info[1]), missing
+
+
+def prepare_executors(spark: SparkSession) -> None:
+    """Ship ktk's code to the executors of a cluster (once per application) and check, with
+    a tiny job, that they run the driver's Python version and have ktk's dependencies;
+    raises KtkError (one line) when not. Local mode needs neither: its workers run the
+    driver's interpreter with the driver's path."""
+    context = spark.sparkContext
+    if str(context.master or "").startswith("local"):
+        return
+    application = context.applicationId
+    if application not in _shipped:
+        directory = Path(tempfile.mkdtemp(prefix="ktk-code-"))
+        archive = build_code_zip(directory)
+        context.addPyFile(str(archive))
+        _shipped[application] = archive
+        log.info("shipped ktk to the executors as %s", archive.name)
+    driver = sys.version_info[:2]
+    try:
+        (version, missing), *_ = context.parallelize([0], 1).map(_executor_environment).collect()
+    except Exception as error:  # PySpark refuses a worker of another minor version itself
+        text = str(error)
+        if "PYTHON_VERSION_MISMATCH" in text or "different version" in text:
+            raise KtkError(
+                f"the executors' Python differs from the driver's {driver[0]}.{driver[1]}; "
+                "set spark.pyspark.python (or PYSPARK_PYTHON) to a Python "
+                f"{driver[0]}.{driver[1]} with ktk's dependencies"
+            ) from None
+        described = describe_spark_failure(error) or _first_line(text)
+        raise KtkError(
+            f"the executors' Python could not run ktk's check job ({described}); set "
+            f"spark.pyspark.python (or PYSPARK_PYTHON) to a Python {driver[0]}.{driver[1]} "
+            "with ktk's dependencies"
+        ) from None
+    if tuple(version) != driver:
+        raise KtkError(
+            f"the executors run Python {version[0]}.{version[1]}, the driver "
+            f"{driver[0]}.{driver[1]}; set spark.pyspark.python (or PYSPARK_PYTHON) to a "
+            f"Python {driver[0]}.{driver[1]} with ktk's dependencies"
+        )
+    if missing:
+        raise KtkError(
+            f"the executors' Python lacks {', '.join(missing)}; install them there or ship a "
+            "packed environment with spark.archives (docs/spark.md)"
+        )
 
 
 _JVM_GONE = (

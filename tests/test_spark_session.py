@@ -129,3 +129,69 @@ def test_parse_conf_splits_at_the_first_equals_sign() -> None:
 def test_parse_conf_rejects_pairs_without_a_key_or_equals_sign(bad) -> None:
     with pytest.raises(ValueError, match="key=value"):
         session.parse_conf([bad])
+
+
+def test_settings_from_spark_submit_are_never_overridden_by_ktks_defaults() -> None:
+    preset = {"spark.master": "spark://10.0.0.1:7077", "spark.sql.shuffle.partitions": "4"}
+    planned, filled = session.plan_conf(preset)
+    assert "spark.master" not in planned and "spark.sql.shuffle.partitions" not in planned
+    assert "spark.master" not in filled and "spark.sql.shuffle.partitions" not in filled
+    # the keys nobody set are filled in, and named
+    assert planned["spark.ui.showConsoleProgress"] == "false"
+    assert "spark.ui.showConsoleProgress" in filled
+
+
+def test_explicit_master_and_conf_win_over_spark_submit_and_defaults() -> None:
+    preset = {"spark.master": "yarn", "spark.driver.memory": "8g"}
+    planned, filled = session.plan_conf(
+        preset, master="local[1]", conf={"spark.driver.memory": "1g"}
+    )
+    assert planned["spark.master"] == "local[1]" and planned["spark.driver.memory"] == "1g"
+    assert "spark.driver.memory" not in filled
+
+
+def test_no_preset_master_means_local_or_the_environments_master() -> None:
+    assert session.plan_conf({})[0]["spark.master"] == "local[*]"
+    assert session.plan_conf({}, environment_master="local[3]")[0]["spark.master"] == "local[3]"
+
+
+def test_spark_defaults_conf_is_read_from_spark_conf_dir(tmp_path, monkeypatch) -> None:
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# cluster defaults\nspark.master   spark://h:7077\nspark.executor.memory=3g\n\n"
+    )
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    preset = session.preset_conf()
+    assert preset == {"spark.master": "spark://h:7077", "spark.executor.memory": "3g"}
+    assert "spark.master" not in session.plan_conf(preset)[0]
+
+
+def test_jvm_logs_go_to_a_file_named_by_the_log4j_config() -> None:
+    planned, _ = session.plan_conf({})
+    options = planned["spark.driver.extraJavaOptions"]
+    assert "log4j2.configurationFile=file:" in options
+    assert session.LOG4J_CONFIG.is_file()
+    text = session.LOG4J_CONFIG.read_text()
+    assert "rootLogger.appenderRef.file.ref = file" in text and "Console" not in text
+    assert f"-Dktk.spark.log={session.spark_log_file()}" in options
+
+
+def test_code_zip_holds_the_job_packages_and_is_byte_identical_across_builds(tmp_path) -> None:
+    import zipfile
+
+    first = session.build_code_zip(tmp_path / "a" if (tmp_path / "a").mkdir() is None else None)
+    second = session.build_code_zip(tmp_path / "b" if (tmp_path / "b").mkdir() is None else None)
+    assert first.name == second.name and first.read_bytes() == second.read_bytes()
+    names = zipfile.ZipFile(first).namelist()
+    for package in session.SHIPPED_PACKAGES:
+        assert f"{package}/__init__.py" in names
+    assert "spark_jobs/replay_traces.py" in names and "spark_jobs/log4j2.properties" in names
+    assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
+    assert not any(name.startswith(("ktk/", "dashboards/")) for name in names)
+
+
+def test_executor_environment_reports_version_and_missing_dependencies() -> None:
+    import sys
+
+    version, missing = session._executor_environment(0)
+    assert tuple(version) == sys.version_info[:2] and missing == []

@@ -15,7 +15,41 @@ from ktk.console import err, escape, fail, out, reported_errors, warn
 from ktk.output_formats import checked_format, format_option, plural
 
 EXIT_BAD_TRACES = 1
-ENGINES = ("python", "spark")
+ENGINES = ("auto", "python", "spark")
+# `auto` runs Spark from this many bytes of (uncompressed) local trace input: below it, the
+# JVM's start-up costs more than Spark's parallel replay saves (docs/spark.md, measured)
+AUTO_SPARK_BYTES = 24_000_000
+# .jsonl.gz and .parquet hold several times their size in trace rows
+COMPRESSED_FACTOR = 5
+
+
+def input_bytes(paths: list[str]) -> int | None:
+    """Estimated uncompressed bytes of the local trace files under ``paths`` (None when any
+    path is a URI: its size is not worth a JVM to learn)."""
+    from assignors.traces.files import TRACE_SUFFIXES
+    from ktkbase.files import data_files
+    from spark_jobs.files import local_name
+
+    local = [local_name(path) for path in paths]
+    if any(name is None for name in local):
+        return None
+    total = 0
+    for path in data_files([name for name in local if name is not None], TRACE_SUFFIXES):
+        size = Path(path).stat().st_size
+        total += size if path.name.endswith(".jsonl") else size * COMPRESSED_FACTOR
+    return total
+
+
+def resolve_engine(engine: str, paths: list[str], master: str | None, conf: list[str]) -> str:
+    """The engine `auto` stands for: Spark when a master or a Spark setting is given, an
+    input is a URI, or the input is at least AUTO_SPARK_BYTES; the in-process engine
+    otherwise. Other engines are returned as given."""
+    if engine != "auto":
+        return engine
+    if master is not None or conf:
+        return "spark"
+    size = input_bytes(paths)
+    return "spark" if size is None or size >= AUTO_SPARK_BYTES else "python"
 
 
 def _assignor_names(option: str | None) -> list[str]:
@@ -106,6 +140,8 @@ def _run_spark(
     conf: list[str],
     cost_model: CostModel,
 ) -> tuple[list[Any], list[Any]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from ktk import __version__
     from spark_jobs.replay_traces import run
     from spark_jobs.session import JavaNotFoundError, parse_conf
@@ -115,19 +151,33 @@ def _run_spark(
     except ValueError as error:
         raise fail(str(error)) from None
     try:
-        # Spark draws its own progress bar on stderr
-        result = run(
-            paths,
-            names,
-            out_dir,
-            timings=timings,
-            master=master,
-            conf=settings,
-            command=command,
-            version=__version__,
-            force=force,
-            cost_model=cost_model,
-        )
+        # one bar over traces (Spark's own console progress is off)
+        with Progress(
+            TextColumn("replaying on Spark"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("replay", total=None)
+
+            def advance(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            result = run(
+                paths,
+                names,
+                out_dir,
+                timings=timings,
+                master=master,
+                conf=settings,
+                command=command,
+                version=__version__,
+                force=force,
+                progress=advance,
+                cost_model=cost_model,
+            )
     except JavaNotFoundError as error:
         raise fail(str(error)) from None
     return result.summary, result.errors
@@ -288,7 +338,12 @@ def replay_command(
         help="Comma-separated assignor names; default: every built-in, plus `recorded` when the "
         "traces carry what the real group assigned.",
     ),
-    engine: str = typer.Option("spark", "--engine", help="python (in process) or spark."),
+    engine: str = typer.Option(
+        "auto",
+        "--engine",
+        help="auto (in process for small inputs, Spark for large ones or with --master/--conf), "
+        "python (in process) or spark.",
+    ),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any trace could not be read."),
     timings: bool = typer.Option(
         True,
@@ -342,8 +397,10 @@ def replay_command(
         raise fail(f"--{str(error).replace('_', '-', 1)}") from None
     paths = list(traces)
     _check_paths(paths, out_dir, engine)
+    given_engine = engine
+    engine = resolve_engine(engine, paths, master, conf or [])
     command = shlex.join(
-        ["ktk", "replay", *paths, "--out", out_dir, "--engine", engine]
+        ["ktk", "replay", *paths, "--out", out_dir, "--engine", given_engine]
         + (["--assignors", assignors] if assignors is not None else [])
         + ([] if timings else ["--no-timings"])
         + (
