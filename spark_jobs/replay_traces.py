@@ -499,8 +499,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             conf=args.conf,
             force=args.force,
         )
-    except KtkError as error:  # bad input, refused output, executors that cannot run the job
-        print(f"error: {error}", file=sys.stderr)
+    except KtkError as failure:  # bad input, refused output, executors that cannot run the job
+        print(f"error: {failure}", file=sys.stderr)
         return 2
     for error in result.errors:
         print(f"skipped trace {error.trace_id}: {error.reason}", file=sys.stderr)
