@@ -73,7 +73,7 @@ def test_spark_summary_matches_the_python_summary(spark, mixed_traces, tmp_path)
         [str(mixed_traces)], ASSIGNORS, str(out_dir), timings=False, spark=spark
     )
     python_run = job.replay_paths([mixed_traces], ASSIGNORS, timings=False)
-    assert {row.protocol for row in python_run.summary} == {"eager", "cooperative"}
+    assert {row.protocol for row in python_run.summary} == {"eager", "cooperative", "consumer"}
     expected = scoring.summary_table(python_run.summary).to_pandas()
     expected = expected.sort_values(["trace_id", "assignor"], ignore_index=True)
     on_disk = pq.read_table(out_dir / "summary.parquet").to_pandas().astype({"assignor": str})
