@@ -8,8 +8,8 @@ never pass by skipping. One SparkSession serves the whole run; it starts on firs
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,11 +33,23 @@ def vectors_dir() -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
-    """The one SparkSession of the test run (local[2], quiet)."""
+_SPARK: dict[str, Any] = {}
+
+
+@pytest.fixture
+def spark() -> object:
+    """The one SparkSession of the test run (local[2], quiet), started on first use. A test
+    that exercises ktk's Ctrl-C handling in process stops the active session, as the command
+    line must; the next test that needs Spark then gets a fresh one."""
     from spark_jobs.session import get_session
 
-    session = get_session(master="local[2]", app_name="ktk-tests")
-    yield session
-    session.stop()
+    session = _SPARK.get("session")
+    if session is None or session.sparkContext._jsc is None:
+        session = _SPARK["session"] = get_session(master="local[2]", app_name="ktk-tests")
+    return session
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    started = _SPARK.pop("session", None)
+    if started is not None:
+        started.stop()
