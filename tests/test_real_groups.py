@@ -50,7 +50,7 @@ ALL_PARTITIONS = frozenset(
     for topic, count in TOPICS.items()
     for partition in range(count)
 )
-STABLE_TIMEOUT_S = 30.0
+STABLE_TIMEOUT_S = 60.0
 SETTLE_S = 1.0
 SESSION_TIMEOUT_MS = 4000
 """The mock waits session timeout - 1 s for members to join a rebalance that adds a member."""
