@@ -84,9 +84,14 @@ from typing import NamedTuple
 
 from kafka_format.batch import build_batch
 from kafka_format.checkpoint import (
+    CHECKPOINT_VERSION,
+    LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     PARTITION_METADATA,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    format_leader_epoch_checkpoint,
+    format_offset_checkpoint,
     format_partition_metadata,
     topic_id_to_string,
 )
@@ -99,9 +104,7 @@ from replication.log import EpochEntry, LogRecord
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
-LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
-CHECKPOINT_VERSION = 0
+HIGH_WATERMARK_CHECKPOINT = REPLICATION_OFFSET_CHECKPOINT
 
 # Kafka's defaults for segment.bytes and index.interval.bytes; its smallest segment.bytes
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
@@ -259,35 +262,6 @@ def read_time_index(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
     data = Path(path).read_bytes()
     usable = len(data) - len(data) % _TIME_INDEX_ENTRY.size
     return [(first, second) for first, second in _TIME_INDEX_ENTRY.iter_unpack(data[:usable])]
-
-
-def format_epoch_checkpoint(epoch_entries: Iterable[tuple[int, int]]) -> str:
-    """Kafka's ``leader-epoch-checkpoint`` text.
-
-    >>> print(format_epoch_checkpoint([(0, 0), (2, 5)]), end="")
-    0
-    2
-    0 0
-    2 5
-    """
-    entries = list(epoch_entries)
-    lines = [str(CHECKPOINT_VERSION), str(len(entries))]
-    lines += [f"{epoch} {start_offset}" for epoch, start_offset in entries]
-    return "\n".join(lines) + "\n"
-
-
-def format_offset_checkpoint(entries: Iterable[tuple[str, int, int]]) -> str:
-    """Kafka's ``replication-offset-checkpoint`` text: ``topic partition offset`` per line.
-
-    >>> print(format_offset_checkpoint([("orders", 0, 7)]), end="")
-    0
-    1
-    orders 0 7
-    """
-    rows = list(entries)
-    lines = [str(CHECKPOINT_VERSION), str(len(rows))]
-    lines += [f"{topic} {partition} {offset}" for topic, partition, offset in rows]
-    return "\n".join(lines) + "\n"
 
 
 def _parse_checkpoint(text: str, source: str, fields: Sequence[str]) -> list[list[str]]:
@@ -738,7 +712,7 @@ class DiskLogStorage:
         )
         _write_atomically(
             self.partition_dir / LEADER_EPOCH_CHECKPOINT,
-            format_epoch_checkpoint(epoch_entries),
+            format_leader_epoch_checkpoint(epoch_entries),
             self.fsync,
         )
 

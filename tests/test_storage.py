@@ -11,6 +11,7 @@ from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_format.checkpoint import format_leader_epoch_checkpoint as format_epoch_checkpoint
 from replication.log import EpochEntry, LogRecord, ReplicaLog
 from replication.modes import MODE_NAMES
 from replication.sim import load_scenario, run_scenario
@@ -23,7 +24,6 @@ from replication.storage import (
     StoredRecord,
     decode_batches,
     encode_record,
-    format_epoch_checkpoint,
     parse_epoch_checkpoint,
     parse_offset_checkpoint,
     read_offset_index,
