@@ -450,14 +450,9 @@ class _SegmentReader:
             log.info("%s: %d offset commit records passed over", self.source, self.offset_commits)
 
     def batch(self, batch: RecordBatch) -> Iterator[CoordinatorRecord]:
-        computed = batch.crc_computed
-        if computed != batch.crc_stored:
-            error = KafkaFormatError(
-                f"Record is corrupt (stored crc = {batch.crc_stored}, computed crc = {computed})",
-                source=self.source,
-                position=batch.position + 17,
-                field="batch.crc",
-            )
+        try:
+            batch.ensure_valid()
+        except KafkaFormatError as error:
             self.problem(error, f"batch at offset {batch.base_offset}", batch.position)
             return
         if batch.attributes & CONTROL_MASK:
