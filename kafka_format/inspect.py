@@ -576,13 +576,17 @@ def _read_segment(files: SegmentFiles, is_last: bool, findings: list[Finding]) -
     return _SegmentRead(report, rows)
 
 
+def _columns(index: OffsetIndex | TimeIndex) -> tuple[tuple[str, str], tuple[np.ndarray, ...]]:
+    """The names and columns of an index's entries: (offset, position) for an offset index,
+    (timestamp, offset) for a time index."""
+    if isinstance(index, OffsetIndex):
+        return ("offset", "position"), (index.offsets, index.positions)
+    return ("timestamp", "offset"), (index.timestamps, index.offsets)
+
+
 def _summary(index: OffsetIndex | TimeIndex) -> IndexSummary:
     """The index's size and entry counts, its first and last entry."""
-    if isinstance(index, OffsetIndex):
-        fields, columns = ("offset", "position"), (index.offsets, index.positions)
-    else:
-        fields, columns = ("timestamp", "offset"), (index.timestamps, index.offsets)
-    first, second = columns
+    fields, (first, second) = _columns(index)
     ends = [(int(first[n]), int(second[n])) for n in (0, -1)] if len(first) else [None, None]
     return IndexSummary(
         str(index.source),
@@ -646,6 +650,73 @@ def _first_bad(mask: np.ndarray) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
+def _index_data(
+    files: SegmentFiles, kind: str, missing: str, findings: list[Finding]
+) -> tuple[str, bytes] | None:
+    """The name and bytes of the segment's ``kind`` index file, or None with a
+    ``missing-index`` (saying ``missing``) or ``unreadable-file`` finding."""
+    path = files.files.get(kind)
+    if path is None:
+        findings.append(Finding("missing-index", str(files.log), missing, problem=False))
+        return None
+    data = _read(path, findings)
+    return None if data is None else (str(path), data)
+
+
+@dataclass(frozen=True, slots=True)
+class _EntryFindings:
+    """The findings about one index file's entries (either kind): each rule's finding counts
+    the entries that break it and names the first, by its position in the file."""
+
+    index: OffsetIndex | TimeIndex
+    entry_size: int
+    is_last: bool
+    findings: list[Finding]
+
+    def file_findings(self) -> None:
+        """A cut entry at the end, and zero entries after the last one."""
+        _partial_finding(self.index, self.entry_size, self.findings)
+        _preallocation_finding(self.index, self.is_last, self.entry_size, self.findings)
+
+    def report(self, kind: str, mask: np.ndarray, what: str, field_name: str) -> None:
+        first = _first_bad(mask)
+        if first is None:
+            return
+        count = int(mask.sum())
+        (name_a, name_b), (column_a, column_b) = _columns(self.index)
+        self.findings.append(
+            Finding(
+                kind,
+                str(self.index.source),
+                f"{count} entr{'ies' if count != 1 else 'y'} {what}; first: entry {first} "
+                f"({name_a} {int(column_a[first])}, {name_b} {int(column_b[first])})",
+                position=first * self.entry_size,
+                field=field_name,
+            )
+        )
+
+    def below_base(self, base_offset: int, field_name: str) -> None:
+        self.report(
+            "index-below-base",
+            self.index.offsets < base_offset,
+            f"below the segment's base offset {base_offset}",
+            field_name,
+        )
+
+    def too_large(self, batch_count: int) -> None:
+        """More entries than batches: Kafka writes at most one entry per batch."""
+        if len(self.index) > batch_count:
+            self.findings.append(
+                Finding(
+                    "index-too-large",
+                    str(self.index.source),
+                    f"{len(self.index)} entries for a segment of {batch_count} batches (at "
+                    "most one entry per batch)",
+                    position=batch_count * self.entry_size,
+                )
+            )
+
+
 def _check_offset_index(
     files: SegmentFiles,
     segment_size: int,
@@ -653,59 +724,31 @@ def _check_offset_index(
     is_last: bool,
     findings: list[Finding],
 ) -> IndexSummary | None:
-    path = files.files.get("index")
-    if path is None:
-        findings.append(
-            Finding(
-                "missing-index",
-                str(files.log),
-                "no offset index (Kafka recovers the segment and rebuilds it on load)",
-                problem=False,
-            )
-        )
+    loaded = _index_data(
+        files,
+        "index",
+        "no offset index (Kafka recovers the segment and rebuilds it on load)",
+        findings,
+    )
+    if loaded is None:
         return None
-    data = _read(path, findings)
-    if data is None:
-        return None
-    source = str(path)
+    source, data = loaded
     index = parse_offset_index(data, files.base_offset, source=source)
-    _partial_finding(index, OFFSET_INDEX_ENTRY_SIZE, findings)
-    _preallocation_finding(index, is_last, OFFSET_INDEX_ENTRY_SIZE, findings)
+    check = _EntryFindings(index, OFFSET_INDEX_ENTRY_SIZE, is_last, findings)
+    check.file_findings()
     offsets, positions = index.offsets, index.positions
     batch_positions, last_offsets = batches[:, POSITION], batches[:, LAST]
-
-    def report(kind: str, mask: np.ndarray, what: str, field_name: str) -> None:
-        first = _first_bad(mask)
-        if first is None:
-            return
-        count = int(mask.sum())
-        findings.append(
-            Finding(
-                kind,
-                source,
-                f"{count} entr{'ies' if count != 1 else 'y'} {what}; first: entry {first} "
-                f"(offset {int(offsets[first])}, position {int(positions[first])})",
-                position=first * OFFSET_INDEX_ENTRY_SIZE,
-                field=field_name,
-            )
-        )
-
-    report(
-        "index-below-base",
-        offsets < files.base_offset,
-        f"below the segment's base offset {files.base_offset}",
-        "index.relative_offset",
-    )
+    check.below_base(files.base_offset, "index.relative_offset")
     not_increasing = np.zeros(len(offsets), dtype=bool)
     not_increasing[1:] = (np.diff(offsets) <= 0) | (np.diff(positions) <= 0)
-    report(
+    check.report(
         "index-not-increasing",
         not_increasing,
         "whose offset or position is not above the previous entry's",
         "index.relative_offset",
     )
     past_end = positions >= segment_size
-    report(
+    check.report(
         "index-past-end",
         past_end,
         f"pointing past the end of the segment ({segment_size} bytes)",
@@ -722,75 +765,35 @@ def _check_offset_index(
             & (offsets >= last_offsets[clipped])
             & np.isin(offsets, last_offsets)
         )
-    report(
+    check.report(
         "index-not-at-batch",
         ~past_end & ~at_batch,
         "not matching a batch (an entry is a batch's start position and the last offset of "
         "that batch or of one after it)",
         "index.position",
     )
-    if len(offsets) > len(batch_positions):
-        findings.append(
-            Finding(
-                "index-too-large",
-                source,
-                f"{len(offsets)} entries for a segment of {len(batch_positions)} batches (at "
-                "most one entry per batch)",
-                position=len(batch_positions) * OFFSET_INDEX_ENTRY_SIZE,
-            )
-        )
+    check.too_large(len(batch_positions))
     return _summary(index)
 
 
 def _check_time_index(
     files: SegmentFiles, batches: np.ndarray, is_last: bool, findings: list[Finding]
 ) -> IndexSummary | None:
-    path = files.files.get("timeindex")
-    if path is None:
-        findings.append(
-            Finding(
-                "missing-index",
-                str(files.log),
-                "no time index (Kafka creates an empty one on load)",
-                problem=False,
-            )
-        )
+    loaded = _index_data(
+        files, "timeindex", "no time index (Kafka creates an empty one on load)", findings
+    )
+    if loaded is None:
         return None
-    data = _read(path, findings)
-    if data is None:
-        return None
-    source = str(path)
+    source, data = loaded
     index = parse_time_index(data, files.base_offset, source=source)
-    _partial_finding(index, TIME_INDEX_ENTRY_SIZE, findings)
-    _preallocation_finding(index, is_last, TIME_INDEX_ENTRY_SIZE, findings)
+    check = _EntryFindings(index, TIME_INDEX_ENTRY_SIZE, is_last, findings)
+    check.file_findings()
     timestamps, offsets = index.timestamps, index.offsets
     last_offsets, max_timestamps = batches[:, LAST], batches[:, MAX_TIMESTAMP]
-
-    def report(kind: str, mask: np.ndarray, what: str, field_name: str) -> None:
-        first = _first_bad(mask)
-        if first is None:
-            return
-        count = int(mask.sum())
-        findings.append(
-            Finding(
-                kind,
-                source,
-                f"{count} entr{'ies' if count != 1 else 'y'} {what}; first: entry {first} "
-                f"(timestamp {int(timestamps[first])}, offset {int(offsets[first])})",
-                position=first * TIME_INDEX_ENTRY_SIZE,
-                field=field_name,
-            )
-        )
-
-    report(
-        "index-below-base",
-        offsets < files.base_offset,
-        f"below the segment's base offset {files.base_offset}",
-        "timeindex.relative_offset",
-    )
+    check.below_base(files.base_offset, "timeindex.relative_offset")
     not_monotonic = np.zeros(len(offsets), dtype=bool)
     not_monotonic[1:] = (np.diff(timestamps) <= 0) | (np.diff(offsets) < 0)
-    report(
+    check.report(
         "time-index-not-monotonic",
         not_monotonic,
         "whose timestamp is not above the previous entry's (or whose offset is below it)",
@@ -798,7 +801,7 @@ def _check_time_index(
     )
     segment_last = int(last_offsets[-1]) if len(last_offsets) else files.base_offset - 1
     past_end = offsets > segment_last
-    report(
+    check.report(
         "index-past-end",
         past_end,
         f"past the segment's last offset {segment_last}",
@@ -809,23 +812,14 @@ def _check_time_index(
     if len(last_offsets):
         clipped = np.minimum(slot, len(last_offsets) - 1)
         matches = (slot < len(last_offsets)) & (max_timestamps[clipped] == timestamps)
-    report(
+    check.report(
         "index-not-at-batch",
         ~past_end & ~matches,
         "not matching a batch (an entry's timestamp is the max timestamp of the batch "
         "holding its offset)",
         "timeindex.timestamp",
     )
-    if len(offsets) > len(last_offsets):
-        findings.append(
-            Finding(
-                "index-too-large",
-                source,
-                f"{len(offsets)} entries for a segment of {len(last_offsets)} batches (at most "
-                "one entry per batch)",
-                position=len(last_offsets) * TIME_INDEX_ENTRY_SIZE,
-            )
-        )
+    check.too_large(len(last_offsets))
     return _summary(index)
 
 
