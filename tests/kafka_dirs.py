@@ -7,13 +7,17 @@ layouts; ``leader-epoch-checkpoint`` holds the epochs the batches carry
 (``LeaderEpochFileCache.assign`` on each new epoch); ``partition.metadata`` a topic id; the log
 directory gets ``replication-offset-checkpoint``, ``recovery-point-offset-checkpoint`` and
 ``log-start-offset-checkpoint`` in ``OffsetCheckpointFile`` text. Every piece can be
-overridden to write broken directories.
+overridden to write broken directories. :func:`record_batches_dir` finds the segments Kafka
+itself wrote (the ``record-batches`` reference vectors).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
+from conftest import _vectors_dir
 
 from kafka_format import NewRecord, build_batch
 from kafka_format.checkpoint import (
@@ -26,6 +30,15 @@ from kafka_format.partition_dir import segment_file_name
 
 TOPIC_ID = bytes(range(1, 17))
 BASE_TIME = 1_700_000_000_000
+
+
+def record_batches_dir() -> Path:
+    """The directory of Kafka-written segments and their descriptions; fails the test when the
+    reference vectors are missing (a run without them never passes by skipping)."""
+    path = _vectors_dir() / "record-batches"
+    if not path.is_dir():
+        pytest.fail(f"record-batch vectors not found at {path} (set KTK_VECTORS)")
+    return path
 
 
 def batch(offset: int, epoch: int, records: int = 1, *, value: bytes = b"v" * 40) -> bytes:

@@ -7,7 +7,6 @@ import gzip
 import random
 import struct
 import uuid
-from pathlib import Path
 
 import cramjam
 import numpy as np
@@ -47,8 +46,6 @@ from kafka_format import (
 )
 from kafka_format.control import Endpoint, Voter, control_key
 from kafka_format.varint import size_of_varint, size_of_varlong, write_varint, write_varlong
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _batch(*values: bytes, **fields: object) -> bytes:

@@ -9,7 +9,6 @@ names it; what inspection reports must agree with what Kafka read back from each
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 from pathlib import Path
@@ -21,6 +20,7 @@ from kafka_dirs import (
     TOPIC_ID,
     batch,
     epoch_batches,
+    record_batches_dir,
     snapshot,
     write_log_dir_checkpoints,
     write_partition,
@@ -55,16 +55,6 @@ from kafka_format.partition_dir import (
     parse_partition_dir_name,
     segment_file_name,
 )
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _record_batches_dir() -> Path:
-    base = Path(os.environ.get("KTK_VECTORS", REPO_ROOT.parent / "shared" / "vectors"))
-    path = base / "record-batches"
-    if not path.is_dir():
-        pytest.fail(f"record-batch vectors not found at {path} (set KTK_VECTORS)")
-    return path
 
 
 def _kinds(findings: object) -> list[str]:
@@ -245,7 +235,7 @@ def test_clean_partition_dir_reports_segments_offsets_and_checkpoints(tmp_path: 
 
 def test_kafka_written_segments_inspect_as_kafka_read_them(tmp_path: Path) -> None:
     checked = 0
-    for log in sorted(_record_batches_dir().glob("*.log")):
+    for log in sorted(record_batches_dir().glob("*.log")):
         expected = json.loads(log.with_suffix(".json").read_text())["kafka_read"]
         batches = expected["batches"]
         base = batches[0]["base_offset"]

@@ -4,13 +4,12 @@ change it covers, and no byte string makes the reader raise anything but KafkaFo
 from __future__ import annotations
 
 import contextlib
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka_dirs import record_batches_dir
 
 from kafka_format import (
     Compression,
@@ -30,7 +29,6 @@ from kafka_format import (
 )
 from kafka_format.varint import read_unsigned_varint, read_varint, read_varlong
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 maybe_bytes = st.none() | st.binary(max_size=48)
@@ -175,10 +173,7 @@ def test_arbitrary_bytes_raise_only_the_format_error(data: bytes) -> None:
 
 
 def _vector_segments() -> bytes:
-    base = Path(os.environ.get("KTK_VECTORS", REPO_ROOT.parent / "shared" / "vectors"))
-    directory = base / "record-batches"
-    if not directory.is_dir():
-        pytest.fail(f"record-batch vectors not found at {directory} (set KTK_VECTORS)")
+    directory = record_batches_dir()
     small = [p for p in sorted(directory.glob("*.log")) if p.stat().st_size < 50_000]
     return b"".join(p.read_bytes() for p in small if "truncated" not in p.name)
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_dirs import record_batches_dir
 
 from kafka_format import (
     Compression,
@@ -49,17 +49,6 @@ from kafka_format.varint import (
     write_varlong,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _record_batches_dir() -> Path:
-    base = Path(os.environ.get("KTK_VECTORS", REPO_ROOT.parent / "shared" / "vectors"))
-    path = base / "record-batches"
-    if not path.is_dir():
-        pytest.fail(f"record-batch vectors not found at {path} (set KTK_VECTORS)")
-    return path
-
-
 # The 18 files the vector set documents; each must be present (a missing one fails).
 EXPECTED_FILES = [
     "v2-basic",
@@ -84,7 +73,7 @@ EXPECTED_FILES = [
 
 
 def _vector(name: str) -> tuple[bytes, dict[str, Any]]:
-    directory = _record_batches_dir()
+    directory = record_batches_dir()
     log = directory / f"{name}.log"
     description = directory / f"{name}.json"
     if not log.is_file() or not description.is_file():
@@ -192,7 +181,7 @@ def test_every_vector_file_decodes_to_what_kafka_read(name: str) -> None:
 
 
 def test_the_vector_index_lists_exactly_the_files_tested() -> None:
-    index = json.loads((_record_batches_dir() / "index.json").read_text())
+    index = json.loads((record_batches_dir() / "index.json").read_text())
     assert sorted(entry["file"] for entry in index["files"]) == sorted(
         f"{name}.log" for name in EXPECTED_FILES
     )
@@ -450,7 +439,7 @@ def test_legacy_wrappers_decode_with_the_magic_zero_lz4_checksum_quirk() -> None
 
 # --- checksums and varints ----------------------------------------------------------------------
 def test_crc32c_and_crc32_match_kafkas_vectors() -> None:
-    lines = (_record_batches_dir() / "crc32c.jsonl").read_text().splitlines()
+    lines = (record_batches_dir() / "crc32c.jsonl").read_text().splitlines()
     assert len(lines) == 300
     for line in lines:
         case = json.loads(line)
@@ -461,7 +450,7 @@ def test_crc32c_and_crc32_match_kafkas_vectors() -> None:
 
 
 def test_varints_encode_and_decode_as_kafkas_byte_utils() -> None:
-    lines = (_record_batches_dir() / "varint.jsonl").read_text().splitlines()
+    lines = (record_batches_dir() / "varint.jsonl").read_text().splitlines()
     kinds = set()
     for line in lines:
         case = json.loads(line)
