@@ -10,6 +10,7 @@ import pytest
 from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from storage_ops import apply_log_op, fill, log_ops
 
 from kafka_format.checkpoint import format_leader_epoch_checkpoint as format_epoch_checkpoint
 from replication.log import EpochEntry, LogRecord, ReplicaLog
@@ -37,11 +38,6 @@ DISK_SETTINGS = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-
-
-def fill(storage: DiskLogStorage, values: list[str], *, epoch: int = 0, start: int = 0) -> None:
-    for offset, value in enumerate(values, start=start):
-        storage.append(offset, epoch, value, timestamp_ms=1_000 + offset)
 
 
 def on_disk_indexes(storage: DiskLogStorage) -> list[tuple[list, list]]:
@@ -310,20 +306,6 @@ def test_reopening_a_directory_finds_the_same_log(tmp_path: Path) -> None:
     assert reopened.recover(lose_unflushed=True)[1] == 5
 
 
-# ReplicaLog operations: (name, argument)
-log_ops = st.lists(
-    st.one_of(
-        st.tuples(st.just("append"), st.text(max_size=6)),
-        st.tuples(st.just("epoch"), st.integers(0, 3)),
-        st.tuples(st.just("truncate"), st.integers(0, 25)),
-        st.tuples(st.just("hw"), st.integers(0, 25)),
-        st.tuples(st.just("flush"), st.none()),
-        st.tuples(st.just("crash"), st.booleans()),
-    ),
-    max_size=40,
-)
-
-
 @DISK_SETTINGS
 @given(ops=log_ops, segment_bytes=st.integers(min_value=40, max_value=200))
 def test_a_replica_log_on_disk_recovers_exactly_like_one_in_memory(
@@ -337,19 +319,7 @@ def test_a_replica_log_on_disk_recovers_exactly_like_one_in_memory(
         epoch = 0
         for name, argument in ops:
             for log in (on_disk, in_memory):
-                if name == "append":
-                    log.append(epoch, str(argument))
-                elif name == "epoch":
-                    epoch = max(epoch, int(argument))  # type: ignore[call-overload]
-                    log.assign_epoch(epoch, log.log_end_offset)
-                elif name == "truncate":
-                    log.truncate_to(int(argument))  # type: ignore[call-overload]
-                elif name == "hw":
-                    log.update_high_watermark(int(argument))  # type: ignore[call-overload]
-                elif name == "flush":
-                    log.flush()
-                else:
-                    log.recover_after_crash(lose_unflushed=bool(argument))
+                epoch = apply_log_op(log, name, argument, epoch)
             assert on_disk.records == in_memory.records
             assert on_disk.high_watermark == in_memory.high_watermark
             assert on_disk.epoch_cache.entries == in_memory.epoch_cache.entries

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from storage_ops import apply_log_op, fill, log_ops
 
 from kafka_format.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -37,11 +38,6 @@ DISK_SETTINGS = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-
-
-def fill(storage: DiskLogStorage, values: list[str], *, epoch: int = 0, start: int = 0) -> None:
-    for offset, value in enumerate(values, start=start):
-        storage.append(offset, epoch, value, timestamp_ms=1_000 + offset)
 
 
 def test_each_append_is_one_v2_batch_carrying_its_leader_epoch(tmp_path: Path) -> None:
@@ -194,19 +190,6 @@ def test_indexes_on_disk_are_the_indexes_kafkas_recovery_builds(
                 ]
 
 
-log_ops = st.lists(
-    st.one_of(
-        st.tuples(st.just("append"), st.text(max_size=6)),
-        st.tuples(st.just("epoch"), st.integers(0, 3)),
-        st.tuples(st.just("truncate"), st.integers(0, 25)),
-        st.tuples(st.just("hw"), st.integers(0, 25)),
-        st.tuples(st.just("flush"), st.none()),
-        st.tuples(st.just("crash"), st.booleans()),
-    ),
-    max_size=40,
-)
-
-
 @DISK_SETTINGS
 @given(ops=log_ops, segment_bytes=st.integers(min_value=60, max_value=300))
 def test_ktk_log_inspect_finds_no_problem_in_a_replica_log_written_by_storage(
@@ -218,19 +201,7 @@ def test_ktk_log_inspect_finds_no_problem_in_a_replica_log_written_by_storage(
         )
         epoch = 0
         for name, argument in ops:
-            if name == "append":
-                log.append(epoch, str(argument))
-            elif name == "epoch":
-                epoch = max(epoch, int(argument))  # type: ignore[call-overload]
-                log.assign_epoch(epoch, log.log_end_offset)
-            elif name == "truncate":
-                log.truncate_to(int(argument))  # type: ignore[call-overload]
-            elif name == "hw":
-                log.update_high_watermark(int(argument))  # type: ignore[call-overload]
-            elif name == "flush":
-                log.flush()
-            else:
-                log.recover_after_crash(lose_unflushed=bool(argument))
+            epoch = apply_log_op(log, name, argument, epoch)
         report = inspect_path(Path(log_dir))
         assert report.ok, [str(finding) for finding in report.all_findings]
         (partition,) = report.partitions
