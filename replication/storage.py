@@ -97,7 +97,7 @@ from kafka_format.checkpoint import (
 )
 from kafka_format.errors import KafkaFormatError
 from kafka_format.model import NewRecord
-from kafka_format.segment import iter_batches, recover_segment
+from kafka_format.segment import Batch, iter_batches, recover_segment
 from replication.errors import InputError, ReplicationError
 from replication.log import EpochEntry, LogRecord
 
@@ -184,6 +184,25 @@ def encode_record(record: StoredRecord, producer: ProducerFields = NO_PRODUCER) 
     )
 
 
+def _stored_records(batch: Batch) -> list[StoredRecord]:
+    """The records of one batch ``encode_record`` wrote, read back: the value from UTF-8 (a
+    lone surrogate as written, a null value as ""), the leader epoch from the batch header.
+
+    >>> _stored_records(next(iter_batches(encode_record(StoredRecord(7, 2, 1000, "hi")))))
+    [StoredRecord(offset=7, leader_epoch=2, timestamp_ms=1000, value='hi')]
+    """
+    epoch = batch.partition_leader_epoch
+    return [
+        StoredRecord(
+            record.offset,
+            epoch,
+            record.timestamp,
+            (record.value or b"").decode("utf-8", "surrogatepass"),
+        )
+        for record in batch.records()
+    ]
+
+
 def decode_batches(
     data: bytes, *, source: str | None = None, base_offset: int = 0
 ) -> tuple[list[tuple[int, StoredRecord]], int]:
@@ -206,20 +225,12 @@ def decode_batches(
         if batch.base_offset <= last_offset:
             break
         try:
-            batch_records = batch.records()
+            batch_records = _stored_records(batch)
         except KafkaFormatError:
             break
         if not batch_records:
             break
-        for record in batch_records:
-            value = record.value or b""
-            stored = StoredRecord(
-                record.offset,
-                batch.partition_leader_epoch,
-                record.timestamp,
-                value.decode("utf-8", "surrogatepass"),
-            )
-            located.append((batch.position, stored))
+        located += [(batch.position, stored) for stored in batch_records]
         last_offset = batch.last_offset
         valid_length = batch.position + batch.size_in_bytes
     return located, valid_length
@@ -498,12 +509,7 @@ class Segment:
             data = handle.read(self.size - position)
         located: list[tuple[int, StoredRecord]] = []
         for batch in iter_batches(data, source=str(self.log_path)):
-            for record in batch.records():
-                value = (record.value or b"").decode("utf-8", "surrogatepass")
-                stored = StoredRecord(
-                    record.offset, batch.partition_leader_epoch, record.timestamp, value
-                )
-                located.append((position + batch.position, stored))
+            located += [(position + batch.position, stored) for stored in _stored_records(batch)]
         return located
 
     def lookup_position(self, offset: int) -> int:
