@@ -49,6 +49,7 @@ from assignors.traces.importers.segments import (
     _Reader,
 )
 from kafka_format import NewRecord, build_batch, iter_batches
+from kafka_format.varint import write_unsigned_varint as uvarint
 
 SEGMENT_BYTES = 100 * 1024 * 1024
 T0 = 1767607200000
@@ -72,16 +73,6 @@ def string(v: str | None) -> bytes:
         return i16(-1)
     raw = v.encode()
     return i16(len(raw)) + raw
-
-
-def uvarint(n: int) -> bytes:
-    out = b""
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if not n:
-            return out + bytes([byte])
-        out += bytes([byte | 0x80])
 
 
 def cstring(v: str | None) -> bytes:
