@@ -97,6 +97,7 @@ from kafka_format.checkpoint import (
 )
 from kafka_format.errors import KafkaFormatError
 from kafka_format.model import NewRecord
+from kafka_format.partition_dir import segment_file_name
 from kafka_format.segment import Batch, iter_batches, recover_segment
 from replication.errors import InputError, ReplicationError
 from replication.log import EpochEntry, LogRecord
@@ -252,15 +253,6 @@ def topic_id_for(topic: str) -> bytes:
         salt += 1
 
 
-def segment_file_name(base_offset: int, suffix: str) -> str:
-    """Kafka's file name for a segment: the base offset padded to 20 digits.
-
-    >>> segment_file_name(42, ".log")
-    '00000000000000000042.log'
-    """
-    return f"{base_offset:020d}{suffix}"
-
-
 def read_offset_index(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
     """The entries of an ``.index`` file as ``(relative offset, position)``."""
     data = Path(path).read_bytes()
@@ -412,15 +404,15 @@ class Segment:
 
     @property
     def log_path(self) -> Path:
-        return self.directory / segment_file_name(self.base_offset, LOG_SUFFIX)
+        return self.directory / segment_file_name(self.base_offset, "log")
 
     @property
     def index_path(self) -> Path:
-        return self.directory / segment_file_name(self.base_offset, INDEX_SUFFIX)
+        return self.directory / segment_file_name(self.base_offset, "index")
 
     @property
     def time_index_path(self) -> Path:
-        return self.directory / segment_file_name(self.base_offset, TIME_INDEX_SUFFIX)
+        return self.directory / segment_file_name(self.base_offset, "timeindex")
 
     def create_files(self) -> None:
         for path in (self.log_path, self.index_path, self.time_index_path):
