@@ -35,6 +35,7 @@ from typing import Any, TypeAlias
 import yaml
 
 from replication.errors import ScenarioError
+from replication.invariants import INVARIANT_NAMES
 from replication.modes import MODE_NAMES
 from replication.view import JsonObject, JsonValue
 
@@ -54,19 +55,6 @@ EXPECT_KEYS = (
     "truncation_detected",
     "unclean_elections",
     "violations",
-)
-# the invariant names of spec/replication-protocol.md section 8 (replication/invariants.py)
-INVARIANT_NAMES: tuple[str, ...] = (
-    "LeaderInIsr",
-    "StrongIsr",
-    "LeaderCompleteness",
-    "LeaderCandidateCompleteness",
-    "ReplicationQuorumSuperset",
-    "LogMatching",
-    "ConsistentRead",
-    "NoCommittedRecordLostGlobally",
-    "ValidControllerIsrAndElr",
-    "MonotonicHighWatermark",
 )
 BROKER_OPS = ("fetch", "crash", "restart", "shutdown", "flush", "isolate", "heal")
 # ops on one network link: ``cut: {from: 1, to: 2, both: false}`` (``heal`` takes a broker id
