@@ -128,11 +128,6 @@ to 1,000,000,000,000 (got 0)
         # frozen: the checked tuples replace whatever sequence was given
         object.__setattr__(self, "brokers", brokers)
         object.__setattr__(self, "replicas", replicas)
-        for replica in replicas:
-            if replica not in brokers:
-                raise ScenarioError(
-                    "replica is not a broker", field="config.replicas", value=replica
-                )
         if self.mode not in MODE_NAMES:
             raise ScenarioError(
                 f"unknown mode; expected one of {', '.join(MODE_NAMES)}",
@@ -152,6 +147,12 @@ to 1,000,000,000,000 (got 0)
             ("alter_partition_delay_ms", 0),
         ):
             _integer(getattr(self, name), f"config.{name}", minimum, MAX_TIME_MS)
+        # last: each field is checked on its own first
+        for replica in replicas:
+            if replica not in brokers:
+                raise ScenarioError(
+                    "replica is not a broker", field="config.replicas", value=replica
+                )
 
     @property
     def clock_tick_ms(self) -> int:
@@ -527,34 +528,10 @@ def _parse_config(raw: object) -> ScenarioConfig:
     unknown = sorted(_shown(key) for key in raw if key not in known)
     if unknown:
         raise ScenarioError("unknown config field", field=f"config.{unknown[0]}", value=unknown[0])
-    brokers = _broker_list(raw.get("brokers"), "config.brokers")
-    replicas = _broker_list(raw.get("replicas"), "config.replicas")
-    values: dict[str, Any] = {"brokers": brokers, "replicas": replicas}
-    mode = raw.get("mode", "current")
-    if not isinstance(mode, str) or mode not in MODE_NAMES:
-        raise ScenarioError(
-            f"unknown mode; expected one of {', '.join(MODE_NAMES)}",
-            field="config.mode",
-            value=mode,
-        )
-    values["mode"] = mode
-    for name in ("unclean_leader_election", "eligible_leader_replicas"):
-        values[name] = _boolean(raw.get(name, False), f"config.{name}")
-    for name in ("maximal_isr", "leso_isr_join"):
-        if raw.get(name) is not None:
-            values[name] = _boolean(raw[name], f"config.{name}")
-    if "min_insync_replicas" in raw:
-        values["min_insync_replicas"] = _integer(
-            raw["min_insync_replicas"], "config.min_insync_replicas", 1, MAX_BROKERS
-        )
-    for name, minimum in (
-        ("replica_lag_time_max_ms", 1),
-        ("broker_session_timeout_ms", 1),
-        ("request_timeout_ms", 1),
-        ("alter_partition_delay_ms", 0),
-    ):
-        if name in raw:
-            values[name] = _integer(raw[name], f"config.{name}", minimum, MAX_TIME_MS)
+    # each value is checked once, by ScenarioConfig (file or code: the same rules)
+    values = {name: raw[name] for name in known if name in raw}
+    values.setdefault("brokers", None)
+    values.setdefault("replicas", None)
     return ScenarioConfig(**values)
 
 
