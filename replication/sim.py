@@ -198,6 +198,8 @@ class Cluster:
         self.lossy_shutdowns = 0
         # directed links that drop every message: (from, to); empty unless a scenario cuts one
         self.cuts: set[tuple[Endpoint, Endpoint]] = set()
+        # no broker isolated and no link cut: ``hears`` answers without looking (most steps)
+        self._links_intact = True
         self._propagate()
 
     # ------------------------------------------------------------------ queries
@@ -217,9 +219,22 @@ class Cluster:
         broker = self.brokers[broker_id]
         return broker.online and not broker.isolated
 
-    def link_up(self, source: Endpoint, target: Endpoint) -> bool:
-        """Messages from ``source`` reach ``target`` (no ``cut`` step dropped that direction)."""
+    def hears(self, source: Endpoint, target: Endpoint) -> bool:
+        """Messages from ``source`` reach ``target``: neither end is an isolated broker
+        (``isolate`` drops all of a broker's links) and no ``cut`` step dropped that direction.
+        Whether a broker runs is not a link's business: callers check ``online``."""
+        if self._links_intact:
+            return True
+        brokers = self.brokers
+        if isinstance(source, int) and brokers[source].isolated:
+            return False
+        if isinstance(target, int) and brokers[target].isolated:
+            return False
         return not self.cuts or (source, target) not in self.cuts
+
+    def connected(self, first: Endpoint, second: Endpoint) -> bool:
+        """Messages get through both ways between ``first`` and ``second``."""
+        return self.hears(first, second) and self.hears(second, first)
 
     # ------------------------------------------------------------------ clients
 
@@ -235,7 +250,7 @@ class Cluster:
         target = self.controller.registration.leader if to is None else to
         if target == -1:
             return self._record_produce(value, acks, NOT_LEADER_OR_FOLLOWER)
-        if not self.reachable(target) or not self.link_up(CLIENTS, target):
+        if not self.brokers[target].online or not self.hears(CLIENTS, target):
             return self._record_produce(value, acks, REQUEST_TIMED_OUT)
         leader = self.brokers[target].replica
         error, offset = leader.append_as_leader(
@@ -256,7 +271,7 @@ class Cluster:
         if acks == 0:
             request.result = "sent"
         elif acks == 1:
-            if self.link_up(target, CLIENTS):
+            if self.hears(target, CLIENTS):
                 request.result = OK
                 self.acked.append(value)
             else:
@@ -286,7 +301,7 @@ class Cluster:
             if replica.role != "leader":
                 request.result = NOT_LEADER_OR_FOLLOWER
                 continue
-            if broker.isolated or (self.cuts and (request.leader_id, CLIENTS) in self.cuts):
+            if not self.hears(request.leader_id, CLIENTS):
                 if self.now_ms >= request.deadline_ms:
                     request.result = REQUEST_TIMED_OUT
                 continue
@@ -304,12 +319,7 @@ class Cluster:
         the leader's epoch cache first and so notices truncation (KIP-320)."""
         consumer = self.consumers.setdefault(consumer_id, ConsumerState())
         leader = self.leader_broker()
-        if (
-            leader is None
-            or leader.isolated
-            or not self.link_up(CLIENTS, leader.broker_id)
-            or not self.link_up(leader.broker_id, CLIENTS)
-        ):
+        if leader is None or not self.connected(CLIENTS, leader.broker_id):
             return "no reachable leader"
         log = leader.replica.log
         note = ""
@@ -346,11 +356,10 @@ class Cluster:
             return "no leader known"
         if broker.isolated or not self.reachable(replica.leader_id):
             return "leader unreachable"
-        if self.cuts:
-            if not self.link_up(broker_id, replica.leader_id):
-                return f"request lost (link {broker_id}->{replica.leader_id} cut)"
-            if not self.link_up(replica.leader_id, broker_id):
-                response_lost = True
+        if not self.hears(broker_id, replica.leader_id):
+            return f"request lost (link {broker_id}->{replica.leader_id} cut)"
+        if not self.hears(replica.leader_id, broker_id):
+            response_lost = True
         leader = self.brokers[replica.leader_id].replica
         if replica.truncating:
             if leader.role != "leader":
@@ -387,14 +396,16 @@ class Cluster:
         """Hand due AlterPartition requests to the controller (held while the sender is cut off)."""
         for item in list(self.in_flight):
             sender = self.brokers[item.request.leader_id]
-            if item.deliver_at_ms > self.now_ms or not self.reachable(sender.broker_id):
-                continue
-            if not self.link_up(sender.broker_id, CONTROLLER):
+            if (
+                item.deliver_at_ms > self.now_ms
+                or not sender.online
+                or not self.hears(sender.broker_id, CONTROLLER)
+            ):
                 continue
             self.in_flight.remove(item)
             error = self.controller.handle_alter_partition(item.request)
             registration = self.controller.registration
-            if self.link_up(CONTROLLER, sender.broker_id):
+            if self.hears(CONTROLLER, sender.broker_id):
                 sender.replica.handle_alter_partition_response(
                     item.request, error, registration.isr, registration.partition_epoch, self.now_ms
                 )
@@ -405,11 +416,8 @@ class Cluster:
         registration = self.controller.registration
         eligible = self.controller.eligible_brokers()
         broker_epochs = self.controller.broker_epochs()
-        cuts = self.cuts
         for broker in self.brokers.values():
-            if not broker.online or broker.isolated:
-                continue
-            if cuts and (CONTROLLER, broker.broker_id) in cuts:
+            if not broker.online or not self.hears(CONTROLLER, broker.broker_id):
                 continue
             replica = broker.replica
             replica.eligible_brokers = eligible
@@ -488,7 +496,7 @@ class Cluster:
             return "already running"
         broker.online = True
         broker.replica.role = "follower"
-        if not self._controller_link_up(broker):
+        if not self.connected(broker_id, CONTROLLER):
             broker.needs_registration = True
             return "restarted, cut off"
         self._register(broker)
@@ -503,6 +511,7 @@ class Cluster:
     def isolate(self, broker_id: int) -> str:
         broker = self.brokers[broker_id]
         broker.isolated = True
+        self._links_intact = False
         if broker.online and broker.silent_since_ms is None:
             broker.silent_since_ms = self.now_ms
         return "isolated"
@@ -510,17 +519,15 @@ class Cluster:
     def heal(self, broker_id: int) -> str:
         broker = self.brokers[broker_id]
         broker.isolated = False
+        self._note_links()
         if not broker.online:
             return "healed (offline)"
         return self._reconnect(broker) or "healed"
 
-    def _controller_link_up(self, broker: Broker) -> bool:
-        """The broker and the controller hear each other (both directions)."""
-        broker_id = broker.broker_id
-        return (
-            not broker.isolated
-            and self.link_up(broker_id, CONTROLLER)
-            and self.link_up(CONTROLLER, broker_id)
+    def _note_links(self) -> None:
+        """After a heal: are all links up again?"""
+        self._links_intact = not self.cuts and not any(
+            broker.isolated for broker in self.brokers.values()
         )
 
     def _reconnect(self, broker: Broker) -> str | None:
@@ -530,11 +537,11 @@ class Cluster:
             return None
         broker_id = broker.broker_id
         if broker.needs_registration:
-            if not self._controller_link_up(broker):
+            if not self.connected(broker_id, CONTROLLER):
                 return None
             self._register(broker)
             return "healed, registered"
-        if self.link_up(broker_id, CONTROLLER) and broker.silent_since_ms is not None:
+        if self.hears(broker_id, CONTROLLER) and broker.silent_since_ms is not None:
             broker.silent_since_ms = None
             self.controller.unfence(broker_id)
         self._propagate()
@@ -546,6 +553,7 @@ class Cluster:
         broker-to-controller link stops heartbeats: fenced after the session timeout."""
         links = [(source, target), (target, source)] if both else [(source, target)]
         self.cuts.update(links)
+        self._links_intact = False
         for broker in self.brokers.values():
             if (
                 broker.online
@@ -558,6 +566,7 @@ class Cluster:
     def heal_link(self, source: Endpoint, target: Endpoint, both: bool = True) -> str:
         links = [(source, target), (target, source)] if both else [(source, target)]
         self.cuts.difference_update(links)
+        self._note_links()
         outcomes = [
             outcome
             for endpoint in (source, target)
