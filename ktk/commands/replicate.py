@@ -349,15 +349,12 @@ def explore_command(
 def _write_findings(report: ExploreReport, out_dir: str, force: bool) -> None:
     """Every finding's minimal scenario into ``out_dir`` through ktk's safe output directory."""
     from ktkbase.outputs import output_directory
-    from replication.scenario import scenario_to_text
+    from replication.explore import write_scenarios
 
     with output_directory(
         out_dir, command="replicate explore", version=__version__, force=force
     ) as staging:
-        for finding in report.findings:
-            (staging / finding.file_name).write_text(
-                scenario_to_text(finding.scenario), encoding="utf-8"
-            )
+        write_scenarios(report, staging)
 
 
 @contextmanager
