@@ -57,12 +57,19 @@ MANIFEST_NAME = ".ktk-output.json"
 
 _STAGING_MARKER = ".ktk-staging"
 _DEBRIS = re.compile(
-    r"^\.(?P<name>.+)\.ktk-(?P<kind>staging|retired)-(?P<host>[^-]+)-(?P<pid>\d+)-"
+    r"^\.(?P<name>.+)\.ktk-(?P<kind>staging|retired|tmp)-(?P<host>[^-]+)-(?P<pid>\d+)-[^.]*$"
 )
+"""Names of what a write leaves beside its target until it ends: staging and retired
+directories (:func:`output_directory`) and temporary files (:func:`atomic_file`)."""
 
 
 def _host() -> str:
     return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+
+
+def _debris_prefix(name: str, kind: str) -> str:
+    """How this process names its ``kind`` of debris of ``name`` (a unique suffix follows)."""
+    return f".{name}.ktk-{kind}-{_host()}-{os.getpid()}-"
 
 
 # -- file systems ---------------------------------------------------------------------------
@@ -346,20 +353,32 @@ def plan_output_directory(
     return _Plan(fs, path, parent, name, mode, previous, command, version, input_paths)
 
 
+def _dead_debris(
+    fs: FileSystem, children: Sequence[str], name: str, kinds: tuple[str, ...]
+) -> Iterator[tuple[str, str]]:
+    """(child, kind) of the ``kinds`` of debris of ``name`` among ``children`` that processes
+    no longer running left behind (a write killed with SIGKILL cannot clean up after itself)."""
+    for child in children:
+        match = _DEBRIS.match(child)
+        if (
+            match is not None
+            and match["name"] == name
+            and match["kind"] in kinds
+            and not fs.process_alive(match["host"], int(match["pid"]))
+        ):
+            yield child, match["kind"]
+
+
 def _clear_debris(plan: _Plan) -> None:
     """Delete what interrupted runs on this target left behind; restore a result caught
     mid-swap (the old result moved aside, the new one not yet in place)."""
     fs = plan.fs
     if not fs.exists(plan.parent):
         return
-    for child in fs.children(plan.parent):
-        match = _DEBRIS.match(child)
-        if match is None or match["name"] != plan.name:
-            continue
-        if fs.process_alive(match["host"], int(match["pid"])):
-            continue
+    children = fs.children(plan.parent)
+    for child, kind in _dead_debris(fs, children, plan.name, ("staging", "retired")):
         path = fs.join(plan.parent, child)
-        if match["kind"] == "staging":
+        if kind == "staging":
             names = set(fs.children(path)) if fs.is_dir(path) else {"?"}
             if _STAGING_MARKER in names or not names:
                 fs.delete_tree(path)
@@ -373,7 +392,7 @@ def _clear_debris(plan: _Plan) -> None:
 
 def _sibling(plan: _Plan, kind: str) -> str:
     unique = uuid.uuid4().hex[:8]
-    return plan.fs.join(plan.parent, f".{plan.name}.ktk-{kind}-{_host()}-{os.getpid()}-{unique}")
+    return plan.fs.join(plan.parent, _debris_prefix(plan.name, kind) + unique)
 
 
 def _begin(plan: _Plan) -> str:
@@ -530,23 +549,15 @@ def check_output_file(
     return path
 
 
-_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.ktk-tmp-(?P<host>[^-]+)-(?P<pid>\d+)-[^.]*$")
-
-
 def _clear_stale_temporaries(parent: Path, name: str) -> None:
-    """Delete the temporary files of ``name`` that processes no longer running left behind
-    (a write killed with SIGKILL cannot clean up after itself)."""
+    """Delete the temporary files of ``name`` that processes no longer running left behind."""
     try:
         children = os.listdir(parent)
     except OSError:
         return
-    for child in children:
-        match = _TEMPORARY.match(child)
-        if match is None or match["name"] != name:
-            continue
-        if not LOCAL.process_alive(match["host"], int(match["pid"])):
-            with suppress(OSError):
-                os.unlink(parent / child)
+    for child, _ in _dead_debris(LOCAL, children, name, ("tmp",)):
+        with suppress(OSError):
+            os.unlink(parent / child)
 
 
 @contextmanager
@@ -573,9 +584,7 @@ def atomic_file(target: str | os.PathLike[str], *, fsync: bool = False) -> Itera
     path = Path(target)
     parent = path.parent if str(path.parent) else Path(".")
     _clear_stale_temporaries(parent, path.name)
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{path.name}.ktk-tmp-{_host()}-{os.getpid()}-", dir=parent
-    )
+    descriptor, temporary = tempfile.mkstemp(prefix=_debris_prefix(path.name, "tmp"), dir=parent)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             yield handle
@@ -623,5 +632,4 @@ def write_output_file(
             path.parent.mkdir(parents=True, exist_ok=True)
         return atomic_write(path, data)
     except OSError as error:
-        plan = _Plan(LOCAL, str(path), "", path.name, "create", None, "", "", ())
-        raise _os_failure(_display(plan.target), error) from None
+        raise _os_failure(_display(str(path)), error) from None
