@@ -52,9 +52,10 @@ def list_inputs(
 ) -> list[tuple[str, str]]:
     """(location to read, name to report) of every data file under ``paths``, by the one
     data-file rule of :mod:`ktkbase.files` (files as given, directories searched recursively,
-    ``.x`` and ``_x`` entries skipped, sorted within a directory). Local files are listed as the
-    Python engine lists them (reported as given, read by absolute path); others through
-    Hadoop's FileSystem API. A missing path raises FileNotFoundError."""
+    ``.x`` and ``_x`` entries skipped, sorted by path components within a directory, each file
+    once even when two arguments reach it). Local files are listed as the Python engine lists
+    them (reported as given, read by absolute path); others through Hadoop's FileSystem API.
+    A missing path raises FileNotFoundError."""
     found: list[tuple[str, str]] = []
     for path in paths:
         local = local_name(path)
@@ -78,7 +79,8 @@ def list_inputs(
             uri = listing.next().getPath().toString()
             if is_data_path(uri[len(root) :].strip("/").split("/"), suffixes):
                 in_directory.append(uri)
-        found.extend((uri, uri) for uri in sorted(in_directory))
+        # sorted by path components, as ktkbase.files sorts local paths
+        found.extend((uri, uri) for uri in sorted(in_directory, key=lambda uri: uri.split("/")))
     # each file once even when two arguments reach it, as the Python engine lists them
     unique: dict[str, tuple[str, str]] = {}
     for location, name in found:

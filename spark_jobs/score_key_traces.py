@@ -77,13 +77,9 @@ def _read_file(file_index: int, uri: str, content: bytes | None) -> pd.DataFrame
 
 def list_trace_files(spark: SparkSession, paths: Sequence[str]) -> list[str]:
     """Key-trace files under ``paths`` in the order ``ktkbase.files.data_files`` gives them
-    (each path's files sorted by path components), so both engines meet traces in the same
-    order."""
-    found: list[str] = []
-    for path in paths:
-        listed = files.list_files(spark, [path], keytrace.KEY_TRACE_SUFFIXES)
-        found.extend(sorted(listed, key=lambda uri: uri.split("/")))
-    return found
+    (each path's files sorted by path components, each file once), so both engines meet traces
+    in the same order."""
+    return files.list_files(spark, paths, keytrace.KEY_TRACE_SUFFIXES)
 
 
 def read_key_traces(spark: SparkSession, paths: Sequence[str]) -> DataFrame:

@@ -177,6 +177,15 @@ def test_key_trace_job_scores_like_the_python_engine(spark) -> None:
     assert as_table[0].equals(as_table[1])
 
 
+def test_key_trace_job_reads_a_file_reached_by_two_arguments_once(spark) -> None:
+    directory = EXAMPLES / "key-traces"
+    inside = sorted(directory.iterdir())[0]
+    names = ["java-builtin", "librdkafka-default"]
+    once = score_key_traces.run([str(directory)], names, seed=5, spark=spark)
+    twice = score_key_traces.run([str(directory), str(inside)], names, seed=5, spark=spark)
+    pd.testing.assert_frame_equal(twice, once)
+
+
 def test_ktk_replay_on_spark_writes_the_python_engines_rows(spark, mixed_traces, tmp_path) -> None:
     from typer.testing import CliRunner
 
