@@ -83,9 +83,7 @@ def _replication_page(result_file: Path, output: Path, *, force: bool) -> None:
     try:
         page = render_replication(result)
     except InputError as error:
-        raise InputError(
-            error.message, source=str(result_file), field=error.field, value=error.value
-        ) from None
+        raise error.located(source=str(result_file)) from None
     written = write_page(output, page, inputs=[result_file], force=force)
     out.print(f"wrote {written} (replication scenario {result.get('name', '?')})", markup=False)
 
