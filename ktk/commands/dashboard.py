@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ktk.console import fail, out, reported_errors
+from ktk.console import out, reported_errors
 
 
 def dashboard_command(
@@ -48,20 +48,15 @@ def dashboard_command(
 
     Exit 0 when the page was written; 2 for unreadable results or a refused output.
     """
-    from dashboards.errors import InputError
-
     with reported_errors():
-        try:
-            if results.is_file():
-                _replication_page(results, output, force=force)
-                return
-            from dashboards.rebalance import write_rebalance_page
+        if results.is_file():
+            _replication_page(results, output, force=force)
+            return
+        from dashboards.rebalance import write_rebalance_page
 
-            written = write_rebalance_page(
-                results, output, timeline_traces=timeline_traces, force=force
-            )
-        except InputError as error:
-            raise fail(str(error)) from None
+        written = write_rebalance_page(
+            results, output, timeline_traces=timeline_traces, force=force
+        )
     skipped = (
         f", {written.skipped_traces:,} skipped traces listed" if written.skipped_traces else ""
     )

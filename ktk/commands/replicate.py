@@ -183,15 +183,11 @@ def _check_html_target(html: str, inputs: list[str], force: bool) -> None:
 
 
 def _write_html(document: dict[str, Any], html: str, inputs: list[str], force: bool) -> None:
-    from dashboards.errors import InputError as PageInputError
     from dashboards.replication import render_replication
     from ktkbase.outputs import write_output_file
 
     with reported_errors():
-        try:
-            page = render_replication(document)
-        except PageInputError as error:
-            raise fail(str(error)) from None
+        page = render_replication(document)
         written = write_output_file(html, page, inputs=inputs, force=force, is_ours=_is_our_page)
     err.print(f"wrote {escape(str(written))}", highlight=False)
 
