@@ -296,6 +296,19 @@ def test_html_refuses_a_file_ktk_did_not_write_and_replaces_its_own_page(tmp_pat
     assert again.exit_code == 0, again.output
 
 
+def test_html_refuses_a_foreign_page_quoting_the_generator_meta_in_its_body(tmp_path: Path):
+    page = tmp_path / "page.html"
+    foreign = (
+        "<!DOCTYPE html><html><head><title>notes</title></head>"
+        '<body><meta name="generator" content="ktk"></body></html>'
+    )
+    page.write_text(foreign)
+    refused = invoke(str(S1), "--html", str(page))
+    assert refused.exit_code == 2
+    assert "refusing to overwrite" in refused.stderr
+    assert page.read_text() == foreign
+
+
 def test_html_never_overwrites_the_scenario_file(tmp_path: Path):
     path = write(tmp_path, [{"produce": "m1"}])
     before = path.read_text()

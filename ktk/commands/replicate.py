@@ -52,7 +52,6 @@ EXPLORE_HELP = (
     "Run seeded random fault schedules; classify what breaks (S1-S5) and shrink each class to "
     "a minimal scenario file that `ktk replicate FILE` replays.\n\n" + EXIT_CODES_EXPLORE
 )
-HTML_GENERATOR = b'<meta name="generator" content="ktk'
 
 
 class _ReplicateGroup(TyperGroup):
@@ -171,24 +170,21 @@ def _run_keeping_logs(
         )
 
 
-def _is_our_page(head: bytes) -> bool:
-    """A page ktk wrote: the generator tag the replication page carries."""
-    return HTML_GENERATOR in head
-
-
 def _check_html_target(html: str, inputs: list[str], force: bool) -> None:
+    from dashboards.page import is_ktk_page
     from ktkbase.outputs import check_output_file
 
-    check_output_file(html, inputs=inputs, force=force, is_ours=_is_our_page)
+    check_output_file(html, inputs=inputs, force=force, is_ours=is_ktk_page)
 
 
 def _write_html(document: dict[str, Any], html: str, inputs: list[str], force: bool) -> None:
+    from dashboards.page import is_ktk_page
     from dashboards.replication import render_replication
     from ktkbase.outputs import write_output_file
 
     with reported_errors():
         page = render_replication(document)
-        written = write_output_file(html, page, inputs=inputs, force=force, is_ours=_is_our_page)
+        written = write_output_file(html, page, inputs=inputs, force=force, is_ours=is_ktk_page)
     err.print(f"wrote {escape(str(written))}", highlight=False)
 
 
