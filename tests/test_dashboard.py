@@ -917,6 +917,21 @@ def test_cli_reports_a_bad_replication_result_in_one_line(tmp_path: Path, conten
     assert not (tmp_path / "s1.html").exists()
 
 
+@pytest.mark.parametrize(
+    "content",
+    [b"[" * 100_000, b'{"ranking": ' + b"7" * 5000 + b"}", b'{"headline": NaN}', b"{"],
+    ids=["deep-nesting", "huge-integer", "nan", "not-json"],
+)
+def test_cli_reports_a_bad_verdict_file_in_one_line(tmp_path: Path, content: bytes) -> None:
+    directory = write_results(tmp_path / "r", synthetic_scores(4, seed=1))
+    (directory / "verdict.json").write_bytes(content)
+    result = _dashboard(str(directory), "-o", str(tmp_path / "o.html"))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert "verdict.json" in result.output and "not a JSON document" in result.output
+    assert not (tmp_path / "o.html").exists()
+
+
 @pytest.mark.parametrize("case", ["summary-absent", "scores-lone-surrogate-trace-id"])
 def test_cli_reports_a_bad_result_file_in_one_line_with_exit_2(tmp_path: Path, case: str) -> None:
     name, spoil, _ = BAD_RESULT_FILES[case]

@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from dashboards.errors import InputError
 from dashboards.page import unencodable_text
+from ktkbase import jsonsafe
 from ktkbase.files import data_files
 
 SCORES_FILE = "scores.parquet"
@@ -566,13 +567,21 @@ def read_results(results_dir: str | os.PathLike[str]) -> RebalanceResults:
 
 def read_verdict_file(path: Path) -> dict[str, Any] | None:
     """``verdict.json`` (None when absent: results older than version 3); a file that is no
-    verdict document is one :class:`InputError`."""
+    verdict document, or JSON :mod:`ktkbase.jsonsafe` refuses (NaN, nesting, huge numbers...),
+    is one :class:`InputError`."""
     if not path.exists():
         return None
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        document = jsonsafe.loads(path.read_text(encoding="utf-8"), source=shown(path))
+    except UnicodeDecodeError as error:
         raise InputError(f"not a JSON document: {error}", source=shown(path)) from None
+    except jsonsafe.JSONInputError as error:
+        raise InputError(
+            f"not a JSON document: {error.reason}",
+            source=shown(path),
+            field=error.field,
+            value=error.value,
+        ) from None
     required = ("ranking", "assignors", "headline")
     if not isinstance(document, dict) or any(key not in document for key in required):
         raise InputError(
