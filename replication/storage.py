@@ -99,7 +99,6 @@ from kafka_format.errors import KafkaFormatError
 from kafka_format.model import NewRecord
 from kafka_format.partition_dir import segment_file_name
 from kafka_format.segment import Batch, iter_batches, recover_segment
-from ktkbase.outputs import atomic_write
 from replication.errors import InputError, ReplicationError
 from replication.log import EpochEntry, LogRecord
 
@@ -361,6 +360,17 @@ def parse_offset_checkpoint(
     ]
 
 
+def _write_atomically(path: Path, text: str, fsync: bool) -> None:
+    """Write to a temporary file and rename it into place, as Kafka's CheckpointFile does."""
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        if fsync:
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
 IndexEntry = tuple[int, int]
 
 
@@ -545,14 +555,14 @@ class DiskLogStorage:
         self._segments: list[Segment] = []
         self._load()
         self.recovery_point = self.log_end_offset
-        atomic_write(
+        _write_atomically(
             self.partition_dir / PARTITION_METADATA,
             format_partition_metadata(topic_id_for(topic)),
-            fsync=fsync,
+            fsync,
         )
         # Kafka lists only logs whose start is above their first segment's base offset
-        atomic_write(
-            self.log_dir / LOG_START_OFFSET_CHECKPOINT, format_offset_checkpoint([]), fsync=fsync
+        _write_atomically(
+            self.log_dir / LOG_START_OFFSET_CHECKPOINT, format_offset_checkpoint([]), fsync
         )
         self._write_recovery_point()
 
@@ -693,15 +703,15 @@ class DiskLogStorage:
         self, high_watermark: int, epoch_entries: Iterable[tuple[int, int]]
     ) -> None:
         """Write ``replication-offset-checkpoint`` and ``leader-epoch-checkpoint``."""
-        atomic_write(
+        _write_atomically(
             self.log_dir / HIGH_WATERMARK_CHECKPOINT,
             format_offset_checkpoint([(self.topic, self.partition, high_watermark)]),
-            fsync=self.fsync,
+            self.fsync,
         )
-        atomic_write(
+        _write_atomically(
             self.partition_dir / LEADER_EPOCH_CHECKPOINT,
             format_leader_epoch_checkpoint(epoch_entries),
-            fsync=self.fsync,
+            self.fsync,
         )
 
     def recover(
@@ -743,10 +753,10 @@ class DiskLogStorage:
             self._write_recovery_point()
 
     def _write_recovery_point(self) -> None:
-        atomic_write(
+        _write_atomically(
             self.log_dir / RECOVERY_POINT_CHECKPOINT,
             format_offset_checkpoint([(self.topic, self.partition, self.recovery_point)]),
-            fsync=self.fsync,
+            self.fsync,
         )
 
     def _new_segment(self, base_offset: int) -> Segment:
