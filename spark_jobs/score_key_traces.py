@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, cast
 import pandas as pd
 import pyarrow as pa
 
+from ktkbase.errors import OutputError
+from ktkbase.outputs import write_output_file
 from partitioners import keytrace, scoring
 from partitioners.keytrace_job import (
     Failure,
@@ -194,7 +196,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--linger-ms", type=int, default=scoring.DEFAULT_LINGER_MS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--master", default=None)
-    parser.add_argument("--out", default=None, help="also write the scores as Parquet here")
+    parser.add_argument(
+        "--out", default=None, help="also write the scores as Parquet here (a new file)"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="--out may replace an existing file (never an input)"
+    )
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.partitioners.split(",") if name.strip()]
     try:
@@ -208,9 +215,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     frame = result.scores
     if args.out:
         table = pa.Table.from_pandas(frame, schema=scoring.SCORE_SCHEMA, preserve_index=False)
+        sink = pa.BufferOutputStream()
         import pyarrow.parquet as pq
 
-        pq.write_table(table, args.out)
+        pq.write_table(table, sink)
+        try:
+            write_output_file(
+                args.out, sink.getvalue().to_pybytes(), inputs=args.traces, force=args.force
+            )
+        except OutputError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     print(frame.to_string(index=False))
     for comparison in result.comparisons:
         print(

@@ -186,6 +186,21 @@ def test_key_trace_job_reads_a_file_reached_by_two_arguments_once(spark) -> None
     pd.testing.assert_frame_equal(twice, once)
 
 
+def test_key_trace_job_out_writes_a_new_file_and_never_replaces_one_it_did_not_make(
+    spark, tmp_path, capsys
+) -> None:
+    trace = sorted((EXAMPLES / "key-traces").iterdir())[0]
+    foreign = tmp_path / "mine.parquet"
+    foreign.write_bytes(b"someone else's file")
+    assert score_key_traces.main([str(trace), "--out", str(foreign)]) == 2
+    assert foreign.read_bytes() == b"someone else's file"
+    assert score_key_traces.main([str(trace), "--out", str(trace)]) == 2
+    assert "it is the input" in capsys.readouterr().err
+    fresh = tmp_path / "scores.parquet"
+    assert score_key_traces.main([str(trace), "--out", str(fresh)]) == 0
+    assert pq.read_table(fresh).num_rows > 0
+
+
 def test_ktk_replay_on_spark_writes_the_python_engines_rows(spark, mixed_traces, tmp_path) -> None:
     from typer.testing import CliRunner
 
