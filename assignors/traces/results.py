@@ -82,11 +82,6 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-def write_parquet(table: pa.Table, path: str | os.PathLike[str]) -> None:
-    """Write one table with the settings every result file uses."""
-    Path(path).write_bytes(parquet_bytes(table))
-
-
 def errors_jsonl(failures: Iterable[TraceFailure]) -> str:
     """errors.jsonl content: one {"trace_id", "file", "reason"} object a line, sorted."""
     lines = [
