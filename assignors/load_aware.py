@@ -127,7 +127,8 @@ def plan_load_aware(group: Group, tolerance: float = DEFAULT_TOLERANCE) -> LoadP
     owner = arrays.claimant.copy()
     if num_partitions == 0:
         return LoadPlan(arrays, owner, weights, 0.0, 0.0)
-    class_of, class_members = arrays.classes()
+    class_of, classes = arrays.classes(group)
+    class_members = list(classes.subscribers)
     lower = lower_bound(weights, class_of, class_members, num_members)
     target = lower * (1.0 + tolerance)
 

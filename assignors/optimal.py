@@ -53,7 +53,11 @@ from ortools.graph.python import min_cost_flow
 
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
-from assignors.traces.scoring import _Classes, _optimal_max_load
+from assignors.traces.scoring import (
+    SubscriptionClasses,
+    optimal_max_load_of,
+    subscription_classes,
+)
 
 _INDEX = np.int64
 NOBODY = -1
@@ -124,31 +128,17 @@ class GroupArrays:
     def num_partitions(self) -> int:
         return int(self.topic_of.size)
 
-    def classes(self) -> tuple[np.ndarray, list[tuple[int, ...]]]:
-        """(class per partition, subscribers per class): a class is the set of topics with the
-        same subscribers (topics nobody subscribes to are not in the space). Members sharing a
-        subscription are handled together, so this is O(distinct subscriptions x topics)."""
-        sharing: dict[tuple[int, ...], list[int]] = {}
-        for member, subscription in enumerate(self.subscriptions):
-            if subscription:
-                sharing.setdefault(subscription, []).append(member)
-        # a topic's subscribers are determined by which distinct subscriptions contain it
-        containing: list[list[int]] = [[] for _ in self.space.topic_names]
-        for position, subscription in enumerate(sharing):
-            for topic in subscription:
-                containing[topic].append(position)
-        groups = list(sharing.values())
-        class_of_key: dict[tuple[int, ...], int] = {}
-        members_of_class: list[tuple[int, ...]] = []
-        topic_class = np.empty(len(self.space.topic_names), dtype=_INDEX)
-        for topic, key_list in enumerate(containing):
-            key = tuple(key_list)
-            found = class_of_key.get(key)
-            if found is None:
-                found = class_of_key[key] = len(members_of_class)
-                members_of_class.append(tuple(sorted(m for g in key for m in groups[g])))
-            topic_class[topic] = found
-        return topic_class[self.topic_of], members_of_class
+    def classes(self, group: Group) -> tuple[np.ndarray, SubscriptionClasses]:
+        """(class per partition, the classes): :func:`subscription_classes` of ``group`` (the
+        group these arrays were made of), numbered as scoring numbers them."""
+        classes = subscription_classes(group)
+        by_topic = classes.class_by_topic
+        topic_class = np.fromiter(
+            (by_topic.get(name, NOBODY) for name in self.space.topic_names),
+            dtype=_INDEX,
+            count=len(self.space.topic_names),
+        )
+        return topic_class[self.topic_of], classes
 
     def weights(self, group: Group) -> np.ndarray | None:
         """Weight per partition; None unless some subscribed topic has weights. Partitions of
@@ -333,11 +323,10 @@ def plan_optimal(group: Group) -> OptimalPlan:
     owner = np.full(num_partitions, NOBODY, dtype=_INDEX)
     if num_partitions == 0:
         return OptimalPlan(arrays, owner, 0, 0, None if not group.has_racks() else 0)
-    class_of, class_members = arrays.classes()
+    class_of, classes = arrays.classes(group)
+    class_members = classes.subscribers
     # scoring's own search over the same classes: the optimum cannot drift from the reference
-    sizes = tuple(np.bincount(class_of, minlength=len(class_members)).tolist())
-    active = len({member for members in class_members for member in members})
-    capacity = _optimal_max_load(_Classes(tuple(class_members), sizes), active)
+    capacity = optimal_max_load_of(classes)
     racks = arrays.rack_sets(group)
     rack_set = racks[0] if racks is not None else np.zeros(num_partitions, dtype=_INDEX)
     num_sets = int(rack_set.max()) + 1

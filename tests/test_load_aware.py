@@ -179,6 +179,15 @@ def test_load_aware_spreads_weightless_partitions_by_count():
     assert counts == [3, 3, 3]
 
 
+def test_load_aware_assigns_around_a_subscribed_topic_without_partitions():
+    group = Group(
+        (Topic("a", 4, weights=(1.0,) * 4), Topic("empty", 0)),
+        (Member("c0", frozenset({"a", "empty"})), Member("c1", frozenset({"a"}))),
+    )
+    counts = [len(tps) for tps in LoadAwareAssignor().assign(group).partitions.values()]
+    assert counts == [2, 2]
+
+
 def test_load_aware_without_weights_and_no_tolerance_balances_counts():
     sub = frozenset({"a", "b"})
     group = Group(

@@ -148,6 +148,18 @@ def test_optimal_gives_up_only_what_balance_needs():
     assert set(assignment.partitions["c0"]) < set(owned)
 
 
+def test_optimal_assigns_around_a_subscribed_topic_without_partitions():
+    group = Group(
+        (Topic("a", 3), Topic("b", 2), Topic("empty", 0)),
+        (Member("c0", frozenset({"a", "empty"})), Member("c1", frozenset({"a", "b"}))),
+    )
+    assignment = OptimalAssignor().assign(group)
+    assert {tp for tps in assignment.partitions.values() for tp in tps} == set(
+        group.subscribed_partitions()
+    )
+    assert max(len(tps) for tps in assignment.partitions.values()) == optimal_max_load(group) == 3
+
+
 def test_optimal_prefers_a_rack_local_member_for_what_moves():
     racks = (frozenset({"x"}), frozenset({"y"}))
     sub = frozenset({"a"})

@@ -176,35 +176,67 @@ def score_key(row: ScoreRow) -> tuple[str, str, int]:
 # exact references
 
 
-class _Classes(NamedTuple):
-    """Partitions grouped by the set of members (indexes) that may take them."""
+class SubscriptionClasses(NamedTuple):
+    """Partitions grouped by the set of members that may take them: a class is the set of
+    topics (with partitions) that have the same subscribers.
+
+    ``subscribers[c]``: indexes into ``group.members`` (ascending) of class ``c``'s subscribers;
+    ``sizes[c]``: its partition count; ``class_by_topic``: topic name -> class, for every topic
+    with partitions that somebody subscribes to; ``considered``: indexes (ascending) of the
+    members subscribed to at least one existing partition. Classes are numbered in the order of
+    their first topic by name.
+    """
 
     subscribers: tuple[tuple[int, ...], ...]
     sizes: tuple[int, ...]
+    class_by_topic: dict[str, int]
+    considered: tuple[int, ...]
 
 
-def _topic_classes(group: Group, considered: Sequence[int]) -> tuple[_Classes, dict[str, int]]:
-    """Classes of topics with identical subscriber sets; also topic name -> class index."""
-    subscribers_by_topic: dict[str, list[int]] = defaultdict(list)
-    for index in considered:
-        for topic in group.members[index].topics:
-            if group.num_partitions(topic) > 0:
-                subscribers_by_topic[topic].append(index)
-    class_of_subscribers: dict[tuple[int, ...], int] = {}
+def subscription_classes(group: Group) -> SubscriptionClasses:
+    """The classes of ``group``'s partitions (the one definition scoring and the optimal and
+    load-aware assignors share).
+
+    Members with the same subscription are handled together, so this is O(members +
+    distinct subscriptions x topics), not O(members x topics).
+
+    >>> from assignors.model import Member, Topic
+    >>> classes = subscription_classes(Group((Topic("a", 4), Topic("b", 1), Topic("z", 0)), (
+    ...     Member("x", frozenset({"a", "z"})), Member("y", frozenset({"a", "b"})))))
+    >>> classes.subscribers, classes.sizes, classes.class_by_topic, classes.considered
+    (((0, 1), (1,)), (4, 1), {'a': 0, 'b': 1}, (0, 1))
+    """
+    counts = {topic.name: topic.num_partitions for topic in group.topics if topic.num_partitions}
+    sharing: dict[frozenset[str], list[int]] = {}
+    for index, member in enumerate(group.members):
+        sharing.setdefault(member.topics, []).append(index)
+    # a topic's subscribers are determined by which distinct subscriptions contain it
+    sharers: list[list[int]] = []
+    containing: dict[str, list[int]] = defaultdict(list)
+    for topics, indexes in sharing.items():
+        existing = [topic for topic in topics if topic in counts]
+        if existing:
+            for topic in existing:
+                containing[topic].append(len(sharers))
+            sharers.append(indexes)
+    class_of_key: dict[tuple[int, ...], int] = {}
+    subscribers: list[tuple[int, ...]] = []
     sizes: list[int] = []
     class_by_topic: dict[str, int] = {}
-    for topic in sorted(subscribers_by_topic):
-        key = tuple(subscribers_by_topic[topic])
-        if key not in class_of_subscribers:
-            class_of_subscribers[key] = len(sizes)
+    for topic in sorted(containing):
+        key = tuple(containing[topic])
+        position = class_of_key.get(key)
+        if position is None:
+            position = class_of_key[key] = len(sizes)
+            subscribers.append(tuple(sorted(m for sharer in key for m in sharers[sharer])))
             sizes.append(0)
-        position = class_of_subscribers[key]
-        sizes[position] += group.num_partitions(topic)
+        sizes[position] += counts[topic]
         class_by_topic[topic] = position
-    return _Classes(tuple(class_of_subscribers), tuple(sizes)), class_by_topic
+    considered = tuple(sorted(m for indexes in sharers for m in indexes))
+    return SubscriptionClasses(tuple(subscribers), tuple(sizes), class_by_topic, considered)
 
 
-def _max_flow_fits(classes: _Classes, capacity: int) -> bool:
+def _max_flow_fits(classes: SubscriptionClasses, capacity: int) -> bool:
     """Can every partition go to a subscriber with no member above ``capacity``?"""
     from ortools.graph.python import max_flow
 
@@ -248,12 +280,12 @@ def optimal_max_load(group: Group) -> int:
     ...     (Member("x", frozenset({"a"})), Member("y", frozenset({"a", "b"})))))
     3
     """
-    considered = _considered_members(group)
-    classes, _ = _topic_classes(group, considered)
-    return _optimal_max_load(classes, len(considered))
+    return optimal_max_load_of(subscription_classes(group))
 
 
-def _optimal_max_load(classes: _Classes, num_considered: int) -> int:
+def optimal_max_load_of(classes: SubscriptionClasses) -> int:
+    """:func:`optimal_max_load` of a group whose classes are known."""
+    num_considered = len(classes.considered)
     total = sum(classes.sizes)
     if total == 0:
         return 0
@@ -262,7 +294,10 @@ def _optimal_max_load(classes: _Classes, num_considered: int) -> int:
     # each class alone bounds the load from below; the union bound over all members too
     lower = max(
         math.ceil(total / num_considered),
-        *(math.ceil(size / len(group)) for group, size in zip(*classes, strict=True)),
+        *(
+            math.ceil(size / len(group))
+            for group, size in zip(classes.subscribers, classes.sizes, strict=True)
+        ),
     )
     if _max_flow_fits(classes, lower):
         return lower
@@ -280,7 +315,7 @@ def _optimal_max_load(classes: _Classes, num_considered: int) -> int:
 
 
 def _min_moved_flow(
-    classes: _Classes,
+    classes: SubscriptionClasses,
     counts: Mapping[tuple[int, str | None], int],
     members_by_identity: Mapping[str, Sequence[int]],
     capacity: int,
@@ -345,15 +380,6 @@ def _min_moved_flow(
     return int(solver.optimal_cost())
 
 
-def _considered_members(group: Group) -> list[int]:
-    """Indexes of members subscribed to at least one existing partition."""
-    return [
-        index
-        for index, member in enumerate(group.members)
-        if any(group.num_partitions(topic) > 0 for topic in member.topics)
-    ]
-
-
 def min_moved(group: Group, previous_owner: Mapping[TopicPartition, str] | None) -> int:
     """The fewest partitions any valid assignment with max load = :func:`optimal_max_load` must
     take from a previous owner (identity) that is still present and subscribed.
@@ -366,10 +392,8 @@ def min_moved(group: Group, previous_owner: Mapping[TopicPartition, str] | None)
     >>> min_moved(group, {TopicPartition("a", p): "x" for p in range(4)})
     2
     """
-    considered = _considered_members(group)
-    classes, class_by_topic = _topic_classes(group, considered)
-    capacity = _optimal_max_load(classes, len(considered))
-    return _min_moved(group, considered, classes, class_by_topic, capacity, previous_owner)
+    classes = subscription_classes(group)
+    return _min_moved(group, classes, optimal_max_load_of(classes), previous_owner)
 
 
 def _member_by_identity(group: Group) -> dict[str, int]:
@@ -381,9 +405,7 @@ def _member_by_identity(group: Group) -> dict[str, int]:
 
 def _min_moved(
     group: Group,
-    considered: Sequence[int],
-    classes: _Classes,
-    class_by_topic: Mapping[str, int],
+    classes: SubscriptionClasses,
     capacity: int,
     previous_owner: Mapping[TopicPartition, str] | None,
 ) -> int:
@@ -394,7 +416,7 @@ def _min_moved(
     # partitions a present, still subscribed previous owner could keep, by (class, owner)
     keepable: Counter[tuple[int, str]] = Counter()
     for tp, owner in previous_owner.items():
-        class_index = class_by_topic.get(tp.topic)
+        class_index = classes.class_by_topic.get(tp.topic)
         index = speaker.get(owner)
         if (
             class_index is not None
@@ -403,19 +425,18 @@ def _min_moved(
             and tp.topic in group.members[index].topics
         ):
             keepable[class_index, owner] += 1
-    return _min_moved_of(classes, len(considered), keepable, speaker, capacity)
+    return _min_moved_of(classes, keepable, speaker, capacity)
 
 
 def _min_moved_of(
-    classes: _Classes,
-    num_considered: int,
+    classes: SubscriptionClasses,
     keepable: Mapping[tuple[int, str], int],
     speaker: Mapping[str, int],
     capacity: int,
 ) -> int:
     if not keepable:
         return 0
-    if len(classes.sizes) == 1 and len(classes.subscribers[0]) == num_considered:
+    if len(classes.sizes) == 1 and len(classes.subscribers[0]) == len(classes.considered):
         # everyone may take everything: each owner keeps up to `capacity`, the rest must move
         return sum(max(0, count - capacity) for count in keepable.values())
     counts: dict[tuple[int, str | None], int] = {key: count for key, count in keepable.items()}
@@ -469,8 +490,8 @@ def score_generation(
     revoked/moved partitions; null when no topic of the group carries weights.
     """
     members = group.members
-    considered = _considered_members(group)
-    classes, class_by_topic = _topic_classes(group, considered)
+    classes = subscription_classes(group)
+    considered, class_by_topic = classes.considered, classes.class_by_topic
     num_partitions = sum(classes.sizes)
 
     counts = _partition_counts(group)
@@ -498,7 +519,7 @@ def score_generation(
     min_load = min(loads.values(), default=0)
     max_load = max(loads.values(), default=0)
     balanced = _is_balanced(group, partitions_by_member, loads)
-    capacity = _optimal_max_load(classes, len(considered))
+    capacity = optimal_max_load_of(classes)
 
     # churn against the previous final assignment
     moved = forced = revoked = minimum_moved = minimum_moved_own = 0
@@ -542,12 +563,12 @@ def score_generation(
             moved += not still_held
             if not still_held:
                 moved_weight += weight
-        minimum_moved = _min_moved_of(classes, len(considered), keepable, speaker, capacity)
+        minimum_moved = _min_moved_of(classes, keepable, speaker, capacity)
         own_capacity = max(max_load, capacity)
         minimum_moved_own = (
             minimum_moved
             if own_capacity == capacity
-            else _min_moved_of(classes, len(considered), keepable, speaker, own_capacity)
+            else _min_moved_of(classes, keepable, speaker, own_capacity)
         )
 
     return ScoreRow(
