@@ -182,6 +182,10 @@ def _path_of(value: object, target: object, path: str = "") -> str | None:
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# bytes deleted to leave brackets, quotes and backslashes (UTF-8 multibyte sequences hold no
+# ASCII byte); the depth change of each bracket byte
+_NOT_SKELETON = bytes(byte for byte in range(256) if byte not in b'[]{}"\\')
+_BYTE_STEP = [_STEP.get(chr(byte), 0) for byte in range(256)]
 # escapes that decode to a surrogate or NUL, and raw surrogates (text decoded leniently)
 _SUSPECT = re.compile("\\\\u(?:[dD][89a-fA-F]|0000)|[\ud800-\udfff]")
 _BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
@@ -193,10 +197,17 @@ def nesting_depth(text: str) -> int:
     >>> nesting_depth('{"a": [[1], "]]]"], "b": {}}'), nesting_depth("7")
     (3, 0)
     """
-    if '"' in text:
-        text = _STRING.sub("", text)
-    brackets = _NOT_BRACKET.sub("", text)
-    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    # The fast way keeps only brackets, quotes and backslashes (C-level passes). Without
+    # backslashes each string is a quote, the brackets it holds, a quote; once the empty pairs
+    # ("") are gone, no quote is left unless some string holds a bracket (its opening quote ends
+    # a run of consecutive quotes of odd length). Otherwise strings are cut out exactly.
+    skeleton = text.encode("utf-8", "surrogatepass").translate(None, _NOT_SKELETON)
+    if b'"' in skeleton:
+        skeleton = skeleton.replace(b'""', b"")
+    if b'"' in skeleton or b"\\" in skeleton:
+        brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+        return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    return max(itertools.accumulate(map(_BYTE_STEP.__getitem__, skeleton)), default=0)
 
 
 def _bad_string(value: object, path: str) -> tuple[str, str, str] | None:
@@ -290,7 +301,10 @@ def decode_at(
         raise refused(
             "key appears twice in one object", None, f"{path}.{key}" if path else key, end
         )
-    if _SUSPECT.search(text, position, end):
+    # an ASCII text holds no raw surrogate, so only an escape "\\u" can be suspect
+    if not (text.isascii() and text.find("\\u", position, end) < 0) and _SUSPECT.search(
+        text, position, end
+    ):
         bad = _bad_string(value, "")
         if bad is not None:
             path, string, reason = bad
