@@ -202,7 +202,13 @@ class Member:
         >>> static.identity, Member("c-7", frozenset()).identity
         ('pod-0', 'c-7')
         """
-        return self.instance_id if self.instance_id is not None else self.member_id
+        return member_identity(self.member_id, self.instance_id)
+
+
+def member_identity(member_id: str, instance_id: str | None) -> str:
+    """Who a member is across rebalances (:attr:`Member.identity`, and a trace member's): the
+    static instance id, else the member id."""
+    return instance_id if instance_id is not None else member_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ def small_cases(draw):  # type: ignore[no-untyped-def]
             tuple(Topic(t.name, sum(1 for tp in partitions if tp.topic == t.name)) for t in topics),
             group.members,
         )
-    identities = [m.instance_id or m.member_id for m in group.members] + ["gone"]
+    identities = [m.identity for m in group.members] + ["gone"]
     previous = {}
     for tp in partitions:
         owner = draw(st.sampled_from([None, *identities]))
@@ -61,7 +61,7 @@ def _brute_force(group: Group, previous: dict[TopicPartition, str]) -> tuple[int
     considered = [m for m in group.members if any(group.num_partitions(t) > 0 for t in m.topics)]
     partitions = group.subscribed_partitions()
     choices = [[m for m in considered if tp.topic in m.topics] for tp in partitions]
-    identity = {m.member_id: m.instance_id or m.member_id for m in group.members}
+    identity = {m.member_id: m.identity for m in group.members}
     best: tuple[int, int] | None = None
     for owners in itertools.product(*choices):
         loads = {m.member_id: 0 for m in considered}

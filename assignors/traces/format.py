@@ -42,6 +42,7 @@ from assignors.model import (
     MAX_PARTITIONS,
     Topic,
     TopicPartition,
+    member_identity,
 )
 
 FORMAT_VERSION = 1
@@ -62,7 +63,7 @@ class TraceMember:
     @property
     def identity(self) -> str:
         """Who this member is across generations: the static instance id, else the member id."""
-        return self.instance_id if self.instance_id is not None else self.member_id
+        return member_identity(self.member_id, self.instance_id)
 
 
 @dataclass(frozen=True, slots=True)
