@@ -26,7 +26,7 @@ import numpy as np
 
 from partitioners.errors import InputError
 from partitioners.hashing import KeyInput, as_binary_array, key_lengths, null_mask
-from partitioners.limits import check_int, check_partitions
+from partitioners.limits import MAX_INT32, check_int, check_partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +159,7 @@ class FixedPartition(UnkeyedStrategy):
     a null key, and handy in examples)."""
 
     def __init__(self, partition: int) -> None:
-        self.partition = check_int("FixedPartition", "partition", partition, low=0, high=2**31 - 1)
+        self.partition = check_int("FixedPartition", "partition", partition, low=0, high=MAX_INT32)
 
     def choose(self, topic: str, key: bytes | None, metadata: TopicMetadata, now_ms: int) -> int:
         return self.partition % metadata.num_partitions

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assignors.errors import InputError
+from assignors.model import INT64_MAX, INT64_MIN
 from assignors.traces.format import TraceMember, parse_generation
 from ktkbase import jsonsafe
 
@@ -83,7 +84,6 @@ class ImportOptions:
 # numbers printed as text
 
 _DECIMAL = re.compile(r"-?\d{1,19}")
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def integer_text(text: str, *, source: str, line: int | None, field: str) -> int:
