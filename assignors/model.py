@@ -332,6 +332,21 @@ class PartitionSpace:
         pairs = zip(names, numbers.tolist(), strict=True)
         return list(map(tuple.__new__, repeat(TopicPartition), pairs))
 
+    def fill_objects(self, objects: np.ndarray) -> np.ndarray:
+        """``objects`` (one :class:`TopicPartition` or None per partition index: the request's
+        own objects where a member held the partition) with every None replaced, in place, by
+        a new object; returned for chaining.
+
+        >>> space = PartitionSpace(("a",), (2,))
+        >>> space.fill_objects(np.array([None, TopicPartition("a", 1)], dtype=object)).tolist()
+        [TopicPartition(topic='a', partition=0), TopicPartition(topic='a', partition=1)]
+        """
+        missing = np.flatnonzero(np.equal(objects, None))  # type: ignore[call-overload]
+        if missing.size:
+            made = self.partition_objects(missing)
+            objects[missing] = np.fromiter(made, dtype=object, count=missing.size)
+        return objects
+
 
 class Assignment:
     """The result of one assignment round: member id -> partitions (sorted), every member of the

@@ -52,7 +52,7 @@ import numpy as np
 from ortools.graph.python import min_cost_flow
 
 from assignors.base import RebalanceProtocol
-from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
+from assignors.model import Assignment, Group, PartitionSpace, member_runs
 from assignors.traces.scoring import (
     SubscriptionClasses,
     optimal_max_load_of,
@@ -202,8 +202,7 @@ class GroupArrays:
             owner = owner.copy()
             owner[left_out] = NOBODY
         objects = self.filled_objects()
-        order = np.argsort(owner, kind="stable")
-        bounds = np.searchsorted(owner[order], np.arange(len(self.member_ids) + 1))
+        order, bounds = member_runs(owner, len(self.member_ids))
         partitions = {
             member_id: tuple(objects[order[bounds[i] : bounds[i + 1]]].tolist())
             for i, member_id in enumerate(self.member_ids)
@@ -212,15 +211,7 @@ class GroupArrays:
         return Assignment(dict(sorted(partitions.items())), withheld)
 
     def filled_objects(self) -> np.ndarray:
-        missing = np.flatnonzero(np.equal(self.objects, None))  # type: ignore[call-overload]
-        if missing.size:
-            offsets = np.asarray(self.space.offsets, dtype=_INDEX)
-            positions = self.topic_of[missing]
-            names = np.asarray(self.space.topic_names, dtype=object)[positions].tolist()
-            numbers = (missing - offsets[positions]).tolist()
-            made = map(TopicPartition, names, numbers)
-            self.objects[missing] = np.fromiter(made, dtype=object, count=missing.size)
-        return self.objects
+        return self.space.fill_objects(self.objects)
 
 
 def _valid_claims(

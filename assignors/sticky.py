@@ -72,11 +72,10 @@ import numpy as np
 from ortools.graph.python import max_flow, min_cost_flow
 
 from assignors.base import RebalanceProtocol
-from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
+from assignors.model import Assignment, Group, PartitionSpace, TopicPartition, member_runs
 
 _INDEX = np.int64
 _NOBODY = -1
-_NONE = np.array(None, dtype=object)  # compares element-wise with an object array
 # heterogeneous groups with at most this many subscription edges get a local search over member
 # loads for fewer moves, trying at most this many load vectors (one small flow each)
 LOAD_SEARCH_EDGES = 2_000
@@ -114,8 +113,7 @@ class StickyPlan:
             owner = owner.copy()
             owner[left_out] = _NOBODY
         objects = self._filled_objects()
-        order = np.argsort(owner, kind="stable")
-        bounds = np.searchsorted(owner[order], np.arange(len(self.member_ids) + 1))
+        order, bounds = member_runs(owner, len(self.member_ids))
         return {
             member_id: tuple(objects[order[bounds[i] : bounds[i + 1]]].tolist())
             for i, member_id in enumerate(self.member_ids)
@@ -126,15 +124,7 @@ class StickyPlan:
         return tuple(self._filled_objects()[np.sort(indexes)].tolist())
 
     def _filled_objects(self) -> np.ndarray:
-        missing = np.flatnonzero(np.equal(self.objects, _NONE))
-        if missing.size:
-            offsets = np.asarray(self.space.offsets, dtype=_INDEX)
-            positions = np.searchsorted(offsets, missing, side="right") - 1
-            names = np.asarray(self.space.topic_names, dtype=object)[positions].tolist()
-            numbers = (missing - offsets[positions]).tolist()
-            made = map(TopicPartition, names, numbers)
-            self.objects[missing] = np.fromiter(made, dtype=object, count=missing.size)
-        return self.objects
+        return self.space.fill_objects(self.objects)
 
 
 class StickyAssignor:

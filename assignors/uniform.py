@@ -195,27 +195,15 @@ def _objects_at(plan: UniformPlan, indexes: np.ndarray) -> list[TopicPartition]:
     """TopicPartition objects for ``indexes``: the request's own where a member held the
     partition, new ones for the rest."""
     if plan.objects is None or not indexes.size:
-        return _partition_objects(plan.space, indexes)
+        return plan.space.partition_objects(indexes)
     picked = plan.objects[indexes]
     missing = np.flatnonzero(np.equal(picked, None))  # type: ignore[call-overload]  # None is fine
     if missing.size:
         picked[missing] = np.fromiter(
-            _partition_objects(plan.space, indexes[missing]), dtype=object, count=missing.size
+            plan.space.partition_objects(indexes[missing]), dtype=object, count=missing.size
         )
     result: list[TopicPartition] = picked.tolist()
     return result
-
-
-def _partition_objects(space: PartitionSpace, indexes: np.ndarray) -> list[TopicPartition]:
-    """TopicPartition objects for ``indexes``, in that order (built in C, no per-item Python)."""
-    if not indexes.size:
-        return []
-    offsets = np.asarray(space.offsets, dtype=_INDEX)
-    positions = np.searchsorted(offsets, indexes, side="right") - 1
-    names = np.asarray(space.topic_names, dtype=object)[positions].tolist()
-    numbers = (indexes - offsets[positions]).tolist()
-    # tuple.__new__ builds the NamedTuple in C, without its Python-level __new__
-    return list(map(tuple.__new__, repeat(TopicPartition), zip(names, numbers, strict=True)))
 
 
 def plan_uniform(
