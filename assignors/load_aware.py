@@ -57,10 +57,11 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.graph.python import max_flow
 
+from assignors.arrays import NOBODY, GroupArrays
 from assignors.base import RebalanceProtocol
 from assignors.errors import InputError
 from assignors.model import Assignment, Group
-from assignors.optimal import NOBODY, GroupArrays
+from assignors.optimal import partition_classes
 
 DEFAULT_TOLERANCE = 0.05
 """Default ``tolerance``: the max weighted load may exceed the lower bound by 5%."""
@@ -127,7 +128,7 @@ def plan_load_aware(group: Group, tolerance: float = DEFAULT_TOLERANCE) -> LoadP
     owner = arrays.claimant.copy()
     if num_partitions == 0:
         return LoadPlan(arrays, owner, weights, 0.0, 0.0)
-    class_of, classes = arrays.classes(group)
+    class_of, classes = partition_classes(arrays, group)
     class_members = list(classes.subscribers)
     lower = lower_bound(weights, class_of, class_members, num_members)
     target = lower * (1.0 + tolerance)

@@ -64,13 +64,13 @@ per-partition quantity is a numpy array, so the cost is dominated by a few sorts
 
 from __future__ import annotations
 
-import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
 
 import numpy as np
 from ortools.graph.python import max_flow, min_cost_flow
 
+from assignors.arrays import GroupArrays
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group, PartitionSpace, TopicPartition, member_runs
 
@@ -143,41 +143,19 @@ class StickyAssignor:
 
 def plan_sticky(group: Group) -> StickyPlan:
     """Balanced, sticky, rack-preferring owners for every subscribed partition of ``group``."""
-    space = group.partition_space()
-    members = group.members
+    arrays = GroupArrays.of(group)
+    space, members = arrays.space, group.members
     num_members = len(members)
     num_partitions = space.size
     counts = np.asarray(space.partition_counts, dtype=_INDEX)
     offsets = np.asarray(space.offsets, dtype=_INDEX)
-    topic_position = {name: position for position, name in enumerate(space.topic_names)}
-
-    known: dict[frozenset[str], tuple[int, ...]] = {}  # members mostly share subscriptions
-    subscriptions = []
-    for member in members:
-        subscription = known.get(member.topics)
-        if subscription is None:
-            subscription = tuple(
-                sorted(
-                    p
-                    for name in member.topics
-                    if (p := topic_position.get(name)) is not None and counts[p] > 0
-                )
-            )
-            known[member.topics] = subscription
-        subscriptions.append(subscription)
+    subscriptions = arrays.subscriptions
     # ties go to the member that sorts first by static instance id, else by member id
-    by_sort_key = sorted(
-        range(num_members), key=lambda i: (members[i].identity, members[i].member_id)
-    )
-    rank = np.empty(num_members, dtype=_INDEX)
-    rank[by_sort_key] = np.arange(num_members, dtype=_INDEX)
-
-    claimant, contested, objects = _valid_claims(
-        group, subscriptions, counts, offsets, topic_position
-    )
+    rank = arrays.rank
+    claimant, contested, objects = arrays.claimant, arrays.contested, arrays.objects
     state = _State(
         claimant=claimant,
-        topic_of=np.repeat(np.arange(counts.size, dtype=_INDEX), counts),
+        topic_of=arrays.topic_of,
         rank=rank,
         racks=_RackMap.build(group, space) if group.has_racks() else None,
         owner=np.full(num_partitions, _NOBODY, dtype=_INDEX),
@@ -192,64 +170,6 @@ def plan_sticky(group: Group) -> StickyPlan:
         _assign_heterogeneous(state, subscriptions, counts, offsets)
     member_ids = tuple(m.member_id for m in members)
     return StickyPlan(space, member_ids, state.owner, claimant, contested, objects)
-
-
-def _valid_claims(
-    group: Group,
-    subscriptions: list[tuple[int, ...]],
-    counts: np.ndarray,
-    offsets: np.ndarray,
-    topic_position: dict[str, int],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(claimant per partition, contested mask, claimed TopicPartition objects): the highest
-    generation wins, a tie in it voids the partition's claims."""
-    num_topics, num_partitions = counts.size, int(counts.sum())
-    lookup = topic_position.get
-    partition_parts, member_parts, generation_parts = [], [], []
-    objects = np.full(num_partitions, None, dtype=object)
-    for i, member in enumerate(group.members):
-        owned = member.owned_partitions
-        if not owned or not subscriptions[i]:
-            continue
-        positions = np.fromiter(
-            map(lookup, map(operator.itemgetter(0), owned), repeat(-1)),
-            dtype=_INDEX,
-            count=len(owned),
-        )
-        numbers = np.fromiter(map(operator.itemgetter(1), owned), dtype=_INDEX, count=len(owned))
-        subscribed = np.zeros(num_topics + 1, dtype=bool)  # the extra slot answers position -1
-        subscribed[list(subscriptions[i])] = True
-        safe_positions = np.where(positions >= 0, positions, 0)
-        valid = subscribed[positions] & (numbers >= 0) & (numbers < counts[safe_positions])
-        indexes = offsets[safe_positions[valid]] + numbers[valid]
-        objects[indexes] = np.fromiter(owned, dtype=object, count=len(owned))[valid]
-        partition_parts.append(indexes)
-        member_parts.append(np.full(indexes.size, i, dtype=_INDEX))
-        generation_parts.append(np.full(indexes.size, member.generation, dtype=_INDEX))
-
-    claimant = np.full(num_partitions, _NOBODY, dtype=_INDEX)
-    contested = np.zeros(num_partitions, dtype=bool)
-    if not partition_parts:
-        return claimant, contested, objects
-    partitions = np.concatenate(partition_parts)
-    claim_members = np.concatenate(member_parts)
-    generations = np.concatenate(generation_parts)
-    order = np.lexsort((-generations, partitions))
-    partitions, claim_members, generations = (
-        partitions[order],
-        claim_members[order],
-        generations[order],
-    )
-    first = np.ones(partitions.size, dtype=bool)
-    first[1:] = partitions[1:] != partitions[:-1]
-    # a partition's claims are sorted newest first; a second claim as new as the first voids it
-    tied = np.zeros(partitions.size, dtype=bool)
-    tied[:-1] = ~first[1:] & (generations[1:] == generations[:-1])
-    leaders = np.flatnonzero(first)
-    void = tied[leaders]
-    claimant[partitions[leaders[~void]]] = claim_members[leaders[~void]]
-    contested[partitions[leaders[void]]] = True
-    return claimant, contested, objects
 
 
 def _uniform_targets(
@@ -300,7 +220,7 @@ def _water_fill(loads: np.ndarray, units: int, rank: np.ndarray) -> np.ndarray:
 
 def _assign_heterogeneous(
     state: _State,
-    subscriptions: list[tuple[int, ...]],
+    subscriptions: Sequence[tuple[int, ...]],
     counts: np.ndarray,
     offsets: np.ndarray,
 ) -> None:
