@@ -47,8 +47,6 @@ from assignors.model import (
 
 FORMAT_VERSION = 1
 
-_JSON_SEPARATORS = (",", ":")
-
 
 @dataclass(frozen=True, slots=True)
 class TraceMember:
