@@ -61,10 +61,8 @@ parity tests do that). See docs/assignors-kip848.md for every difference.
 
 from __future__ import annotations
 
-import gc
 import operator
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Literal
@@ -72,7 +70,14 @@ from typing import Literal
 import numpy as np
 
 from assignors.base import RebalanceProtocol
-from assignors.model import Assignment, Group, Member, PartitionSpace, TopicPartition
+from assignors.model import (
+    Assignment,
+    Group,
+    Member,
+    PartitionSpace,
+    TopicPartition,
+    no_cycle_collection,
+)
 
 _INDEX = np.int64
 _NOBODY = -1
@@ -160,35 +165,13 @@ def assignment_of(plan: UniformPlan, *, withhold: bool = False) -> Assignment:
         keys = keys.astype(np.int16)
     order = assigned[np.argsort(keys, kind="stable")]
     bounds = np.searchsorted(owner[order], np.arange(len(plan.member_ids) + 1))
-    with _no_cycle_collection():
+    with no_cycle_collection():
         objects = _objects_at(plan, order)
         result: dict[str, tuple[TopicPartition, ...]] = {}
         for i, member_id in enumerate(plan.member_ids):
             result[member_id] = tuple(objects[bounds[i] : bounds[i + 1]])
         held_back = tuple(_objects_at(plan, withheld))
     return Assignment(result, held_back)
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Build a million partition tuples without the cycle collector scanning them.
-
-    They hold no reference cycles (and NamedTuples are never untracked), so each collector pass
-    triggered while they are made, and the first pass after, would only walk them: the whole
-    build would take several times longer. The collector is paused while they are made, then
-    they are moved straight to the oldest generation (``freeze`` + ``unfreeze`` splice lists in
-    O(1)), unless the program froze objects of its own.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 def _objects_at(plan: UniformPlan, indexes: np.ndarray) -> list[TopicPartition]:

@@ -68,6 +68,7 @@ from assignors.model import (
     Topic,
     TopicPartition,
     member_runs,
+    no_cycle_collection,
 )
 from ktkbase import jsonsafe
 
@@ -367,6 +368,12 @@ def read_requests(
     """Every request of a JSON Lines text or a JSON array text, in order, each parsed or carrying
     its error. Raises InputError when the text is not JSON at all (no line is JSON text, or an
     array that is not); JSON the decoder refuses (NaN, nesting, ...) fails its request only."""
+    # a request of a million partitions is millions of small objects, none in a cycle
+    with no_cycle_collection():
+        return _read_requests(text, source, assignor_override)
+
+
+def _read_requests(text: str, source: str | None, assignor_override: str | None) -> list[Entry]:
     known = tuple(registry.names())
     decoded = list(_decode(text, source))
     if decoded and all(isinstance(obj, _NotJSONError) for _, obj in decoded):
