@@ -41,10 +41,6 @@ RECORDED = "recorded"
 MAX_ROUNDS = 5
 
 
-def _exists(group: Group, tp: TopicPartition) -> bool:
-    return 0 <= tp.partition < group.num_partitions(tp.topic)
-
-
 def _group_of(
     generation: Generation,
     owned_by_identity: Mapping[str, tuple[TopicPartition, ...]],
@@ -52,12 +48,17 @@ def _group_of(
     previous_identities: frozenset[str],
 ) -> Group:
     """Step 1 of the replay: members with their subscriptions and what they owned before."""
-    shell = Group(generation.topics, ())
+    counts = {topic.name: topic.num_partitions for topic in generation.topics}
     members = []
     for member in generation.members:
         identity = member.identity
         present_before = previous_generation is not None and identity in previous_identities
-        owned = tuple(tp for tp in owned_by_identity.get(identity, ()) if _exists(shell, tp))
+        # what still exists (a topic may have been deleted or shrunk since)
+        owned = tuple(
+            tp
+            for tp in owned_by_identity.get(identity, ())
+            if 0 <= tp.partition < counts.get(tp.topic, 0)
+        )
         members.append(
             Member(
                 member_id=member.member_id,
