@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from assignors.traces.cost import DEFAULT_HEARTBEAT_SECONDS, DEFAULT_ROUND_SECONDS, CostModel
-from assignors.traces.verdict import build_verdict
 from ktk.commands.options import force_option, out_option
 from ktk.console import err, escape, fail, out, reported_errors, warn
 from ktk.output_formats import checked_format, format_option, plural
+
+if TYPE_CHECKING:
+    from assignors.traces.cost import CostModel
 
 EXIT_BAD_TRACES = 1
 ENGINES = ("auto", "python", "spark")
@@ -21,6 +22,11 @@ ENGINES = ("auto", "python", "spark")
 AUTO_SPARK_BYTES = 24_000_000
 # .jsonl.gz and .parquet hold several times their size in trace rows
 COMPRESSED_FACTOR = 5
+# the cost model's defaults, assignors.traces.cost.DEFAULT_ROUND_SECONDS and
+# DEFAULT_HEARTBEAT_SECONDS (a test ties them): importing that module for --help would load
+# numpy and pyarrow into every `ktk` start-up
+DEFAULT_ROUND_SECONDS = 3.0
+DEFAULT_HEARTBEAT_SECONDS = 5.0
 
 
 def input_bytes(paths: list[str]) -> int | None:
@@ -388,6 +394,9 @@ def replay_command(
 
     A missing path, an unknown assignor or a refused --out exits 2.
     """
+    from assignors.traces.cost import CostModel
+    from assignors.traces.verdict import build_verdict
+
     if engine not in ENGINES:
         raise fail(f"--engine must be one of {', '.join(ENGINES)} (got {engine!r})")
     output_format = checked_format(output_format)
