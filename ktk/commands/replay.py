@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ktk.commands.options import force_option, out_option
-from ktk.console import err, escape, fail, out, reported_errors, warn
+from ktk.console import ensure_one_of, err, escape, fail, out, reported_errors, warn
 from ktk.output_formats import checked_format, format_option, plural
 
 if TYPE_CHECKING:
@@ -397,8 +397,7 @@ def replay_command(
     from assignors.traces.cost import CostModel
     from assignors.traces.verdict import build_verdict
 
-    if engine not in ENGINES:
-        raise fail(f"--engine must be one of {', '.join(ENGINES)} (got {engine!r})")
+    ensure_one_of("--engine", engine, ENGINES)
     output_format = checked_format(output_format)
     try:
         cost_model = CostModel(round_seconds, heartbeat_seconds)
