@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from conftest import EXAMPLES, REPO_ROOT
+from conftest import EXAMPLES, ktk_process
 from typer.testing import CliRunner
 
 from ktk.cli import app
@@ -51,19 +51,6 @@ def generate(out: Path, *extra: str):  # type: ignore[no-untyped-def]
 
 def error_lines(outcome) -> list[str]:  # type: ignore[no-untyped-def]
     return [line for line in outcome.stderr.splitlines() if line.strip()]
-
-
-def ktk_process(*args: str, cwd: Path, **settings) -> subprocess.Popen:  # type: ignore[no-untyped-def]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "200"}
-    env.update(settings.pop("env", {}))
-    return subprocess.Popen(
-        [sys.executable, "-m", "ktk", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        **settings,
-    )
 
 
 def debris(parent: Path, name: str) -> list[str]:
