@@ -447,6 +447,28 @@ def test_stale_java_home_is_one_line_exit_2_and_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_replay_on_spark_with_a_stale_java_home_is_one_line_exit_2(tmp_path):
+    traces = EXAMPLES / "traces" / "mixed-s137.jsonl"
+    process = ktk_process(
+        "replay",
+        str(traces),
+        "--engine",
+        "spark",
+        "--out",
+        str(tmp_path / "r"),
+        cwd=tmp_path,
+        env={"JAVA_HOME": str(tmp_path / "nonexistent")},
+    )
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 2
+    # (the progress bar, transient, leaves a blank line on a stream that is no terminal)
+    assert [line for line in stderr.decode().splitlines() if line] == [
+        f"error: JAVA_HOME is {tmp_path / 'nonexistent'}, which does not exist; point JAVA_HOME "
+        "at a JDK 17+ or unset it to use the `java` on the PATH"
+    ]
+    assert stdout == b"" and list(tmp_path.iterdir()) == []
+
+
 def test_jvm_that_dies_is_one_line_exit_2(tmp_path, monkeypatch):
     from py4j.protocol import Py4JNetworkError
 

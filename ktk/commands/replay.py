@@ -150,42 +150,39 @@ def _run_spark(
 
     from ktk import __version__
     from spark_jobs.replay_traces import run
-    from spark_jobs.session import JavaNotFoundError, parse_conf
+    from spark_jobs.session import parse_conf
 
     try:
         settings = parse_conf(conf)
     except ValueError as error:
         raise fail(str(error)) from None
-    try:
-        # one bar over traces (Spark's own console progress is off)
-        with Progress(
-            TextColumn("replaying on Spark"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("replay", total=None)
+    # one bar over traces (Spark's own console progress is off)
+    with Progress(
+        TextColumn("replaying on Spark"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("replay", total=None)
 
-            def advance(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
 
-            result = run(
-                paths,
-                names,
-                out_dir,
-                timings=timings,
-                master=master,
-                conf=settings,
-                command=command,
-                version=__version__,
-                force=force,
-                progress=advance,
-                cost_model=cost_model,
-            )
-    except JavaNotFoundError as error:
-        raise fail(str(error)) from None
+        result = run(
+            paths,
+            names,
+            out_dir,
+            timings=timings,
+            master=master,
+            conf=settings,
+            command=command,
+            version=__version__,
+            force=force,
+            progress=advance,
+            cost_model=cost_model,
+        )
     return result.summary, result.errors
 
 
