@@ -41,7 +41,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
     "spark.driver.memory": "2g",
     "spark.sql.shuffle.partitions": "16",
-    # the replay stage shuffles few bytes but heavy work: keep every partition a separate task
+    # the key-trace job's grouped stage shuffles few bytes but heavy work: keep every
+    # partition a separate task (the replay stage plans its own tasks, see bucket_plan)
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
