@@ -308,6 +308,15 @@ def is_interactive() -> bool:
     return sys.stderr.isatty()
 
 
+def ensure_one_of(option: str, value: str, choices: Sequence[str]) -> None:
+    """Fail (one line naming the option and its choices, exit 2) unless value is one of them.
+
+    >>> ensure_one_of("--format", "json", ("table", "json", "csv"))
+    """
+    if value not in choices:
+        raise fail(f"{option} must be one of {', '.join(choices)} (got {value!r})")
+
+
 def ensure_within(option: str, value: int, low: int, high: int) -> None:
     """Fail (one line naming the option and its limits, exit 2) unless low <= value <= high.
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import typer
 
-from ktk.console import escape, fail, out
+from ktk.console import ensure_one_of, escape, out
 
 FORMATS = ("table", "json", "csv")
 FORMAT_HELP = "Output: table (for people), json (one document) or csv (a header line, then rows)."
@@ -27,8 +27,7 @@ def format_option() -> Any:
 
 def checked_format(value: str) -> str:
     """The format, or exit 2 naming the choices."""
-    if value not in FORMATS:
-        raise fail(f"--format must be one of {', '.join(FORMATS)} (got {value!r})")
+    ensure_one_of("--format", value, FORMATS)
     return value
 
 

@@ -157,52 +157,62 @@ def bucket_plan(costs: Mapping[str, int], buckets: int) -> BucketPlan:
     return BucketPlan(bucket_of, loads)
 
 
-def _raw_rows(rows: pd.DataFrame) -> list[trace_files.RawRow]:
+def _raw_rows(rows: Sequence[tuple[Any, ...]]) -> list[trace_files.RawRow]:
+    """One trace's rows (:data:`RAW_ROW_COLUMNS` tuples) as the domain job's raw rows, in
+    reading order: files as listed, rows as they stand in each file."""
+    ordered = sorted(rows, key=lambda row: (row[5], row[6]))
     return [
         trace_files.RawRow(
             source, int(line) or None, None if text is None else json.loads(text), error
         )
-        for source, line, text, error in zip(
-            rows["source"], rows["line"], rows["row"], rows["error"], strict=True
-        )
+        for _, source, line, text, error, *_ in ordered
     ]
 
 
 def _replay_trace(
-    rows: pd.DataFrame,
+    rows: Sequence[tuple[Any, ...]],
     assignors: Sequence[str],
     timings: bool,
     cost_model: CostModel | None = None,
-) -> pd.DataFrame:
-    """Replay one trace (the group's rows are its raw rows) with the domain job.
+) -> list[list[Any]]:
+    """Replay one trace (``rows``: its raw rows, :data:`RAW_ROW_COLUMNS` tuples) with the
+    domain job.
 
-    The output holds its score rows, then its summary rows (one per assignor), or a single
-    error row, told apart by ``row_kind``.
+    The output rows (:data:`OUTPUT_COLUMNS` lists) are its score rows, then its summary rows
+    (one per assignor), or a single error row, told apart by ``row_kind``.
     """
-    ordered = rows.sort_values(["file_index", "row_index"], kind="stable")
-    trace_id = str(ordered["trace_id"].iloc[0])
+    trace_id = str(rows[0][0])
     outcome = job.replay_trace_rows(
-        trace_id, _raw_rows(ordered), assignors, timings=timings, cost_model=cost_model
+        trace_id, _raw_rows(rows), assignors, timings=timings, cost_model=cost_model
     )
     if isinstance(outcome, trace_format.TraceFailure):
         error = (trace_id, outcome.file, outcome.line, outcome.reason)
-        return _output_frame(ERROR_ROW, [error], ("trace_id", *ERROR_COLUMNS))
-    return pd.concat(
-        [
-            _output_frame(SCORE_ROW, outcome.scores, scoring.ScoreRow._fields),
-            _output_frame(SUMMARY_ROW, outcome.summary, scoring.SummaryRow._fields),
-        ],
-        ignore_index=True,
-    )
+        return _output_rows(ERROR_ROW, [error], ("trace_id", *ERROR_COLUMNS))
+    return [
+        *_output_rows(SCORE_ROW, outcome.scores, scoring.ScoreRow._fields),
+        *_output_rows(SUMMARY_ROW, outcome.summary, scoring.SummaryRow._fields),
+    ]
 
 
-def _output_frame(kind: str, records: Sequence[tuple], fields: Sequence[str]) -> pd.DataFrame:
-    """Rows of one kind with every output column (absent ones null)."""
-    frame = pd.DataFrame.from_records(records, columns=list(fields)).astype(object)
-    frame = frame.reindex(columns=OUTPUT_COLUMNS, fill_value=None).astype(object)
-    frame = frame.where(frame.notna(), None)
-    frame["row_kind"] = kind
-    return frame
+_OUTPUT_POSITION = {name: position for position, name in enumerate(OUTPUT_COLUMNS)}
+
+
+def _output_rows(kind: str, records: Sequence[tuple], fields: Sequence[str]) -> list[list[Any]]:
+    """Rows of one kind with every output column (absent ones, and NaN, None).
+
+    >>> (row,) = _output_rows(ERROR_ROW, [("t", "f.jsonl", 3, "x")], ("trace_id", *ERROR_COLUMNS))
+    >>> [value for value in row if value is not None]
+    ['t', 'f.jsonl', 3, 'x', 'error']
+    """
+    positions = [_OUTPUT_POSITION[name] for name in fields]
+    rows = []
+    for record in records:
+        row: list[Any] = [None] * len(OUTPUT_COLUMNS)
+        for position, value in zip(positions, record, strict=True):
+            row[position] = None if isinstance(value, float) and value != value else value
+        row[-1] = kind
+        rows.append(row)
+    return rows
 
 
 class ScoringJob(NamedTuple):
@@ -271,18 +281,13 @@ def build_scores(
         by_trace: dict[str, list[tuple[Any, ...]]] = {}
         for _, row in pairs:
             by_trace.setdefault(row[0], []).append(row)
-        frames = [
-            _replay_trace(
-                pd.DataFrame(by_trace[trace_id], columns=RAW_ROW_COLUMNS),
-                names,
-                timings,
-                cost_model,
-            )
+        rows = [
+            row
             for trace_id in sorted(by_trace)
+            for row in _replay_trace(by_trace[trace_id], names, timings, cost_model)
         ]
-        if frames:
-            frame = pd.concat(frames, ignore_index=True)
-            yield {name: frame[name].tolist() for name in OUTPUT_COLUMNS}
+        if rows:
+            yield {name: [row[i] for row in rows] for i, name in enumerate(OUTPUT_COLUMNS)}
 
     keyed = named.select(*RAW_ROW_COLUMNS).rdd.map(
         lambda row: (bucket_of.value[row[0]], tuple(row))
@@ -372,7 +377,7 @@ def _collected(
 
 
 def _plain(value: Any) -> Any:
-    """A numpy scalar or NaN from a pandas column as the Python value (None for missing)."""
+    """A numpy scalar or NaN as the plain Python value (None for missing)."""
     if value is None:
         return None
     if isinstance(value, float) and value != value:

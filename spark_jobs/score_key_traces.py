@@ -143,12 +143,13 @@ def report(
 ) -> KeyTraceReport:
     """The report ``partitioners.keytrace_job.score_paths`` gives for the same paths: scores
     (traces in order of first record, partitioners as given), comparisons, failures."""
-    from spark_jobs.session import get_session
+    from spark_jobs.session import get_session, prepare_executors
 
     names = resolve_partitioners(partitioners)
     settings = settings or ScoreSettings()
     if spark is None:
         spark = get_session(master=master, conf=conf, app_name="ktk-key-traces")
+    prepare_executors(spark)
     records = read_key_traces(spark, paths)
 
     def score_udf(rows: pd.DataFrame) -> pd.DataFrame:

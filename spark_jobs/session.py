@@ -41,7 +41,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
     "spark.driver.memory": "2g",
     "spark.sql.shuffle.partitions": "16",
-    # the replay stage shuffles few bytes but heavy work: keep every partition a separate task
+    # the key-trace job's grouped stage shuffles few bytes but heavy work: keep every
+    # partition a separate task (the replay stage plans its own tasks, see bucket_plan)
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
@@ -295,6 +296,8 @@ SHIPPED_PACKAGES = (
 EXECUTOR_DEPENDENCIES = ("pandas", "pyarrow", "numpy")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _shipped: dict[str, Path] = {}
+# applications whose executors passed the check: later jobs of the same run skip it
+_checked: set[str] = set()
 
 
 def build_code_zip(directory: Path) -> Path:
@@ -333,14 +336,16 @@ def _executor_environment(_: object) -> tuple[tuple[int, int], list[str]]:
 
 
 def prepare_executors(spark: SparkSession) -> None:
-    """Ship ktk's code to the executors of a cluster (once per application) and check, with
-    a tiny job, that they run the driver's Python version and have ktk's dependencies;
-    raises KtkError (one line) when not. Local mode needs neither: its workers run the
-    driver's interpreter with the driver's path."""
+    """Ship ktk's code to the executors of a cluster and check, with a tiny job, that they
+    run the driver's Python version and have ktk's dependencies (both once per application:
+    `ktk demo` runs two jobs); raises KtkError (one line) when not. Local mode needs neither:
+    its workers run the driver's interpreter with the driver's path."""
     context = spark.sparkContext
     if str(context.master or "").startswith("local"):
         return
     application = context.applicationId
+    if application in _checked:
+        return
     if application not in _shipped:
         directory = Path(tempfile.mkdtemp(prefix="ktk-code-"))
         archive = build_code_zip(directory)
@@ -375,6 +380,7 @@ def prepare_executors(spark: SparkSession) -> None:
             f"the executors' Python lacks {', '.join(missing)}; install them there or ship a "
             "packed environment with spark.archives (docs/spark.md)"
         )
+    _checked.add(application)
 
 
 _JVM_GONE = (

@@ -8,6 +8,8 @@ never pass by skipping. One SparkSession serves the whole run; it starts on firs
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,21 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO_ROOT / "examples"
+
+
+def ktk_process(*args: str, cwd: Path, **settings: Any) -> subprocess.Popen[bytes]:
+    """`python -m ktk ARGS` with real standard streams (pipes unless ``settings`` say
+    otherwise), this checkout on PYTHONPATH, 200 columns, and ``env`` added to the environment."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "200"}
+    env.update(settings.pop("env", {}))
+    return subprocess.Popen(
+        [sys.executable, "-m", "ktk", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **settings,
+    )
 
 
 def _vectors_dir() -> Path:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO_ROOT
+from conftest import EXAMPLES, ktk_process
 from typer.testing import CliRunner
 
 from ktk.cli import app
@@ -189,19 +187,6 @@ def test_assignor_installed_through_the_entry_point_runs_by_name(tmp_path: Path,
         "c0": [["t0", 0], ["t0", 1], ["t0", 2], ["t1", 0], ["t1", 1], ["t1", 2]],
         "c1": [],
     }
-
-
-def ktk_process(*args: str, cwd: Path, **settings) -> subprocess.Popen:  # type: ignore[no-untyped-def, type-arg]
-    """`python -m ktk ARGS` with real standard streams."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "ktk", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        **settings,
-    )
 
 
 SURROGATE_REQUEST = json.dumps(

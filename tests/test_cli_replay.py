@@ -580,3 +580,28 @@ def test_demo_format_json_prints_the_verdict_it_wrote(tmp_path, spark):
     assert document["verdict"] == json.loads((out / "results" / "verdict.json").read_text())
     assert document["verdict"]["headline"]
     assert "dashboard:" in outcome.stderr
+
+
+def test_replay_option_defaults_are_the_cost_models_defaults():
+    from assignors.traces import cost
+    from ktk.commands import replay
+
+    assert replay.DEFAULT_ROUND_SECONDS == cost.DEFAULT_ROUND_SECONDS
+    assert replay.DEFAULT_HEARTBEAT_SECONDS == cost.DEFAULT_HEARTBEAT_SECONDS
+
+
+def test_ktk_start_up_imports_no_numpy_arrow_pandas_spark_or_plotly():
+    import subprocess
+    import sys
+
+    heavy = ("numpy", "pyarrow", "pandas", "pyspark", "plotly")
+    probe = f"import sys, ktk.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert loaded.stdout.strip() == "[]"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from conftest import EXAMPLES, REPO_ROOT
+from conftest import EXAMPLES, ktk_process
 from typer.testing import CliRunner
 
 from ktk.cli import app
@@ -51,19 +51,6 @@ def generate(out: Path, *extra: str):  # type: ignore[no-untyped-def]
 
 def error_lines(outcome) -> list[str]:  # type: ignore[no-untyped-def]
     return [line for line in outcome.stderr.splitlines() if line.strip()]
-
-
-def ktk_process(*args: str, cwd: Path, **settings) -> subprocess.Popen:  # type: ignore[no-untyped-def]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "200"}
-    env.update(settings.pop("env", {}))
-    return subprocess.Popen(
-        [sys.executable, "-m", "ktk", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        **settings,
-    )
 
 
 def debris(parent: Path, name: str) -> list[str]:
@@ -458,6 +445,28 @@ def test_stale_java_home_is_one_line_exit_2_and_writes_nothing(tmp_path):
     ]
     assert "Traceback" not in stderr.decode() and stdout == b""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_replay_on_spark_with_a_stale_java_home_is_one_line_exit_2(tmp_path):
+    traces = EXAMPLES / "traces" / "mixed-s137.jsonl"
+    process = ktk_process(
+        "replay",
+        str(traces),
+        "--engine",
+        "spark",
+        "--out",
+        str(tmp_path / "r"),
+        cwd=tmp_path,
+        env={"JAVA_HOME": str(tmp_path / "nonexistent")},
+    )
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 2
+    # (the progress bar, transient, leaves a blank line on a stream that is no terminal)
+    assert [line for line in stderr.decode().splitlines() if line] == [
+        f"error: JAVA_HOME is {tmp_path / 'nonexistent'}, which does not exist; point JAVA_HOME "
+        "at a JDK 17+ or unset it to use the `java` on the PATH"
+    ]
+    assert stdout == b"" and list(tmp_path.iterdir()) == []
 
 
 def test_jvm_that_dies_is_one_line_exit_2(tmp_path, monkeypatch):

@@ -195,3 +195,61 @@ def test_executor_environment_reports_version_and_missing_dependencies() -> None
 
     version, missing = session._executor_environment(0)
     assert tuple(version) == sys.version_info[:2] and missing == []
+
+
+class _ClusterContext:
+    """A cluster's SparkContext as prepare_executors sees it: jobs run in this process."""
+
+    master = "spark://127.0.0.1:7077"
+    applicationId = "app-20260101000000-0000"
+
+    def __init__(self) -> None:
+        self.shipped: list[str] = []
+        self.jobs = 0
+
+    def addPyFile(self, path: str) -> None:
+        self.shipped.append(path)
+
+    def parallelize(self, data: list[int], slices: int) -> _ClusterContext:
+        self.jobs += 1
+        self._data = data
+        return self
+
+    def map(self, function):  # type: ignore[no-untyped-def]
+        self._function = function
+        return self
+
+    def collect(self) -> list[object]:
+        return [self._function(item) for item in self._data]
+
+
+class _ClusterSession:
+    def __init__(self) -> None:
+        self.sparkContext = _ClusterContext()
+
+
+def test_prepare_executors_ships_and_checks_once_per_application(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(session, "_shipped", {})
+    monkeypatch.setattr(session, "_checked", set())
+    monkeypatch.setattr(session, "build_code_zip", lambda directory: tmp_path / "ktk-code.zip")
+    spark = _ClusterSession()
+    session.prepare_executors(spark)  # type: ignore[arg-type]
+    session.prepare_executors(spark)  # type: ignore[arg-type]
+    assert spark.sparkContext.shipped == [str(tmp_path / "ktk-code.zip")]
+    assert spark.sparkContext.jobs == 1
+
+
+def test_key_trace_job_prepares_the_executors_before_reading(monkeypatch) -> None:
+    from spark_jobs import score_key_traces
+
+    prepared: list[object] = []
+
+    def prepare(spark: object) -> None:
+        prepared.append(spark)
+        raise KtkError("executors refused")
+
+    monkeypatch.setattr(session, "prepare_executors", prepare)
+    spark = _ClusterSession()
+    with pytest.raises(KtkError, match="executors refused"):
+        score_key_traces.report(["unread.jsonl"], ["java-builtin"], spark=spark)  # type: ignore[arg-type]
+    assert prepared == [spark]

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEY_TRACE_PARTITIONERS = ("java-builtin", "librdkafka-default")
+# the key-trace score columns the demo prints (table) and puts in its JSON document
+KEY_SCORE_COLUMNS = ("trace_id", "partitioner", "records", "bytes_skew", "batches", "keys_remapped")
 KEY_SCORES_FILE = "key-trace-scores.csv"
 REPORT_FILE = "report.html"
 
@@ -119,8 +121,7 @@ def demo_command(
     else:
         print_results(result.summary, verdict, output_format, per_trace=False)
     if output_format == "table" and key_scores is not None:
-        columns = ["trace_id", "partitioner", "records", "bytes_skew", "batches", "keys_remapped"]
-        out.print(escape(key_scores[columns].to_string(index=False)))
+        out.print(escape(key_scores[list(KEY_SCORE_COLUMNS)].to_string(index=False)))
     # with csv/json, stdout holds only the document; where things went goes to stderr
     where = out if output_format == "table" else err
     elapsed = time.perf_counter() - started
@@ -141,10 +142,9 @@ def demo_command(
 def _key_records(key_scores: pd.DataFrame | None) -> list[dict[str, Any]]:
     if key_scores is None:
         return []
-    columns = ["trace_id", "partitioner", "records", "bytes_skew", "batches", "keys_remapped"]
     return [
         {name: (value.item() if hasattr(value, "item") else value) for name, value in row.items()}
-        for row in key_scores[columns].to_dict(orient="records")
+        for row in key_scores[list(KEY_SCORE_COLUMNS)].to_dict(orient="records")
     ]
 
 

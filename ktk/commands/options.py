@@ -1,4 +1,5 @@
-"""Options that mean the same on every verb that has them (`--out`, `--force`, `-n`)."""
+"""Options that mean the same on every verb that has them (`--out`, `--force`, `-n`, and
+`--format` where it names a trace file format)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ FORCE_HELP = (
     "replaced; nothing else there is touched."
 )
 GROUPS_HELP = "How many traces (consumer groups) to generate."
+TRACE_FORMATS = ("jsonl", "jsonl.gz", "parquet")
 
 
 def out_option(help_text: str) -> Any:
@@ -26,3 +28,8 @@ def force_option() -> Any:
 def groups_option(maximum: int) -> Any:
     """``--groups/-n``: how many traces to generate, 1..maximum."""
     return typer.Option("--groups", "-n", help=f"{GROUPS_HELP} 1-{maximum:,}.")
+
+
+def trace_format_option() -> Any:
+    """``--format``: the file format of the traces a verb writes (one of TRACE_FORMATS)."""
+    return typer.Option("--format", help="jsonl, jsonl.gz or parquet.")

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from assignors.traces.cost import DEFAULT_HEARTBEAT_SECONDS, DEFAULT_ROUND_SECONDS, CostModel
-from assignors.traces.verdict import build_verdict
 from ktk.commands.options import force_option, out_option
-from ktk.console import err, escape, fail, out, reported_errors, warn
+from ktk.console import ensure_one_of, err, escape, fail, out, reported_errors, warn
 from ktk.output_formats import checked_format, format_option, plural
+
+if TYPE_CHECKING:
+    from assignors.traces.cost import CostModel
 
 EXIT_BAD_TRACES = 1
 ENGINES = ("auto", "python", "spark")
@@ -21,6 +22,11 @@ ENGINES = ("auto", "python", "spark")
 AUTO_SPARK_BYTES = 24_000_000
 # .jsonl.gz and .parquet hold several times their size in trace rows
 COMPRESSED_FACTOR = 5
+# the cost model's defaults, assignors.traces.cost.DEFAULT_ROUND_SECONDS and
+# DEFAULT_HEARTBEAT_SECONDS (a test ties them): importing that module for --help would load
+# numpy and pyarrow into every `ktk` start-up
+DEFAULT_ROUND_SECONDS = 3.0
+DEFAULT_HEARTBEAT_SECONDS = 5.0
 
 
 def input_bytes(paths: list[str]) -> int | None:
@@ -144,42 +150,39 @@ def _run_spark(
 
     from ktk import __version__
     from spark_jobs.replay_traces import run
-    from spark_jobs.session import JavaNotFoundError, parse_conf
+    from spark_jobs.session import parse_conf
 
     try:
         settings = parse_conf(conf)
     except ValueError as error:
         raise fail(str(error)) from None
-    try:
-        # one bar over traces (Spark's own console progress is off)
-        with Progress(
-            TextColumn("replaying on Spark"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("replay", total=None)
+    # one bar over traces (Spark's own console progress is off)
+    with Progress(
+        TextColumn("replaying on Spark"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("replay", total=None)
 
-            def advance(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
 
-            result = run(
-                paths,
-                names,
-                out_dir,
-                timings=timings,
-                master=master,
-                conf=settings,
-                command=command,
-                version=__version__,
-                force=force,
-                progress=advance,
-                cost_model=cost_model,
-            )
-    except JavaNotFoundError as error:
-        raise fail(str(error)) from None
+        result = run(
+            paths,
+            names,
+            out_dir,
+            timings=timings,
+            master=master,
+            conf=settings,
+            command=command,
+            version=__version__,
+            force=force,
+            progress=advance,
+            cost_model=cost_model,
+        )
     return result.summary, result.errors
 
 
@@ -388,8 +391,10 @@ def replay_command(
 
     A missing path, an unknown assignor or a refused --out exits 2.
     """
-    if engine not in ENGINES:
-        raise fail(f"--engine must be one of {', '.join(ENGINES)} (got {engine!r})")
+    from assignors.traces.cost import CostModel
+    from assignors.traces.verdict import build_verdict
+
+    ensure_one_of("--engine", engine, ENGINES)
     output_format = checked_format(output_format)
     try:
         cost_model = CostModel(round_seconds, heartbeat_seconds)

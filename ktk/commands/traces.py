@@ -8,10 +8,14 @@ from typing import Annotated
 import typer
 
 from ktk.commands import traces_capture, traces_import
-from ktk.commands.options import force_option, groups_option, out_option
-from ktk.console import ensure_within, escape, fail, out, reported_errors
-
-FORMATS = ("jsonl", "jsonl.gz", "parquet")
+from ktk.commands.options import (
+    TRACE_FORMATS,
+    force_option,
+    groups_option,
+    out_option,
+    trace_format_option,
+)
+from ktk.console import ensure_one_of, ensure_within, escape, fail, out, reported_errors
 
 traces_app = typer.Typer(
     name="traces",
@@ -73,7 +77,7 @@ def generate_command(
     generations: int = typer.Option(
         24, "--generations", help=f"At most this many per trace, 1-{MAX_GENERATIONS:,}."
     ),
-    file_format: str = typer.Option("jsonl", "--format", help="jsonl, jsonl.gz or parquet."),
+    file_format: Annotated[str, trace_format_option()] = "jsonl",
     force: Annotated[bool, force_option()] = False,
 ) -> None:
     """Write seeded synthetic traces (format v1) as one file, OUT/<scenario>-s<seed>.<format>.
@@ -90,8 +94,7 @@ def generate_command(
         raise fail(
             f"--scenario: unknown scenario; known: {', '.join(SCENARIOS)} (got {scenario!r})"
         )
-    if file_format not in FORMATS:
-        raise fail(f"--format must be one of {', '.join(FORMATS)} (got {file_format!r})")
+    ensure_one_of("--format", file_format, TRACE_FORMATS)
     ensure_within("--groups", groups, 1, MAX_GROUPS)
     ensure_within("--generations", generations, 1, MAX_GENERATIONS)
     member_range = check_size_range("--members", members)

@@ -13,10 +13,9 @@ from typing import Annotated
 
 import typer
 
-from ktk.commands.options import force_option, out_option
-from ktk.console import escape, fail, out, reported_errors, warn
+from ktk.commands.options import TRACE_FORMATS, force_option, out_option, trace_format_option
+from ktk.console import ensure_one_of, escape, fail, out, reported_errors, warn
 
-FORMATS = ("jsonl", "jsonl.gz", "parquet")
 SOURCES = ("leader",)
 
 
@@ -40,9 +39,7 @@ def register(traces_app: typer.Typer) -> None:
             str | None,
             typer.Option("--group", "-g", help="The group the files must hold (default: theirs)."),
         ] = None,
-        file_format: Annotated[
-            str, typer.Option("--format", help="jsonl, jsonl.gz or parquet.")
-        ] = "jsonl",
+        file_format: Annotated[str, trace_format_option()] = "jsonl",
         force: Annotated[bool, force_option()] = False,
     ) -> None:
         """Check and merge live capture files (one group; a generation in several files must
@@ -56,10 +53,8 @@ def register(traces_app: typer.Typer) -> None:
         from assignors.traces.files import write_traces
         from ktkbase.outputs import plan_output_directory, staged_directory
 
-        if source_kind not in SOURCES:
-            raise fail(f"--from must be one of {', '.join(SOURCES)} (got {source_kind!r})")
-        if file_format not in FORMATS:
-            raise fail(f"--format must be one of {', '.join(FORMATS)} (got {file_format!r})")
+        ensure_one_of("--from", source_kind, SOURCES)
+        ensure_one_of("--format", file_format, TRACE_FORMATS)
         with reported_errors():
             plan = plan_output_directory(
                 out_dir,

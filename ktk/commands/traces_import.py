@@ -13,9 +13,10 @@ from typing import Annotated, Any, NamedTuple
 
 import typer
 
-from ktk.commands.options import force_option, out_option
+from ktk.commands.options import TRACE_FORMATS, force_option, out_option, trace_format_option
 from ktk.console import (
     STDIN,
+    ensure_one_of,
     escape,
     fail,
     out,
@@ -25,7 +26,6 @@ from ktk.console import (
     warn,
 )
 
-FORMATS = ("jsonl", "jsonl.gz", "parquet")
 SHOWN_NOTES = 5
 
 
@@ -120,9 +120,7 @@ def register(traces_app: typer.Typer) -> None:
                 help='JSON side file: {"topic": partitions, ...} (required for coordinator-log).',
             ),
         ] = None,
-        file_format: Annotated[
-            str, typer.Option("--format", help="jsonl, jsonl.gz or parquet.")
-        ] = "jsonl",
+        file_format: Annotated[str, trace_format_option()] = "jsonl",
         groups: Annotated[
             list[str] | None,
             typer.Option(
@@ -161,10 +159,8 @@ def register(traces_app: typer.Typer) -> None:
         )
         from ktkbase.outputs import plan_output_directory, staged_directory
 
-        if source_kind not in SOURCE_KINDS:
-            raise fail(f"--from must be one of {', '.join(SOURCE_KINDS)} (got {source_kind!r})")
-        if file_format not in FORMATS:
-            raise fail(f"--format must be one of {', '.join(FORMATS)} (got {file_format!r})")
+        ensure_one_of("--from", source_kind, SOURCE_KINDS)
+        ensure_one_of("--format", file_format, TRACE_FORMATS)
         if topics is None and source_kind == "coordinator-log":
             raise fail("coordinator logs name no partition counts: give --topics FILE")
         named = [Path(path) for path in files if path != STDIN]
