@@ -190,6 +190,8 @@ def test_metadata_records_round_trip_as_json_values():
     [
         (b"\xff", "value"),
         (b"[]", "value"),
+        (b"[" * 100_000, "value"),
+        (b'{"type":"Topic","name":"a","partitions":NaN}', "value"),
         (b'{"type":"Nope"}', "type"),
         (b'{"type":"RegisterBroker","broker_id":"x"}', "broker_id"),
         (

@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ktkbase import jsonsafe
 from replication.errors import InputError
 
 __all__ = [
@@ -160,8 +161,8 @@ def _int(body: dict[str, object], name: str) -> int:
 def decode_record(value: bytes) -> MetadataRecord:
     """The record ``encode_record`` wrote; anything else raises :class:`InputError`."""
     try:
-        body = json.loads(value.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        body = jsonsafe.loads(value.decode("utf-8"), source=None)
+    except (UnicodeDecodeError, jsonsafe.JSONInputError):
         raise InputError("metadata record value is not JSON", field="value") from None
     if not isinstance(body, dict):
         raise InputError("metadata record value is not a JSON object", field="value")
