@@ -98,5 +98,4 @@ def plan_server_range(group: Group) -> UniformPlan:
         quota = np.full(subscribers.size, count // subscribers.size, dtype=_INDEX)
         quota[: count % subscribers.size] += 1
         owner[start : start + count] = np.repeat(subscribers, quota)
-    holder, objects = current_holders(group)
-    return UniformPlan(space, member_ids, owner, holder, homogeneous, objects)
+    return UniformPlan(space, member_ids, owner, current_holders(group), homogeneous)

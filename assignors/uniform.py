@@ -76,7 +76,6 @@ from assignors.model import (
     Member,
     PartitionSpace,
     TopicPartition,
-    no_cycle_collection,
 )
 
 _INDEX = np.int64
@@ -121,9 +120,6 @@ class UniformPlan:
     owner: np.ndarray
     holder: np.ndarray
     homogeneous: bool
-    # the request's own TopicPartition objects by partition index (None: not held), reused for
-    # the answer instead of making new ones
-    objects: np.ndarray | None = None
 
     def withheld(self) -> np.ndarray:
         """Partitions that change hands: their holder must revoke them before the new owner
@@ -151,42 +147,17 @@ def target_assignment(group: Group, order: IterationOrder | None = None) -> Assi
 
 
 def assignment_of(plan: UniformPlan, *, withhold: bool = False) -> Assignment:
-    """Member id -> its partitions in (topic, partition) order, every member present; with
-    ``withhold``, partitions changing hands go to nobody this round (``Assignment.withheld``)."""
+    """The plan as an array assignment (every member present; the TopicPartition view is made
+    on first use); with ``withhold``, partitions changing hands go to nobody this round
+    (``Assignment.withheld``)."""
+    if not withhold:
+        return Assignment.from_owners(plan.space, plan.member_ids, plan.owner)
+    withheld = plan.withheld()
     owner = plan.owner
-    withheld = plan.withheld() if withhold else np.zeros(0, dtype=_INDEX)
     if withheld.size:
         owner = owner.copy()
         owner[withheld] = _NOBODY
-    assigned = np.flatnonzero(owner >= 0)
-    # a stable sort of 16-bit keys is a radix sort: several times faster than on int64
-    keys = owner[assigned]
-    if len(plan.member_ids) < 1 << 15:
-        keys = keys.astype(np.int16)
-    order = assigned[np.argsort(keys, kind="stable")]
-    bounds = np.searchsorted(owner[order], np.arange(len(plan.member_ids) + 1))
-    with no_cycle_collection():
-        objects = _objects_at(plan, order)
-        result: dict[str, tuple[TopicPartition, ...]] = {}
-        for i, member_id in enumerate(plan.member_ids):
-            result[member_id] = tuple(objects[bounds[i] : bounds[i + 1]])
-        held_back = tuple(_objects_at(plan, withheld))
-    return Assignment(result, held_back)
-
-
-def _objects_at(plan: UniformPlan, indexes: np.ndarray) -> list[TopicPartition]:
-    """TopicPartition objects for ``indexes``: the request's own where a member held the
-    partition, new ones for the rest."""
-    if plan.objects is None or not indexes.size:
-        return plan.space.partition_objects(indexes)
-    picked = plan.objects[indexes]
-    missing = np.flatnonzero(np.equal(picked, None))  # type: ignore[call-overload]  # None is fine
-    if missing.size:
-        picked[missing] = np.fromiter(
-            plan.space.partition_objects(indexes[missing]), dtype=object, count=missing.size
-        )
-    result: list[TopicPartition] = picked.tolist()
-    return result
+    return Assignment.from_owners(plan.space, plan.member_ids, owner, withheld)
 
 
 def plan_uniform(
@@ -223,15 +194,12 @@ def plan_uniform(
     if not members or not counts.size:
         return UniformPlan(space, member_ids, owner, owner.copy(), homogeneous)
 
-    objects = np.full(space.size, None, dtype=object) if order.owned is None else None
     claim_rank, claim_index, contested = _valid_claims(
-        group, order, by_rank, subscriptions, counts, offsets, topic_position, objects
+        group, order, by_rank, subscriptions, counts, offsets, topic_position
     )
     holder = np.full(space.size, _NOBODY, dtype=_INDEX)
     holder[claim_index] = by_rank[claim_rank]
     holder[contested] = _CONTESTED
-    if not claim_index.size:
-        objects = None
     if homogeneous:
         topic_order = [topic_position[name] for name in order.topics if name in topic_position]
         if sorted(topic_order) != list(range(counts.size)):
@@ -249,20 +217,18 @@ def plan_uniform(
     # owners were computed as iteration ranks: translate them to the group's member indexes
     assigned = owner >= 0
     owner[assigned] = by_rank[owner[assigned]]
-    return UniformPlan(space, member_ids, owner, holder, homogeneous, objects)
+    return UniformPlan(space, member_ids, owner, holder, homogeneous)
 
 
-def current_holders(group: Group) -> tuple[np.ndarray, np.ndarray | None]:
+def current_holders(group: Group) -> np.ndarray:
     """The member (group index) validly holding each partition of ``group.partition_space()``
-    now (-1 nobody, -2 several members in the same, highest generation), and the request's
-    TopicPartition objects by partition index (None where nobody holds it)."""
+    now (-1 nobody, -2 several members in the same, highest generation)."""
     space = group.partition_space()
     counts = np.asarray(space.partition_counts, dtype=_INDEX)
     offsets = np.asarray(space.offsets, dtype=_INDEX)
     topic_position = {name: t for t, name in enumerate(space.topic_names)}
     by_rank = np.arange(len(group.members), dtype=_INDEX)
     subscriptions = _subscribed_positions(group.members, by_rank, topic_position)
-    objects = np.full(space.size, None, dtype=object)
     ranks, indexes, contested = _valid_claims(
         group,
         IterationOrder.default(group),
@@ -271,12 +237,11 @@ def current_holders(group: Group) -> tuple[np.ndarray, np.ndarray | None]:
         counts,
         offsets,
         topic_position,
-        objects,
     )
     holder = np.full(space.size, _NOBODY, dtype=_INDEX)
     holder[indexes] = ranks
     holder[contested] = _CONTESTED
-    return holder, objects if indexes.size else None
+    return holder
 
 
 def _subscribed_positions(
@@ -305,14 +270,12 @@ def _valid_claims(
     counts: np.ndarray,
     offsets: np.ndarray,
     topic_position: dict[str, int],
-    objects: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(member rank, partition index) of every claim honoured, members in rank order and each
     member's claims in its iteration order, and the partitions whose claims tie. A claim counts
     when its topic is known, subscribed by the member and has the partition; a partition
     claimed by several members goes to the highest generation and to nobody on a tie (the
-    coordinator's own assignment never overlaps). ``objects``, when given, receives the claimed
-    TopicPartition objects at their partition indexes."""
+    coordinator's own assignment never overlaps)."""
     num_members, num_topics = len(subscriptions), counts.size
     owned_by_rank = [
         group.members[i].owned_partitions
@@ -347,8 +310,6 @@ def _valid_claims(
     valid = is_subscribed & (numbers >= 0) & (numbers < counts[safe])
     ranks = ranks[valid]
     indexes = offsets[safe[valid]] + numbers[valid]
-    if objects is not None:
-        objects[indexes] = np.fromiter(claims, dtype=object, count=total)[valid]
     if np.bincount(indexes, minlength=1).max() <= 1:
         return ranks, indexes, np.zeros(0, _INDEX)  # no partition claimed twice
     member_generations = np.fromiter(
