@@ -426,38 +426,24 @@ def test_sigkill_mid_generate_keeps_the_previous_result_and_the_next_run_clears_
 # -- JVM ----------------------------------------------------------------------------------------
 
 
-def test_stale_java_home_is_one_line_exit_2_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("demo", "-n", "2", "--out", "d"),
+        (
+            "replay",
+            str(EXAMPLES / "traces" / "mixed-s137.jsonl"),
+            "--engine",
+            "spark",
+            "--out",
+            "r",
+        ),
+    ],
+    ids=["demo", "replay-on-spark"],
+)
+def test_stale_java_home_is_one_line_exit_2_and_writes_nothing(tmp_path, arguments):
     process = ktk_process(
-        "demo",
-        "-n",
-        "2",
-        "--out",
-        str(tmp_path / "d"),
-        cwd=tmp_path,
-        env={"JAVA_HOME": str(tmp_path / "nonexistent")},
-    )
-    stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 2
-    lines = stderr.decode().splitlines()
-    assert lines == [
-        f"error: JAVA_HOME is {tmp_path / 'nonexistent'}, which does not exist; point JAVA_HOME "
-        "at a JDK 17+ or unset it to use the `java` on the PATH"
-    ]
-    assert "Traceback" not in stderr.decode() and stdout == b""
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_replay_on_spark_with_a_stale_java_home_is_one_line_exit_2(tmp_path):
-    traces = EXAMPLES / "traces" / "mixed-s137.jsonl"
-    process = ktk_process(
-        "replay",
-        str(traces),
-        "--engine",
-        "spark",
-        "--out",
-        str(tmp_path / "r"),
-        cwd=tmp_path,
-        env={"JAVA_HOME": str(tmp_path / "nonexistent")},
+        *arguments, cwd=tmp_path, env={"JAVA_HOME": str(tmp_path / "nonexistent")}
     )
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 2
@@ -466,7 +452,8 @@ def test_replay_on_spark_with_a_stale_java_home_is_one_line_exit_2(tmp_path):
         f"error: JAVA_HOME is {tmp_path / 'nonexistent'}, which does not exist; point JAVA_HOME "
         "at a JDK 17+ or unset it to use the `java` on the PATH"
     ]
-    assert stdout == b"" and list(tmp_path.iterdir()) == []
+    assert "Traceback" not in stderr.decode() and stdout == b""
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_jvm_that_dies_is_one_line_exit_2(tmp_path, monkeypatch):
