@@ -14,7 +14,6 @@ from kafka.coordinator.assignors.abstract import RebalanceProtocol
 from kafka.coordinator.assignors.sticky.sticky_assignor import (
     StickyPartitionAssignor,
 )
-from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
 from kafka.protocol.consumer.group import JoinGroupResponse
 from kafka.protocol.consumer.metadata import (
     ConsumerProtocolAssignment,
@@ -190,16 +189,57 @@ def test_leader_reads_claims_from_java_sticky_user_data():
     assert (member.generation, member.instance_id) == (4, "pod-1")
 
 
-def test_sticky_user_data_the_adapter_writes_is_kafka_pythons_and_the_wire_decoder_reads_it():
+def test_sticky_user_data_the_adapter_writes_is_javas_layout_and_the_wire_decoder_reads_it():
     adapter = kafka_python_assignor("sticky")
     adapter.on_assignment(ConsumerProtocolAssignment(0, [("orders", [2, 0])], b""), 5)
     written = adapter.metadata({"orders"}).user_data
-    owned = [("orders", [0, 2])]
-    assert written == StickyAssignorUserData(owned, 5).encode()
-    assert written == encode_sticky_user_data(
-        StickyUserData((TopicPartition("orders", 0), TopicPartition("orders", 2)), 5, 1)
+    owned = (TopicPartition("orders", 0), TopicPartition("orders", 2))
+    # Java's StickyAssignorUserData V1: no int16 version before the topic array
+    assert written == encode_sticky_user_data(StickyUserData(owned, 5))
+    assert written.hex() == "0000000100066f726465727300000002000000000000000200000005"
+    assert decode_sticky_user_data(written) == StickyUserData(owned, 5, None)
+
+
+def test_sticky_member_sends_no_user_data_before_its_first_assignment():
+    assert kafka_python_assignor("sticky").metadata({"orders"}).user_data == b""
+
+
+def test_sticky_user_data_round_trips_between_two_adapters_without_owned_partitions():
+    member = kafka_python_assignor("sticky")
+    member.on_assignment(ConsumerProtocolAssignment(0, [("b", [1]), ("a", [3, 0])], b""), 9)
+    sent = member.metadata({"a", "b"})
+    # a v0 subscription keeps only the user data: the leader must read the claims from it
+    subscription = ConsumerProtocolSubscription(
+        version=0, topics=sent.topics, user_data=sent.user_data
     )
-    assert decode_sticky_user_data(written).version_prefix == 1
+    joined = [JoinMember(member_id="m", group_instance_id=None, metadata=subscription.encode())]
+    [read] = group_from_members(StandInCluster({"a": 4, "b": 2}), joined).members
+    assert read.owned_partitions == (
+        TopicPartition("a", 0),
+        TopicPartition("a", 3),
+        TopicPartition("b", 1),
+    )
+    assert read.generation == 9
+
+
+def test_kafka_python_sticky_leader_treats_javas_layout_as_no_claims(caplog):
+    """kafka-python's StickyPartitionAssignor reads only its own layout (an int16 version
+    first): it logs the parse failure and assigns the member as a new one, as for Java
+    members; the group still gets a valid assignment."""
+    ktk_member = kafka_python_assignor("sticky")
+    ktk_member.on_assignment(ConsumerProtocolAssignment(0, [("orders", [0, 1])], b""), 3)
+    members = _decoded(
+        _join(
+            {"ktk": ktk_member, "native": StickyPartitionAssignor()},
+            {"ktk": {"orders"}, "native": {"orders"}},
+        )
+    )
+    cluster = StandInCluster({"orders": 4})
+    cluster.topics = lambda: {"orders"}  # type: ignore[attr-defined]  # kafka-python asks for it
+    answer = StickyPartitionAssignor().assign(cluster, members)
+    held = sorted(tp for assignment in answer.values() for tp in assignment.partitions())
+    assert [tp.partition for tp in held] == [0, 1, 2, 3]
+    assert "Could not parse member data" in caplog.text
 
 
 def test_leader_ignores_unreadable_sticky_user_data(caplog):

@@ -18,9 +18,11 @@ succeeded, so a generation whose sync failed is never written (each JoinGroup ro
 What each member sends (ConsumerProtocolSubscription v3): its topics, ``owned_partitions`` and
 ``generation_id`` (what Java's cooperative-sticky reads), ``rack_id`` (``client.rack``), and for
 an eager ``sticky`` assignor the previous assignment and generation in ``user_data`` too, in
-kafka-python's StickyAssignorUserData encoding, so members running kafka-python's own sticky
-assignor can share the group. The leader reads owned partitions from ``owned_partitions`` when
-present, else from ``user_data`` (kafka-python's encoding or Java's StickyAssignor V1/V0).
+Java's StickyAssignorUserData V1 layout (no version prefix), the only place a Java StickyAssignor
+leader reads claims from; before its first assignment the member sends no user data, as Java's
+does. The leader reads owned partitions from ``owned_partitions`` when present, else from
+``user_data`` in Java's layout (V1 or V0) or kafka-python's (an int16 version first); the byte
+layouts are in docs/assignors.md, "Sticky user data".
 
 kafka-python is an optional dependency and is imported only when an adapter is built.
 
@@ -62,7 +64,7 @@ from assignors.model import (
     TopicPartition,
     member_runs,
 )
-from assignors.protocol.wire import decode_sticky_user_data
+from assignors.protocol.wire import StickyUserData, decode_sticky_user_data, encode_sticky_user_data
 from assignors.registry import get
 
 if TYPE_CHECKING:
@@ -100,7 +102,6 @@ def kafka_python_assignor(
 @cache
 def _adapter_class() -> type:
     from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
-    from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
     from kafka.protocol.consumer.metadata import (
         ConsumerProtocolAssignment,
         ConsumerProtocolSubscription,
@@ -141,7 +142,7 @@ def _adapter_class() -> type:
             by_topic = _by_topic(self.owned)
             user_data = b""
             if self.assignor.rebalance_protocol == "eager" and self.assignor.name == "sticky":
-                user_data = StickyAssignorUserData(by_topic, self.generation).encode()
+                user_data = sticky_user_data(self.owned, self.generation)
             elif self.assignor.rebalance_protocol == "cooperative":
                 user_data = struct.pack(">i", self.generation)  # Java's cooperative user data
             return ConsumerProtocolSubscription(
@@ -236,6 +237,22 @@ def _answer_by_topic(answer: Assignment) -> dict[str, list[tuple[str, list[int]]
         if member >= 0:
             result[member_ids[member]].append((names[position], numbers_list[start:stop]))
     return result
+
+
+def sticky_user_data(owned: Iterable[TopicPartition], generation: int) -> bytes:
+    """What an eager ``sticky`` member sends as ``user_data``: Java's StickyAssignorUserData V1
+    (owned partitions by topic, then the generation they were assigned in), topics and
+    partitions sorted; empty before the member's first assignment (Java sends none then).
+
+    >>> sticky_user_data([TopicPartition("orders", 2), TopicPartition("orders", 0)], 5).hex()
+    '0000000100066f726465727300000002000000000000000200000005'
+    >>> sticky_user_data((), NO_GENERATION)
+    b''
+    """
+    previous = tuple(sorted(owned))
+    if not previous and generation == NO_GENERATION:
+        return b""
+    return encode_sticky_user_data(StickyUserData(previous, generation))
 
 
 def _by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
