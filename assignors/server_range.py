@@ -59,14 +59,22 @@ class ServerRangeAssignor:
     ``range`` already owns that name); see the module docstring.
 
     Server-side assignors run in the coordinator, whose reconciliation makes a member revoke a
-    partition before its new owner gets it; ktk models that with ``cooperative`` replay.
+    partition before its new owner gets it: ``assign`` withholds moving partitions (one
+    ``cooperative`` round); ``target`` is the coordinator's target, which replay reconciles
+    member by member as the consumer protocol does.
     """
 
     name = "server-range"
     rebalance_protocol: RebalanceProtocol = "cooperative"
+    group_protocol = "consumer"
 
     def assign(self, group: Group) -> Assignment:
         return assignment_of(plan_server_range(group), withhold=True)
+
+    def target(self, group: Group) -> Assignment:
+        """The coordinator's target assignment for ``group``: nothing withheld (replay
+        reconciles members towards it, :mod:`assignors.traces.reconcile`)."""
+        return assignment_of(plan_server_range(group))
 
 
 def plan_server_range(group: Group) -> UniformPlan:

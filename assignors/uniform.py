@@ -131,14 +131,22 @@ class UniformAssignor:
     """The KIP-848 coordinator's ``uniform`` assignor; see the module docstring.
 
     Server-side assignors run in the coordinator, whose reconciliation makes a member revoke a
-    partition before its new owner gets it; ktk models that with ``cooperative`` replay.
+    partition before its new owner gets it: ``assign`` withholds moving partitions (one
+    ``cooperative`` round); ``target`` is the coordinator's target, which replay reconciles
+    member by member as the consumer protocol does.
     """
 
     name = "uniform"
     rebalance_protocol: RebalanceProtocol = "cooperative"
+    group_protocol = "consumer"
 
     def assign(self, group: Group) -> Assignment:
         return assignment_of(plan_uniform(group), withhold=True)
+
+    def target(self, group: Group) -> Assignment:
+        """The coordinator's target assignment for ``group``: nothing withheld (replay
+        reconciles members towards it, :mod:`assignors.traces.reconcile`)."""
+        return assignment_of(plan_uniform(group))
 
 
 def target_assignment(group: Group, order: IterationOrder | None = None) -> Assignment:

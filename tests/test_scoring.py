@@ -263,6 +263,8 @@ def test_summary_totals_per_trace_and_assignor():
         "total_paused_partition_seconds": 0.0,
         "total_delayed_weight": None,
         "total_warmup_weight": None,
+        "max_reconcile_heartbeats": None,
+        "max_reconcile_seconds": None,
     }
     assert scores_table(rows).num_rows == 2 and summary_table([summary]).num_rows == 1
 

@@ -8,9 +8,14 @@ model") charges each assignor for the partitions its rebalance protocol pauses:
 - ``cooperative`` (cooperative-sticky): members keep what stays theirs; only the revoked
   partitions pause, for the extra rounds that hand them over, ``(rounds - 1) x round``
   (at least one round).
-- ``consumer`` (KIP-848 server-side assignors: uniform, server-range): no barrier; the
-  coordinator reconciles member by member. A moved partition pauses from its revocation until
-  its new owner's next heartbeat: ``heartbeat`` seconds per revoked partition.
+- ``consumer`` (KIP-848 server-side assignors: uniform, server-range, and recorded groups whose
+  rows say ``group_protocol: consumer``): no barrier; the coordinator reconciles member by
+  member (:mod:`assignors.traces.reconcile`). A partition handed from one member to another
+  pauses from its revocation until its new owner receives it, a whole number of heartbeat
+  intervals: ``paused_intervals x heartbeat``; every member reaches the target after
+  ``reconcile_intervals x heartbeat`` (``reconcile_seconds``). A row without a reconciliation
+  (a recorded target that gives a partition twice) is charged one heartbeat per revoked
+  partition.
 
 Partitions whose owner left the group (``forced``) are not charged: they wait for the failure
 to be detected whatever the assignor. ``round`` defaults to 3 s; when the trace carries
@@ -30,6 +35,11 @@ is the state a new owner warms up again (``warmup_weight``).
 >>> cooperative = with_cost(row._replace(revoked=2, rounds=2), "cooperative", CostModel())
 >>> cooperative.paused_partition_seconds
 6.0
+>>> reconciled = row._replace(revoked=2, paused_intervals=1, reconcile_intervals=2,
+...                           paused_weight_intervals=25.0)
+>>> consumer = with_cost(reconciled, "consumer", CostModel())
+>>> consumer.paused_partition_seconds, consumer.reconcile_seconds, consumer.delayed_weight
+(5.0, 10.0, 125.0)
 >>> with_cost(row._replace(revoked=2), "consumer", CostModel()).paused_partition_seconds
 10.0
 """
@@ -96,7 +106,19 @@ def pause_seconds(row: ScoreRow, protocol: str | None, model: CostModel) -> floa
 
 
 def with_cost(row: ScoreRow, protocol: str | None, model: CostModel) -> ScoreRow:
-    """``row`` with its cost columns filled in (see the module docstring)."""
+    """``row`` with its cost columns filled in (see the module docstring). A row replay
+    reconciled (``paused_intervals`` set) is costed by its reconciliation, whatever
+    ``protocol`` says: a recorded group may have moved to the consumer protocol mid-trace."""
+    if row.paused_intervals is not None and row.reconcile_intervals is not None:
+        heartbeat = model.heartbeat_seconds
+        return row._replace(
+            paused_partition_seconds=row.paused_intervals * heartbeat,
+            delayed_weight=None
+            if row.paused_weight_intervals is None
+            else row.paused_weight_intervals * heartbeat,
+            warmup_weight=row.moved_weight,
+            reconcile_seconds=row.reconcile_intervals * heartbeat,
+        )
     pause = 0.0 if row.revoked == 0 else pause_seconds(row, protocol, model)
     return row._replace(
         paused_partition_seconds=row.revoked * pause,

@@ -47,6 +47,10 @@ from assignors.model import (
 
 FORMAT_VERSION = 1
 
+GROUP_PROTOCOLS = ("classic", "consumer")
+"""Values of a row's ``group_protocol`` (Kafka's ``group.protocol``): ``consumer`` when the
+group ran KIP-848's consumer protocol, ``classic`` for the join/sync protocol."""
+
 
 @dataclass(frozen=True, slots=True)
 class TraceMember:
@@ -77,6 +81,7 @@ class Generation:
     timestamp_ms: int | None = None
     protocol: str | None = None
     reason: str | None = None
+    group_protocol: str | None = None
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
 
@@ -312,6 +317,14 @@ twice in this generation (got 'a')
         raise _fail("must fit in 64 bits", where, "timestamp_ms", timestamp_ms)
     protocol = _optional_str(row, "protocol", where, "protocol")
     reason = _optional_str(row, "reason", where, "reason")
+    group_protocol = row.get("group_protocol")
+    if group_protocol is not None and group_protocol not in GROUP_PROTOCOLS:
+        raise _fail(
+            f"must be one of {', '.join(GROUP_PROTOCOLS)} or null",
+            where,
+            "group_protocol",
+            group_protocol,
+        )
 
     topics_raw = row.get("topics")
     if not _is_list(topics_raw):
@@ -368,6 +381,7 @@ twice in this generation (got 'a')
         timestamp_ms=timestamp_ms,
         protocol=protocol,
         reason=reason,
+        group_protocol=group_protocol,
         source=source,
         line=line,
     )
@@ -448,6 +462,8 @@ def generation_to_row(generation: Generation) -> dict[str, Any]:
         row["protocol"] = generation.protocol
     if generation.reason is not None:
         row["reason"] = generation.reason
+    if generation.group_protocol is not None:
+        row["group_protocol"] = generation.group_protocol
     row["topics"] = [topic.to_json() for topic in generation.topics]
     members = []
     for member in generation.members:
@@ -485,6 +501,7 @@ TRACE_SCHEMA = pa.schema(
         ("timestamp_ms", pa.int64()),
         ("protocol", pa.string()),
         ("reason", pa.string()),
+        ("group_protocol", pa.string()),
         (
             "topics",
             pa.list_(

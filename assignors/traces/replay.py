@@ -33,6 +33,12 @@ from assignors import registry
 from assignors.base import Assignor, RebalanceProtocol
 from assignors.model import Group, Member, TopicPartition, rejoin
 from assignors.traces.format import Generation, Trace
+from assignors.traces.reconcile import (
+    ServerSideAssignor,
+    is_server_side,
+    reconcile_generation,
+    with_reconciliation,
+)
 from assignors.traces.scoring import ScoreRow, score_generation
 
 RECORDED = "recorded"
@@ -82,9 +88,18 @@ def _protocol_of(recorded_protocol: str | None) -> RebalanceProtocol:
     return "eager"
 
 
+def _generation_protocol(generation: Generation) -> str:
+    """``consumer`` for a generation of a KIP-848 group (``group_protocol``), else the
+    rebalance protocol its ``protocol`` names."""
+    if generation.group_protocol == "consumer":
+        return "consumer"
+    return _protocol_of(generation.protocol)
+
+
 def recorded_protocol(trace: Trace) -> str:
-    """The rebalance protocol the real group ran (``eager`` or ``cooperative``, from each
-    generation's ``protocol``), or ``mixed`` when its generations disagree.
+    """The protocol the real group ran: ``consumer`` when its rows say it was a KIP-848 group
+    (``group_protocol``), else ``eager`` or ``cooperative`` from each generation's
+    ``protocol``; ``mixed`` when its generations disagree.
 
     >>> from assignors.traces.format import build_trace, parse_generation
     >>> def row(generation, protocol):
@@ -97,7 +112,7 @@ def recorded_protocol(trace: Trace) -> str:
     >>> recorded_protocol(build_trace("g", [eager, cooperative]))
     'mixed'
     """
-    protocols = {_protocol_of(generation.protocol) for generation in trace.generations}
+    protocols = {_generation_protocol(generation) for generation in trace.generations}
     return protocols.pop() if len(protocols) == 1 else "mixed"
 
 
@@ -136,6 +151,13 @@ def replay_with(trace: Trace, assignor: Assignor, *, timings: bool = True) -> li
     previous_identities: frozenset[str] = frozenset()
     previous_timestamp: int | None = None
     cooperative = assignor.rebalance_protocol == "cooperative"
+    # KIP-848: the coordinator's target once, then member-by-member reconciliation
+    server_side = is_server_side(assignor)
+    assign = (
+        assignor.target
+        if server_side and isinstance(assignor, ServerSideAssignor)
+        else assignor.assign
+    )
     for generation in trace.generations:
         group = _group_of(generation, owned_by_identity, previous_generation, previous_identities)
         base_group = group
@@ -144,27 +166,31 @@ def replay_with(trace: Trace, assignor: Assignor, *, timings: bool = True) -> li
         while True:
             rounds += 1
             started = time.perf_counter()
-            assignment = assignor.assign(group)
+            assignment = assign(group)
             elapsed += time.perf_counter() - started
-            if not (cooperative and assignment.withheld) or rounds >= MAX_ROUNDS:
+            if server_side or not (cooperative and assignment.withheld) or rounds >= MAX_ROUNDS:
                 break
             # the old owners revoke what was withheld and everyone rejoins with what they hold now
             group = rejoin(group, assignment, generation.generation)
         final = assignment.partitions
-        rows.append(
-            score_generation(
-                base_group,
-                final,
-                trace_id=trace.trace_id,
-                assignor=assignor.name,
-                generation=generation.generation,
-                previous_owner=previous_owner,
-                protocol=assignor.rebalance_protocol,
-                rounds=rounds,
-                assign_ms=elapsed * 1000.0 if timings else None,
-                interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
-            )
+        row = score_generation(
+            base_group,
+            final,
+            trace_id=trace.trace_id,
+            assignor=assignor.name,
+            generation=generation.generation,
+            previous_owner=previous_owner,
+            protocol=assignor.rebalance_protocol,
+            rounds=rounds,
+            assign_ms=elapsed * 1000.0 if timings else None,
+            interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
         )
+        if server_side and previous_owner is not None:
+            reconciliation = reconcile_generation(
+                generation, final, owned_by_identity, previous_identities, previous_generation
+            )
+            row = with_reconciliation(row, reconciliation, generation.topics)
+        rows.append(row)
         previous_timestamp = generation.timestamp_ms
         owned_by_identity = _owned_by_identity(generation, final)
         previous_owner = _owner_of(owned_by_identity)
@@ -179,6 +205,9 @@ def replay_recorded(trace: Trace) -> list[ScoreRow]:
     rows: list[ScoreRow] = []
     previous_owner: dict[TopicPartition, str] | None = None
     previous_timestamp: int | None = None
+    owned_by_identity: dict[str, tuple[TopicPartition, ...]] = {}
+    previous_identities: frozenset[str] = frozenset()
+    previous_generation: int | None = None
     for generation in trace.generations:
         group = Group(
             generation.topics,
@@ -193,22 +222,31 @@ def replay_recorded(trace: Trace) -> list[ScoreRow]:
             ),
         )
         partitions = {member.member_id: member.assigned or () for member in generation.members}
-        rows.append(
-            score_generation(
-                group,
-                partitions,
-                trace_id=trace.trace_id,
-                assignor=RECORDED,
-                generation=generation.generation,
-                previous_owner=previous_owner,
-                protocol=_protocol_of(generation.protocol),
-                rounds=1,
-                assign_ms=None,
-                interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
-            )
+        consumer = generation.group_protocol == "consumer"
+        row = score_generation(
+            group,
+            partitions,
+            trace_id=trace.trace_id,
+            assignor=RECORDED,
+            generation=generation.generation,
+            previous_owner=previous_owner,
+            # the consumer protocol revokes only what moves
+            protocol="cooperative" if consumer else _protocol_of(generation.protocol),
+            rounds=1,
+            assign_ms=None,
+            interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
         )
+        if consumer and previous_owner is not None:
+            reconciliation = reconcile_generation(
+                generation, partitions, owned_by_identity, previous_identities, previous_generation
+            )
+            row = with_reconciliation(row, reconciliation, generation.topics)
+        rows.append(row)
         previous_timestamp = generation.timestamp_ms
-        previous_owner = _owner_of(_owned_by_identity(generation, partitions))
+        owned_by_identity = _owned_by_identity(generation, partitions)
+        previous_owner = _owner_of(owned_by_identity)
+        previous_identities = frozenset(member.identity for member in generation.members)
+        previous_generation = generation.generation
     return rows
 
 

@@ -51,9 +51,10 @@ ERRORS_FILE = "errors.jsonl"
 VERDICT_FILE = "verdict.json"
 RESULT_FILES = (SCORES_FILE, SUMMARY_FILE, ERRORS_FILE, VERDICT_FILE)
 
-RESULTS_VERSION = 3
+RESULTS_VERSION = 4
 """Version of the documented result columns (docs/traces.md); 2 added ``summary.protocol``;
-3 added the cost-model and ``excess_moved`` columns and ``verdict.json``."""
+3 added the cost-model and ``excess_moved`` columns and ``verdict.json``; 4 the KIP-848
+reconciliation columns."""
 RESULTS_VERSION_KEY = "ktk.results.version"
 """Parquet schema metadata key holding :data:`RESULTS_VERSION` in both result files."""
 

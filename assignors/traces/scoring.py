@@ -70,6 +70,12 @@ class ScoreRow(NamedTuple):
     paused_partition_seconds: float = 0.0
     delayed_weight: float | None = None
     warmup_weight: float | None = None
+    # version 4 (docs/traces.md, "KIP-848 reconciliation"): null outside the consumer protocol
+    reconcile_heartbeats: int | None = None
+    reconcile_intervals: int | None = None
+    paused_intervals: int | None = None
+    paused_weight_intervals: float | None = None
+    reconcile_seconds: float | None = None
 
 
 class SummaryRow(NamedTuple):
@@ -96,6 +102,8 @@ class SummaryRow(NamedTuple):
     total_paused_partition_seconds: float = 0.0
     total_delayed_weight: float | None = None
     total_warmup_weight: float | None = None
+    max_reconcile_heartbeats: int | None = None
+    max_reconcile_seconds: float | None = None
 
 
 SCORE_SCHEMA = pa.schema(
@@ -128,6 +136,11 @@ SCORE_SCHEMA = pa.schema(
         pa.field("paused_partition_seconds", pa.float64()),
         pa.field("delayed_weight", pa.float64()),
         pa.field("warmup_weight", pa.float64()),
+        pa.field("reconcile_heartbeats", pa.int64()),
+        pa.field("reconcile_intervals", pa.int64()),
+        pa.field("paused_intervals", pa.int64()),
+        pa.field("paused_weight_intervals", pa.float64()),
+        pa.field("reconcile_seconds", pa.float64()),
     ]
 )
 
@@ -152,6 +165,8 @@ SUMMARY_SCHEMA = pa.schema(
         pa.field("total_paused_partition_seconds", pa.float64()),
         pa.field("total_delayed_weight", pa.float64()),
         pa.field("total_warmup_weight", pa.float64()),
+        pa.field("max_reconcile_heartbeats", pa.int64()),
+        pa.field("max_reconcile_seconds", pa.float64()),
     ]
 )
 
@@ -721,6 +736,10 @@ def summarize(
                 ),
                 total_delayed_weight=_sum_or_none(row.delayed_weight for row in group_rows),
                 total_warmup_weight=_sum_or_none(row.warmup_weight for row in group_rows),
+                max_reconcile_heartbeats=_max_int_or_none(
+                    row.reconcile_heartbeats for row in group_rows
+                ),
+                max_reconcile_seconds=_max_or_none(row.reconcile_seconds for row in group_rows),
             )
         )
     return summary
@@ -741,6 +760,11 @@ def load_imbalance(row: ScoreRow) -> float | None:
 
 
 def _max_or_none(values: Iterable[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return max(present) if present else None
+
+
+def _max_int_or_none(values: Iterable[int | None]) -> int | None:
     present = [value for value in values if value is not None]
     return max(present) if present else None
 

@@ -269,6 +269,7 @@ class Snapshot:
     reason: str | None = None
     partition_counts: Mapping[str, int] = field(default_factory=dict)
     replica_racks: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    group_protocol: str | None = None
 
 
 def note(
@@ -488,6 +489,8 @@ class TraceAssembler:
             row["protocol"] = snapshot.protocol
         change = membership_change(None if previous is None else previous.members, snapshot.members)
         row["reason"] = change if snapshot.reason is None else f"{snapshot.reason}; {change}"
+        if snapshot.group_protocol is not None:
+            row["group_protocol"] = snapshot.group_protocol
         row["topics"] = topics
         row["members"] = members
         return row

@@ -500,6 +500,7 @@ class _LogImporter:
         reason: str | None,
         protocol: str | None = None,
         assigned: dict[str, tuple[TopicPartition, ...]] | None = None,
+        group_protocol: str | None = None,
     ) -> None:
         default_topics = self.catalog.subscription_of(group)
         members = tuple(
@@ -513,7 +514,14 @@ class _LogImporter:
             for member_id, instance_id in state.members.items()
         )
         self.assembler(group).add(
-            Snapshot(generation, members, event.timestamp_ms, protocol, reason),
+            Snapshot(
+                generation,
+                members,
+                event.timestamp_ms,
+                protocol,
+                reason,
+                group_protocol=group_protocol,
+            ),
             event.source,
             event.line,
         )
@@ -627,6 +635,7 @@ class _LogImporter:
             reason,
             fields.get("assignor"),
             assigned,
+            "consumer",
         )
         state.rebalance_started_ms = None
 

@@ -514,6 +514,7 @@ class _OffsetsImporter:
             reason=f"target assignment for epoch {epoch}",
             partition_counts=counts,
             replica_racks=racks,
+            group_protocol="consumer",
         )
 
     def flush(self, group: str) -> None:
