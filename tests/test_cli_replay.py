@@ -260,9 +260,9 @@ def test_summary_names_each_assignors_rebalance_protocol(tmp_path):
         "recorded": "cooperative",
     }
     metadata = pq.read_schema(tmp_path / "r" / "summary.parquet").metadata
-    assert metadata[b"ktk.results.version"] == b"3"
+    assert metadata[b"ktk.results.version"] == b"4"
     assert (
-        pq.read_schema(tmp_path / "r" / "scores.parquet").metadata[b"ktk.results.version"] == b"3"
+        pq.read_schema(tmp_path / "r" / "scores.parquet").metadata[b"ktk.results.version"] == b"4"
     )
     assert "cooperative" in outcome.stdout
 

@@ -543,7 +543,7 @@ def test_any_recorded_protocol_value_is_labelled_as_recorded(tmp_path: Path) -> 
     )
     html = render_rebalance(read_results(write_results(tmp_path / "r", scores)))
     cells = _protocol_cells(html)
-    assert cells["range"] == "KIP-848 consumer"
+    assert cells["range"] == "consumer (KIP-848)"
     assert cells["recorded"] == f"{HOSTILE}, cooperative"
     assert HOSTILE not in html
 

@@ -54,17 +54,17 @@ after 2 heartbeat intervals; only t-4 stopped being consumed, for one interval.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 from assignors.model import Assignment, Group, Topic, TopicPartition
 from assignors.traces.format import Generation
 from assignors.traces.scoring import ScoreRow
 
-STABLE = "STABLE"
-UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
-UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
+STABLE: Final = "STABLE"
+UNREVOKED_PARTITIONS: Final = "UNREVOKED_PARTITIONS"
+UNRELEASED_PARTITIONS: Final = "UNRELEASED_PARTITIONS"
 MemberStateName = Literal["STABLE", "UNREVOKED_PARTITIONS", "UNRELEASED_PARTITIONS"]
 
 REVOKED = "revoked"
@@ -100,7 +100,7 @@ def next_member_state(
     member: MemberState,
     target_epoch: int,
     target: Collection[TopicPartition],
-    held_by_others: Collection[TopicPartition],
+    held_by_others: Container[TopicPartition],
     owned: Collection[TopicPartition] | None,
 ) -> MemberState:
     """``CurrentAssignmentBuilder.build()``: the member's state after one heartbeat.
@@ -114,20 +114,24 @@ def next_member_state(
     >>> after = next_member_state(stable, 11, t[1:4], (), t[0:3])
     >>> after.state, after.member_epoch
     ('UNREVOKED_PARTITIONS', 10)
-    >>> [tp.partition for tp in sorted(after.assigned)], [tp.partition for tp in after.pending_revocation]
-    ([1, 2], [0])
+    >>> [sorted(tp.partition for tp in tps) for tps in (after.assigned, after.pending_revocation)]
+    [[1, 2], [0]]
     """
     if member.state == STABLE:
         if member.member_epoch == target_epoch:
             return member
-        return _next_assignment(member, member.member_epoch, target_epoch, target, held_by_others, owned)
+        return _next_assignment(
+            member, member.member_epoch, target_epoch, target, held_by_others, owned
+        )
     if member.state == UNREVOKED_PARTITIONS:
         if _owns_any(owned, member.pending_revocation):
             return member
         return _next_assignment(
             member, member.member_epoch + 1, target_epoch, target, held_by_others, owned
         )
-    return _next_assignment(member, member.member_epoch, target_epoch, target, held_by_others, owned)
+    return _next_assignment(
+        member, member.member_epoch, target_epoch, target, held_by_others, owned
+    )
 
 
 def _owns_any(owned: Collection[TopicPartition] | None, revoked: frozenset[TopicPartition]) -> bool:
@@ -140,7 +144,7 @@ def _next_assignment(
     member_epoch: int,
     target_epoch: int,
     target: Collection[TopicPartition],
-    held_by_others: Collection[TopicPartition],
+    held_by_others: Container[TopicPartition],
     owned: Collection[TopicPartition] | None,
 ) -> MemberState:
     """``computeNextAssignment``."""
@@ -397,7 +401,9 @@ def reconcile_generation(
     return reconcile(
         epoch=generation.generation,
         previous=previous,
-        target={member.member_id: target.get(member.member_id, ()) for member in generation.members},
+        target={
+            member.member_id: target.get(member.member_id, ()) for member in generation.members
+        },
         previous_epoch=previous_epoch,
     )
 

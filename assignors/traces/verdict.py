@@ -36,6 +36,20 @@ TIE_TOLERANCE = 0.01
 """Two totals are a tie when they differ by at most 1% of the larger (or both are 0)."""
 RECORDED = "recorded"
 
+PROTOCOL_LABELS = {"consumer": "consumer (KIP-848)"}
+"""How people name a protocol value: KIP-848's ``consumer`` group protocol says so."""
+
+
+def protocol_label(protocols: Iterable[str]) -> str | None:
+    """The label of the protocol(s) recorded for one assignor, joined by "/".
+
+    >>> protocol_label(["consumer"]), protocol_label(["cooperative", "eager"]), protocol_label([])
+    ('consumer (KIP-848)', 'cooperative/eager', None)
+    """
+    labels = [PROTOCOL_LABELS.get(name, name) for name in protocols]
+    return "/".join(labels) if labels else None
+
+
 METRICS: dict[str, tuple[str, str, str]] = {
     # key: (label, unit, what it counts)
     "paused_partition_seconds": (
@@ -141,6 +155,7 @@ def assignor_stats(rows: Sequence[SummaryRow]) -> dict[str, Any]:
     return {
         "assignor": rows[0].assignor,
         "protocol": "/".join(protocols) if protocols else None,
+        "protocol_label": protocol_label(protocols),
         "traces": len(rows),
         "generations": sum(row.generations for row in rows),
         "rebalances": sum(max(0, row.generations - 1) for row in rows),
@@ -157,7 +172,20 @@ def assignor_stats(rows: Sequence[SummaryRow]) -> dict[str, Any]:
             "invalid_generations": sum(r.invalid_generations for r in rows),
         },
         "per_trace": spreads,
+        "reconcile": _reconcile_stats(rows),
     }
+
+
+def _reconcile_stats(rows: Sequence[SummaryRow]) -> dict[str, Any] | None:
+    """The slowest reconciliation of a KIP-848 (consumer protocol) group: most heartbeats any
+    member needed and most seconds until every member reached a target; None without any."""
+    heartbeats = [
+        r.max_reconcile_heartbeats for r in rows if r.max_reconcile_heartbeats is not None
+    ]
+    seconds = [r.max_reconcile_seconds for r in rows if r.max_reconcile_seconds is not None]
+    if not heartbeats:
+        return None
+    return {"max_heartbeats": max(heartbeats), "max_seconds": _round(max(seconds, default=0.0))}
 
 
 def _percent_fewer(value: float, reference: float) -> str:

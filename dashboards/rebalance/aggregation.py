@@ -224,7 +224,7 @@ def best_assignors(summary: pd.DataFrame) -> dict[str, frozenset[str]]:
     return best
 
 
-PROTOCOL_NAMES = {"consumer": "KIP-848 consumer"}
+PROTOCOL_NAMES = {"consumer": "consumer (KIP-848)"}
 
 
 def protocol_label(recorded: tuple[str, ...]) -> str:
@@ -232,7 +232,7 @@ def protocol_label(recorded: tuple[str, ...]) -> str:
     group protocol says so).
 
     >>> protocol_label(("consumer",)), protocol_label(("cooperative", "eager")), protocol_label(())
-    ('KIP-848 consumer', 'cooperative, eager', 'not recorded')
+    ('consumer (KIP-848)', 'cooperative, eager', 'not recorded')
     """
     names = [PROTOCOL_NAMES.get(name, name) for name in recorded]
     return ", ".join(names) if names else NOT_RECORDED

@@ -104,7 +104,7 @@ def _summary_table(
         '<div class="table-wrap"><table id="summary-table"><thead><tr>'
         '<th title="the assignor replayed, or recorded: what the real group did">assignor</th>'
         '<th title="the rebalance protocol the results record for it: eager, cooperative or '
-        'KIP-848 consumer">protocol</th>'
+        'consumer (KIP-848)">protocol</th>'
         f"{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 

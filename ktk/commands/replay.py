@@ -242,7 +242,7 @@ def assignor_rows(verdict: dict[str, Any]) -> list[list[object]]:
             [
                 rank_of.get(name),
                 name,
-                entry["protocol"],
+                entry.get("protocol_label", entry["protocol"]),
                 entry["traces"],
                 totals["paused_partition_seconds"],
                 paused.get("median"),
