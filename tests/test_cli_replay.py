@@ -478,6 +478,27 @@ def test_replay_ends_with_one_row_per_assignor_and_the_verdict_line(tmp_path):
     assert "per trace (one row per trace x assignor)" in detailed.stdout
 
 
+def test_replay_labels_kip848_assignors_and_says_how_long_reconciliation_takes(tmp_path):
+    outcome = _replay_examples(tmp_path, "--assignors", "uniform,range", "--heartbeat-seconds", "2")
+    assert outcome.exit_code == 0, outcome.output
+    rows = {
+        cells[2].strip(): cells[3].strip()
+        for line in outcome.stdout.splitlines()
+        if line.startswith("│") and len(cells := line.split("│")) > 3
+    }
+    assert rows == {"uniform": "consumer (KIP-848)", "range": "eager"}
+    verdict = json.loads((tmp_path / "r" / "verdict.json").read_text())
+    reconcile = {entry["assignor"]: entry["reconcile"] for entry in verdict["assignors"]}
+    assert reconcile["range"] is None
+    # whole heartbeat intervals of 2 s; never less than one interval per rebalance
+    assert reconcile["uniform"]["max_seconds"] % 2 == 0
+    assert reconcile["uniform"]["max_heartbeats"] >= 1
+    line = next(
+        line for line in outcome.stdout.splitlines() if line.startswith("KIP-848 reconciliation")
+    )
+    assert f"uniform {reconcile['uniform']['max_seconds']:g} s (at most " in line
+
+
 def test_piped_replay_output_keeps_words_and_rows_whole(tmp_path):
     outcome = _replay_examples(tmp_path)
     table_rows = [line for line in outcome.stdout.splitlines() if line.startswith("│")]

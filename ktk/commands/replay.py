@@ -273,6 +273,17 @@ def verdict_lines(verdict: dict[str, Any]) -> list[str]:
     ]
     if verdict["recorded"] is not None:
         lines.append(verdict["recorded"]["sentence"])
+    reconciled = [
+        f"{entry['assignor']} {entry['reconcile']['max_seconds']:g} s (at most "
+        f"{plural(entry['reconcile']['max_heartbeats'], 'heartbeat')} per member)"
+        for entry in verdict["assignors"]
+        if entry.get("reconcile") is not None
+    ]
+    if reconciled:
+        lines.append(
+            "KIP-848 reconciliation, until every member had the target in the slowest "
+            "rebalance: " + "; ".join(reconciled)
+        )
     if model:
         lines.append(
             f"cost model: a rebalance round lasts {model['round_seconds']:g} s, a KIP-848 "
@@ -375,8 +386,9 @@ def replay_command(
         DEFAULT_HEARTBEAT_SECONDS,
         "--heartbeat-seconds",
         metavar="SECONDS",
-        help="Cost model: KIP-848 heartbeat interval; a partition moved by uniform or "
-        "server-range pauses this long.",
+        help="Cost model: KIP-848 heartbeat interval (group.consumer.heartbeat.interval.ms); "
+        "consumer-protocol groups (uniform, server-range, recorded KIP-848 groups) reconcile "
+        "member by member in steps of it.",
     ),
 ) -> None:
     """Replay rebalance traces through assignors and score every generation.
