@@ -292,3 +292,39 @@ def test_kip848_importer_fixture_replays_with_reconciliation() -> None:
         0,
     )
     assert third.forced == 3 and third.paused_partition_seconds == 0.0
+
+
+def test_dashboard_labels_a_recorded_kip848_group_from_its_results(tmp_path: Path) -> None:
+    from assignors.traces.results import write_results
+    from dashboards.rebalance.page import render_rebalance
+    from dashboards.rebalance.reading import read_results
+
+    result = replay_trace(_worked_trace(), ["recorded", "range"], timings=False)
+    write_results(tmp_path / "r", result.scores, [], result.summary)
+    html = render_rebalance(read_results(tmp_path / "r"))
+    assert "consumer (KIP-848)" in html
+
+
+def test_group_protocol_survives_jsonl_rows_and_parquet(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from assignors.traces.format import generation_to_row, traces_table
+
+    generation = _worked_trace().generations[0]
+    row = generation_to_row(generation)
+    assert row["group_protocol"] == "consumer"
+    pq.write_table(traces_table([row]), tmp_path / "t.parquet")
+    [read] = pq.read_table(tmp_path / "t.parquet").to_pylist()
+    assert parse_generation(read, "t.parquet", 1).group_protocol == "consumer"
+
+
+def test_kip848_coordinator_log_rows_say_consumer_and_classic_ones_do_not() -> None:
+    from assignors.traces.importers.common import parse_topics_file
+    from assignors.traces.importers.coordinator_log import import_coordinator_log
+
+    directory = EXAMPLES / "importers"
+    catalog = parse_topics_file((directory / "topics.json").read_text(encoding="utf-8"), "t.json")
+    path = directory / "coordinator-kip848.log"
+    rows = import_coordinator_log([(str(path), path.read_text(encoding="utf-8"))], catalog).rows
+    protocols = {row["trace_id"]: row.get("group_protocol") for row in rows}
+    assert set(protocols.values()) == {None, "consumer"}
