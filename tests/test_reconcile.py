@@ -328,3 +328,30 @@ def test_kip848_coordinator_log_rows_say_consumer_and_classic_ones_do_not() -> N
     rows = import_coordinator_log([(str(path), path.read_text(encoding="utf-8"))], catalog).rows
     protocols = {row["trace_id"]: row.get("group_protocol") for row in rows}
     assert set(protocols.values()) == {None, "consumer"}
+
+
+def test_a_plugin_declaring_the_consumer_protocol_is_reconciled_and_labelled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from assignors.model import Assignment, Group
+    from assignors.traces import job
+    from assignors.uniform import UniformAssignor
+
+    class Plugin:
+        """A third-party server-side assignor: the coordinator's uniform target."""
+
+        name = "my-server-side"
+        rebalance_protocol = "cooperative"
+        group_protocol = "consumer"
+
+        def assign(self, group: Group) -> Assignment:
+            return UniformAssignor().assign(group)
+
+        def target(self, group: Group) -> Assignment:
+            return UniformAssignor().target(group)
+
+    # the job's per-process assignor cache stands in for an installed entry point
+    monkeypatch.setitem(job._assignors, "my-server-side", Plugin())
+    result = replay_trace(_worked_trace(), ["my-server-side"], timings=False)
+    assert [row.protocol for row in result.summary] == ["consumer"]
+    assert result.scores[1].reconcile_heartbeats is not None

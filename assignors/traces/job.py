@@ -30,6 +30,7 @@ from assignors.base import Assignor
 from assignors.traces.cost import CostModel, group_protocol, with_costs
 from assignors.traces.files import RawRow, raw_rows_by_trace, trace_or_failure
 from assignors.traces.format import Trace, TraceFailure, failure_key
+from assignors.traces.reconcile import is_server_side
 from assignors.traces.replay import RECORDED, recorded_protocol, replay_recorded, replay_with
 from assignors.traces.scoring import ScoreRow, SummaryRow, summarize
 
@@ -99,7 +100,11 @@ def replay_trace(
                 rows.extend(with_costs(replay_recorded(trace), protocol, model))
             else:
                 assignor = _assignor(name)
-                protocol = group_protocol(name, assignor.rebalance_protocol)
+                protocol = (
+                    "consumer"
+                    if is_server_side(assignor)
+                    else group_protocol(name, assignor.rebalance_protocol)
+                )
                 replayed = replay_with(trace, assignor, timings=timings)
                 rows.extend(with_costs(replayed, protocol, model))
             protocols[trace.trace_id, name] = protocol
