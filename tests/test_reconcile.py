@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assignors.model import TopicPartition
 from assignors.traces.cost import CostModel, with_costs
@@ -355,3 +357,49 @@ def test_a_plugin_declaring_the_consumer_protocol_is_reconciled_and_labelled(
     result = replay_trace(_worked_trace(), ["my-server-side"], timings=False)
     assert [row.protocol for row in result.summary] == ["consumer"]
     assert result.scores[1].reconcile_heartbeats is not None
+
+
+# --- properties over random groups -----------------------------------------------------------
+
+
+@st.composite
+def epochs(
+    draw: st.DrawFn,
+) -> tuple[dict[str, list[TopicPartition]], dict[str, list[TopicPartition]]]:
+    """(previous, target): partitions t-0..P-1 dealt at random to old members (some of whom
+    leave) and again to the new membership (survivors plus joiners; some partitions to nobody)."""
+    count = draw(st.integers(0, 30))
+    partitions = [TopicPartition("t", p) for p in range(count)]
+    old = [f"m{i}" for i in range(draw(st.integers(1, 6)))]
+    survivors = [m for m in old if draw(st.booleans())]
+    joiners = [f"j{i}" for i in range(draw(st.integers(0 if survivors else 1, 3)))]
+    members = survivors + joiners
+    before = {m: [] for m in old}
+    after: dict[str, list[TopicPartition]] = {m: [] for m in members}
+    for tp in partitions:
+        before[draw(st.sampled_from(old))].append(tp)
+        holder = draw(st.sampled_from([*members, None]))
+        if holder is not None:
+            after[holder].append(tp)
+    return {m: before[m] for m in survivors}, after
+
+
+@settings(max_examples=300, deadline=None)
+@given(epochs())
+def test_every_member_reaches_its_target_within_two_intervals(epoch) -> None:
+    previous, target = epoch
+    result = reconcile(epoch=5, previous=previous, target=target)
+    assert [m.member_id for m in result.members] == sorted(target)
+    assert all(m.states[-1] == STABLE and m.heartbeats >= 1 for m in result.members)
+    assert result.intervals <= 2
+    owner_before = {tp: m for m, tps in previous.items() for tp in tps}
+    owner_after = {tp: m for m, tps in target.items() for tp in tps}
+    handed = {tp for tp, owner in owner_before.items() if owner_after.get(tp) not in (None, owner)}
+    # exactly the partitions one survivor gave to another member pause, each at most a tick
+    assert {pause.partition for pause in result.pauses} == handed
+    assert all(0 <= pause.intervals <= 1 for pause in result.pauses)
+    assert all(
+        (pause.revoked_by, pause.assigned_to)
+        == (owner_before[pause.partition], owner_after[pause.partition])
+        for pause in result.pauses
+    )
