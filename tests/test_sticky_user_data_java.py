@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assignors.model import NO_GENERATION, TopicPartition
 from assignors.protocol.kafka_python import sticky_user_data
@@ -200,3 +202,23 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "orders", "t\u00f3pico", "x" * 300]), st.integers(0, 2**31 - 1)
+        ),
+        unique=True,
+        max_size=40,
+    ),
+    st.integers(-1, 2**31 - 1),
+)
+def test_the_adapters_user_data_reads_back_as_javas_layout(owned, generation) -> None:
+    partitions = _partitions([list(pair) for pair in owned])
+    written = sticky_user_data(partitions, generation)
+    if not partitions and generation == NO_GENERATION:
+        assert written == b""
+        return
+    assert decode_sticky_user_data(written) == StickyUserData(tuple(sorted(partitions)), generation)
