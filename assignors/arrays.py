@@ -2,7 +2,8 @@
 
 Members' subscriptions as topic positions, each partition's topic, and each partition's valid
 claimant: the member holding it in the highest generation among present, subscribed members
-(two claims in that generation void it, as Kafka's sticky assignors do).
+(two claims in that generation void it, as Kafka's sticky assignors do), and whether a present
+member still lists it although it dropped the topic (it consumes it until it revokes it).
 
 >>> from assignors.model import Group, Member, Topic, TopicPartition as TP
 >>> sub = frozenset({"a"})
@@ -34,7 +35,9 @@ class GroupArrays:
     ``subscriptions[i]``: topic positions member ``i`` subscribes to (known, non-empty topics);
     ``topic_of[p]``: topic position of partition ``p``; ``claimant[p]``: the member whose claim
     on ``p`` is valid (present, subscribed, highest generation; -1 none); ``contested[p]``: two
-    claims in that highest generation (neither counts); ``objects[p]``: the request's own
+    claims in that highest generation (neither counts); ``unsubscribed_owner[p]``: some present
+    member lists ``p`` as owned although it no longer subscribes to its topic (its claim is
+    never honoured, but it holds ``p`` until it revokes it); ``objects[p]``: the request's own
     TopicPartition when claimed (others are made on output); ``rank[i]``: tie-break order
     (static instance id, else member id).
     """
@@ -45,6 +48,7 @@ class GroupArrays:
     topic_of: np.ndarray
     claimant: np.ndarray
     contested: np.ndarray
+    unsubscribed_owner: np.ndarray
     objects: np.ndarray
     rank: np.ndarray
 
@@ -74,7 +78,7 @@ class GroupArrays:
         )
         rank = np.empty(len(members), dtype=_INDEX)
         rank[order] = np.arange(len(members), dtype=_INDEX)
-        claimant, contested, objects = _valid_claims(
+        claimant, contested, unsubscribed_owner, objects = _valid_claims(
             group, subscriptions, counts, offsets, position
         )
         return cls(
@@ -84,6 +88,7 @@ class GroupArrays:
             topic_of=np.repeat(np.arange(counts.size, dtype=_INDEX), counts),
             claimant=claimant,
             contested=contested,
+            unsubscribed_owner=unsubscribed_owner,
             objects=objects,
             rank=rank,
         )
@@ -172,17 +177,21 @@ def _valid_claims(
     counts: np.ndarray,
     offsets: np.ndarray,
     position: dict[str, int],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(claimant, contested, objects): per partition, the member whose claim wins (present,
-    subscribed, partition exists, highest generation; two claims in it void the partition)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(claimant, contested, unsubscribed_owner, objects): per partition, the member whose claim
+    wins (present, subscribed, partition exists, highest generation; two claims in it void the
+    partition), and whether a present member lists it without subscribing to its topic."""
     num_partitions = int(counts.sum())
     objects = np.full(num_partitions, None, dtype=object)
     claimant = np.full(num_partitions, NOBODY, dtype=_INDEX)
     contested = np.zeros(num_partitions, dtype=bool)
+    unsubscribed_owner = np.zeros(num_partitions, dtype=bool)
     partition_parts, member_parts, generation_parts = [], [], []
+    # one extra slot answers topic position -1 (a topic nobody subscribes to): no partitions
+    known_counts = np.append(counts, 0)
     for i, member in enumerate(group.members):
         owned = member.owned_partitions
-        if not owned or not subscriptions[i]:
+        if not owned:
             continue
         topics = np.fromiter(
             map(position.get, map(operator.itemgetter(0), owned), repeat(-1)),
@@ -190,17 +199,20 @@ def _valid_claims(
             count=len(owned),
         )
         numbers = np.fromiter(map(operator.itemgetter(1), owned), dtype=_INDEX, count=len(owned))
-        subscribed = np.zeros(counts.size + 1, dtype=bool)  # the extra slot answers position -1
+        subscribed = np.zeros(counts.size + 1, dtype=bool)
         subscribed[list(subscriptions[i])] = True
-        safe = np.where(topics >= 0, topics, 0)
-        valid = subscribed[topics] & (numbers >= 0) & (numbers < counts[safe])
-        indexes = offsets[safe[valid]] + numbers[valid]
+        exists = (numbers >= 0) & (numbers < known_counts[topics])
+        valid = subscribed[topics] & exists
+        dropped = exists & ~valid
+        if dropped.any():
+            unsubscribed_owner[offsets[topics[dropped]] + numbers[dropped]] = True
+        indexes = offsets[topics[valid]] + numbers[valid]
         objects[indexes] = np.fromiter(owned, dtype=object, count=len(owned))[valid]
         partition_parts.append(indexes)
         member_parts.append(np.full(indexes.size, i, dtype=_INDEX))
         generation_parts.append(np.full(indexes.size, member.generation, dtype=_INDEX))
     if not partition_parts:
-        return claimant, contested, objects
+        return claimant, contested, unsubscribed_owner, objects
     partitions = np.concatenate(partition_parts)
     claimers = np.concatenate(member_parts)
     generations = np.concatenate(generation_parts)
@@ -214,4 +226,4 @@ def _valid_claims(
     void = tied[leaders]
     claimant[partitions[leaders[~void]]] = claimers[leaders[~void]]
     contested[partitions[leaders[void]]] = True
-    return claimant, contested, objects
+    return claimant, contested, unsubscribed_owner, objects

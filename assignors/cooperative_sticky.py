@@ -30,8 +30,21 @@ claimed twice and nothing needs to move, so the withheld partition goes to ``c2`
 ({'c0': [0, 1], 'c1': [2], 'c2': [3]}, ())
 
 Withheld this round: partitions whose valid owner (present, subscribed, highest generation)
-changes, and partitions two members claimed in the same highest generation (each claimant may
-still be consuming them, so neither is trusted until both have revoked). With uniform
+changes, partitions two members claimed in the same highest generation (each claimant may
+still be consuming them, so neither is trusted until both have revoked), and partitions a member
+still owns on a topic it no longer subscribes to. The last are never its to keep, but it
+consumes them until it revokes them, so they are handed out in the follow-up round like any
+other move (the Java leader's ``validateCooperativeAssignment`` rejects an assignment that gives
+a partition to one member while another still owns it):
+
+>>> dropped = Group((Topic("a", 1), Topic("b", 1)), (
+...     Member("c0", frozenset({"b"}), (TP("a", 0),), generation=1),
+...     Member("c1", frozenset({"a"}), generation=1)))
+>>> held = CooperativeStickyAssignor().assign(dropped)
+>>> {m: [tp.partition for tp in tps] for m, tps in held.partitions.items()}, held.withheld
+({'c0': [0], 'c1': []}, (TopicPartition(topic='a', partition=0),))
+
+With uniform
 subscriptions the follow-up round never withholds anything: everyone then owns at most its
 quota and the members owning a ceil quota are exactly the ones that get it again.
 """
@@ -46,8 +59,9 @@ from assignors.sticky import StickyPlan, plan_sticky
 
 
 def withheld_indexes(plan: StickyPlan) -> np.ndarray:
-    """Partition indexes to withhold this round: moved ones and same-generation double claims."""
-    return np.union1d(plan.moved(), np.flatnonzero(plan.contested))
+    """Partition indexes to withhold this round: those changing hands (moved claims, and
+    partitions held on a dropped topic) and same-generation double claims."""
+    return np.union1d(plan.changing_hands(), np.flatnonzero(plan.contested))
 
 
 class CooperativeStickyAssignor:

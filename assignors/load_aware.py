@@ -353,7 +353,8 @@ class LoadAwareAssignor:
 
 class CooperativeLoadAwareAssignor:
     """``load-aware`` on the cooperative protocol: partitions changing owner (and those two
-    members claimed in the same generation) are withheld until their old owner revokes them."""
+    members claimed in the same generation, and those a member still holds on a topic it
+    dropped) are withheld until their old owner revokes them."""
 
     name = "load-aware-cooperative"
     rebalance_protocol: RebalanceProtocol = "cooperative"
@@ -363,5 +364,9 @@ class CooperativeLoadAwareAssignor:
 
     def assign(self, group: Group) -> Assignment:
         plan = plan_load_aware(group, self.tolerance)
-        withheld = np.union1d(plan.moved(), np.flatnonzero(plan.arrays.contested))
+        arrays = plan.arrays
+        held_elsewhere = arrays.unsubscribed_owner & (plan.owner != arrays.claimant)
+        withheld = np.union1d(
+            plan.moved(), np.flatnonzero(arrays.contested | held_elsewhere)
+        )
         return plan.arrays.assignment(plan.owner, withheld)

@@ -90,7 +90,9 @@ class StickyPlan:
     partition ``p``. ``claimant[p]`` is the member whose claim on ``p`` is valid (-1: none);
     ``contested[p]`` is true when two members claimed ``p`` in the same, highest generation.
     ``objects[p]`` is partition ``p`` as a :class:`TopicPartition` (the request's own object
-    when some member claimed it, else made on first use).
+    when some member claimed it, else made on first use). ``unsubscribed_owner[p]`` is true when
+    a present member still lists ``p`` as owned though it dropped the topic (it keeps consuming
+    ``p`` until it revokes it).
     """
 
     space: PartitionSpace
@@ -99,10 +101,19 @@ class StickyPlan:
     claimant: np.ndarray
     contested: np.ndarray
     objects: np.ndarray
+    unsubscribed_owner: np.ndarray
 
     def moved(self) -> np.ndarray:
         """Indexes of validly claimed partitions that now go to another member."""
         return np.flatnonzero((self.claimant >= 0) & (self.owner != self.claimant))
+
+    def changing_hands(self) -> np.ndarray:
+        """Indexes of partitions that go to a member other than one still holding them: moved
+        valid claims, and partitions a member holds on a topic it dropped (whoever gets them
+        is someone else)."""
+        return np.flatnonzero(
+            (self.owner != self.claimant) & ((self.claimant >= 0) | self.unsubscribed_owner)
+        )
 
     def partitions_by_member(
         self, left_out: np.ndarray | None = None
@@ -169,7 +180,9 @@ def plan_sticky(group: Group) -> StickyPlan:
     elif num_partitions:
         _assign_heterogeneous(state, subscriptions, counts, offsets)
     member_ids = tuple(m.member_id for m in members)
-    return StickyPlan(space, member_ids, state.owner, claimant, contested, objects)
+    return StickyPlan(
+        space, member_ids, state.owner, claimant, contested, objects, arrays.unsubscribed_owner
+    )
 
 
 def _uniform_targets(

@@ -6,6 +6,7 @@ from sticky_checks import balance_problems, make_member, validity_problems
 
 from assignors.cooperative_sticky import CooperativeStickyAssignor
 from assignors.model import Group, Topic, TopicPartition, rejoin
+from assignors.protocol.request import parse_request
 from assignors.registry import get
 from assignors.sticky import StickyAssignor
 
@@ -82,17 +83,39 @@ def test_stale_claim_does_not_block_the_partition():
     assert assignment.partitions == {"c0": (TP("a", 0),), "c1": (TP("a", 1),)}
 
 
-def test_unsubscribed_topic_partition_goes_out_without_waiting():
+DROPPED_TOPIC_REQUEST = {
+    "assignor": "cooperative-sticky",
+    "topics": [{"name": "a", "partitions": 1}, {"name": "b", "partitions": 1}],
+    "members": [
+        {"id": "c0", "topics": ["b"], "owned": [["a", 0]], "generation": 1},
+        {"id": "c1", "topics": ["a"], "generation": 1},
+    ],
+}
+
+
+def test_partition_of_a_dropped_topic_is_withheld_until_its_owner_revokes_it():
+    _, assignor_name, group = parse_request(DROPPED_TOPIC_REQUEST)
+    assignor = get(assignor_name)
+    first = assignor.assign(group)
+    # c0 still consumes a-0 until it revokes it: handing it to c1 now would give it two owners
+    assert first.partitions == {"c0": (TP("b", 0),), "c1": ()}
+    assert first.withheld == (TP("a", 0),)
+    second = assignor.assign(rejoin(group, first, 2))
+    assert second.partitions == {"c0": (TP("b", 0),), "c1": (TP("a", 0),)}
+    assert second.withheld == ()
+
+
+def test_dropped_topic_partition_kept_by_its_valid_owner_is_not_withheld():
     group = Group(
         (Topic("a", 1), Topic("b", 1)),
         (
-            make_member("c0", "a", (("a", 0), ("b", 0)), 3),  # no longer subscribes to b
-            make_member("c1", "a,b"),
+            make_member("c0", "b", (("a", 0), ("b", 0)), 3),  # dropped a, still lists a-0
+            make_member("c1", "a", (("a", 0),), 2),  # the valid claim: it keeps a-0
         ),
     )
     assignment = CooperativeStickyAssignor().assign(group)
     assert assignment.withheld == ()
-    assert assignment.partitions == {"c0": (TP("a", 0),), "c1": (TP("b", 0),)}
+    assert assignment.partitions == {"c0": (TP("b", 0),), "c1": (TP("a", 0),)}
 
 
 def test_rack_aware_moves_prefer_the_joining_member_on_the_replica_rack():
