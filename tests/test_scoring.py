@@ -13,6 +13,8 @@ from assignors.traces.scoring import (
     ScoreRow,
     min_moved,
     optimal_max_load,
+    optimal_min_load,
+    optimal_spread,
     score_generation,
     scores_table,
     summarize,
@@ -98,6 +100,51 @@ def test_uniform_closed_form_equals_brute_force(case):
     assert (optimal_max_load(uniform), min_moved(uniform, previous)) == _brute_force(
         uniform, previous
     )
+
+
+def _brute_force_loads(group: Group) -> tuple[int, int, int]:
+    """(largest min load, smallest max load, smallest max - min) over every valid assignment."""
+    considered = [m for m in group.members if any(group.num_partitions(t) > 0 for t in m.topics)]
+    choices = [
+        [m.member_id for m in considered if tp.topic in m.topics]
+        for tp in group.subscribed_partitions()
+    ]
+    best_min, best_max, best_spread = 0, None, None
+    for owners in itertools.product(*choices):
+        loads = dict.fromkeys((m.member_id for m in considered), 0)
+        for member_id in owners:
+            loads[member_id] += 1
+        low, high = min(loads.values(), default=0), max(loads.values(), default=0)
+        best_min = max(best_min, low)
+        best_max = high if best_max is None else min(best_max, high)
+        best_spread = high - low if best_spread is None else min(best_spread, high - low)
+    return best_min, best_max or 0, best_spread or 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(small_cases())
+def test_optimal_min_load_and_spread_equal_brute_force(case):
+    group, _ = case
+    best_min, best_max, best_spread = _brute_force_loads(group)
+    assert optimal_min_load(group) == best_min
+    # one assignment reaches the smallest max and the largest min together
+    assert optimal_spread(group) == best_spread == best_max - best_min
+
+
+def test_topic_spread_is_the_most_uneven_topic_over_its_subscribers():
+    both = frozenset({"t1", "t2"})
+    group = Group(
+        (Topic("t1", 2), Topic("t2", 2), Topic("t3", 3)),
+        (Member("c0", both | {"t3"}), Member("c1", both), Member("c2", frozenset({"t3"}))),
+    )
+    skewed = {"c0": [_tp("t1", 0), _tp("t1", 1)], "c1": [_tp("t2", 0), _tp("t2", 1)]}
+    skewed["c2"] = [_tp("t3", 0), _tp("t3", 1), _tp("t3", 2)]
+    # t1 and t2 are 2/0 over c0 and c1; t3 is 0/3 over c0 and c2
+    assert _score(group, skewed).topic_spread == 3
+    even = {"c0": [_tp("t1", 0), _tp("t2", 0), _tp("t3", 0)], "c1": [_tp("t1", 1), _tp("t2", 1)]}
+    even["c2"] = [_tp("t3", 1), _tp("t3", 2)]
+    assert _score(group, even).topic_spread == 1
+    assert _score(group, even).spread == 1
 
 
 def _tp(topic: str, partition: int) -> TopicPartition:

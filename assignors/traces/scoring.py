@@ -76,6 +76,7 @@ class ScoreRow(NamedTuple):
     paused_intervals: int | None = None
     paused_weight_intervals: float | None = None
     reconcile_seconds: float | None = None
+    topic_spread: int = 0
 
 
 class SummaryRow(NamedTuple):
@@ -141,6 +142,7 @@ SCORE_SCHEMA = pa.schema(
         pa.field("paused_intervals", pa.int64()),
         pa.field("paused_weight_intervals", pa.float64()),
         pa.field("reconcile_seconds", pa.float64()),
+        pa.field("topic_spread", pa.int64()),
     ]
 )
 
@@ -251,8 +253,9 @@ def subscription_classes(group: Group) -> SubscriptionClasses:
     return SubscriptionClasses(tuple(subscribers), tuple(sizes), class_by_topic, considered)
 
 
-def _max_flow_fits(classes: SubscriptionClasses, capacity: int) -> bool:
-    """Can every partition go to a subscriber with no member above ``capacity``?"""
+def _class_flow(classes: SubscriptionClasses, capacity: int) -> tuple[int, int]:
+    """(max flow, members): classes -> their subscribers -> sink, each member capped at
+    ``capacity``."""
     from ortools.graph.python import max_flow
 
     members = sorted({member for group in classes.subscribers for member in group})
@@ -261,7 +264,6 @@ def _max_flow_fits(classes: SubscriptionClasses, capacity: int) -> bool:
     }
     source, sink = 0, 1
     tails, heads, capacities = [], [], []
-    total = sum(classes.sizes)
     for position, (subscribers, size) in enumerate(
         zip(classes.subscribers, classes.sizes, strict=True)
     ):
@@ -284,7 +286,18 @@ def _max_flow_fits(classes: SubscriptionClasses, capacity: int) -> bool:
     )
     if solver.solve(source, sink) != solver.OPTIMAL:
         raise RuntimeError("max-flow solver failed")
-    return solver.optimal_flow() == total
+    return solver.optimal_flow(), len(members)
+
+
+def _max_flow_fits(classes: SubscriptionClasses, capacity: int) -> bool:
+    """Can every partition go to a subscriber with no member above ``capacity``?"""
+    return _class_flow(classes, capacity)[0] == sum(classes.sizes)
+
+
+def _max_flow_fills(classes: SubscriptionClasses, level: int) -> bool:
+    """Can every considered member get at least ``level`` partitions it subscribes to?"""
+    flow, num_members = _class_flow(classes, level)
+    return flow == level * num_members
 
 
 def optimal_max_load(group: Group) -> int:
@@ -327,6 +340,54 @@ def optimal_max_load_of(classes: SubscriptionClasses) -> int:
         else:
             lower = middle
     return upper
+
+
+def optimal_min_load(group: Group) -> int:
+    """The largest min load (partition count of the emptiest member subscribed to an existing
+    partition) of any valid assignment.
+
+    >>> from assignors.model import Member, Topic
+    >>> optimal_min_load(Group((Topic("x", 2), Topic("y", 2), Topic("z", 2)), (
+    ...     Member("a", frozenset({"x", "y", "z"})), Member("b", frozenset({"x"})),
+    ...     Member("c", frozenset({"x", "y"})))))
+    2
+    """
+    return optimal_min_load_of(subscription_classes(group))
+
+
+def optimal_min_load_of(classes: SubscriptionClasses) -> int:
+    """:func:`optimal_min_load` of a group whose classes are known: the largest ``L`` for which
+    a max flow (classes -> subscribers, each member capped at ``L``) gives every member ``L``
+    (the partitions left over go to any subscriber). Binary search, O(log(P / M)) flows."""
+    num_considered = len(classes.considered)
+    total = sum(classes.sizes)
+    if total == 0 or num_considered == 0:
+        return 0
+    if len(classes.sizes) == 1 and len(classes.subscribers[0]) == num_considered:
+        return total // num_considered
+    low, high = 0, total // num_considered  # low fits; the answer is at most high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _max_flow_fills(classes, middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def optimal_spread(group: Group) -> int:
+    """The smallest ``max_load - min_load`` of any valid assignment: :func:`optimal_max_load`
+    minus :func:`optimal_min_load`. One assignment reaches both at once: the load vectors of
+    valid assignments are the integer bases of a polymatroid, whose least-squares (decreasingly
+    minimal) base minimises the largest load and maximises the smallest together.
+
+    >>> from assignors.model import Member, Topic
+    >>> optimal_spread(Group((Topic("a", 5), Topic("b", 1)),
+    ...     (Member("x", frozenset({"a"})), Member("y", frozenset({"b"})))))
+    4
+    """
+    classes = subscription_classes(group)
+    return optimal_max_load_of(classes) - optimal_min_load_of(classes)
 
 
 def _min_moved_flow(
@@ -535,6 +596,7 @@ def score_generation(
     max_load = max(loads.values(), default=0)
     balanced = _is_balanced(group, partitions_by_member, loads)
     capacity = optimal_max_load_of(classes)
+    topic_spread = _topic_spread(group, partitions_by_member, classes, counts)
 
     # churn against the previous final assignment
     moved = forced = revoked = minimum_moved = minimum_moved_own = 0
@@ -612,7 +674,34 @@ def score_generation(
         revoked_weight=revoked_weight if weighted else None,
         moved_weight=moved_weight if weighted else None,
         interval_ms=interval_ms,
+        topic_spread=topic_spread,
     )
+
+
+def _topic_spread(
+    group: Group,
+    partitions_by_member: Mapping[str, Sequence[TopicPartition]],
+    classes: SubscriptionClasses,
+    counts: Mapping[str, int],
+) -> int:
+    """The largest, over topics, of (most - fewest) partitions of the topic held by one of its
+    subscribers. O(P + T)."""
+    held: Counter[tuple[str, int]] = Counter()
+    for index, member in enumerate(group.members):
+        subscribed = member.topics
+        for tp in partitions_by_member.get(member.member_id, ()):
+            if tp.topic in subscribed and 0 <= tp.partition < counts[tp.topic]:
+                held[tp.topic, index] += 1
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for (topic, _index), count in held.items():
+        by_topic[topic].append(count)
+    spread = 0
+    for topic, class_index in classes.class_by_topic.items():
+        holding = by_topic.get(topic, [])
+        most = max(holding, default=0)
+        fewest = min(holding) if len(holding) == len(classes.subscribers[class_index]) else 0
+        spread = max(spread, most - fewest)
+    return spread
 
 
 def _is_balanced(
