@@ -366,7 +366,5 @@ class CooperativeLoadAwareAssignor:
         plan = plan_load_aware(group, self.tolerance)
         arrays = plan.arrays
         held_elsewhere = arrays.unsubscribed_owner & (plan.owner != arrays.claimant)
-        withheld = np.union1d(
-            plan.moved(), np.flatnonzero(arrays.contested | held_elsewhere)
-        )
+        withheld = np.union1d(plan.moved(), np.flatnonzero(arrays.contested | held_elsewhere))
         return plan.arrays.assignment(plan.owner, withheld)
