@@ -277,11 +277,20 @@ def _assign_heterogeneous(
         loads[members] += added
 
     claims = [held.copy() for held in kept]
-    moved_claims = False
-    while True:
-        _spread_free(by_choice, subscribers, kept, free, loads, rank)
-        if not _move_claimed(by_choice, subscribers, kept, free, loads, rank):
-            break
+    moved_claims = _balance_by_kafkas_rule(by_choice, subscribers, kept, free, loads, rank)
+    # Kafka's rule allows a spread an exchange along a chain of members could still shrink;
+    # the smallest spread any valid assignment has is the goal, kept claims come after it
+    active = np.flatnonzero(np.bincount(np.concatenate(subscribers), minlength=num_members))
+    low, high = _optimal_window(subscribers, counts, loads, active)
+    if int(loads[active].min()) < low or int(loads[active].max()) > high:
+        windowed = _window_flow(subscribers, claims, counts, num_members, active, low, high)
+        for position, held in enumerate(windowed):
+            kept[position] = np.minimum(claims[position], held)
+            free[position] = held - kept[position]
+        loads[:] = 0
+        for members, held in zip(subscribers, windowed, strict=True):
+            np.add.at(loads, members, held)
+        _balance_by_kafkas_rule(by_choice, subscribers, kept, free, loads, rank)
         moved_claims = True
     holdings = [held + placed for held, placed in zip(kept, free, strict=True)]
     if moved_claims:
@@ -291,7 +300,7 @@ def _assign_heterogeneous(
         holdings = fewest
         edges = sum(members.size for members in subscribers)
         if edges <= LOAD_SEARCH_EDGES:
-            holdings = _search_loads(subscribers, claims, counts, loads, holdings)
+            holdings = _search_loads(subscribers, claims, counts, loads, holdings, (low, high))
     if state.racks is not None:
         # same loads and claims kept; the counts per topic now also follow replica racks
         running = np.zeros(
@@ -313,6 +322,125 @@ def _assign_heterogeneous(
         targets = np.zeros(num_members, dtype=_INDEX)
         targets[members] = holdings[position]
         _realize(state, np.arange(start, stop, dtype=_INDEX), targets)
+
+
+def _balance_by_kafkas_rule(
+    order: list[int],
+    subscribers: list[np.ndarray],
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> bool:
+    """Spread free partitions, then move claimed ones, until no member holds a partition of a
+    topic whose emptiest subscriber is two or more below it; True when claims moved. Every step
+    lowers the fullest load or raises the emptiest one of the members it touches, so loads
+    never leave the range they started in."""
+    moved_claims = False
+    while True:
+        _spread_free(order, subscribers, kept, free, loads, rank)
+        if not _move_claimed(order, subscribers, kept, free, loads, rank):
+            return moved_claims
+        moved_claims = True
+
+
+def _optimal_window(
+    subscribers: list[np.ndarray], counts: np.ndarray, loads: np.ndarray, active: np.ndarray
+) -> tuple[int, int]:
+    """(largest min load, smallest max load) any valid assignment reaches: scoring's exact
+    references, on topics merged by subscriber set. A spread of at most one is already both
+    (no exchange can improve it), so no flow runs then."""
+    # imported here: scoring brings pyarrow, which only groups with a wide spread need
+    from assignors.traces.scoring import (
+        SubscriptionClasses,
+        optimal_max_load_of,
+        optimal_min_load_of,
+    )
+
+    current = loads[active]
+    low, high = int(current.min()), int(current.max())
+    if high - low <= 1:
+        return low, high
+    merged: dict[bytes, int] = {}
+    class_subscribers: list[tuple[int, ...]] = []
+    sizes: list[int] = []
+    for position, members in enumerate(subscribers):
+        if members.size == 0:
+            continue
+        key = members.tobytes()
+        index = merged.get(key)
+        if index is None:
+            index = merged[key] = len(sizes)
+            class_subscribers.append(tuple(members.tolist()))
+            sizes.append(0)
+        sizes[index] += int(counts[position])
+    classes = SubscriptionClasses(
+        tuple(class_subscribers), tuple(sizes), {}, tuple(active.tolist())
+    )
+    return optimal_min_load_of(classes), optimal_max_load_of(classes)
+
+
+def _window_flow(
+    subscribers: list[np.ndarray],
+    claims: list[np.ndarray],
+    counts: np.ndarray,
+    num_members: int,
+    active: np.ndarray,
+    low: int,
+    high: int,
+) -> list[np.ndarray]:
+    """Per topic, how many partitions each subscriber holds so that every active member holds
+    between ``low`` and ``high`` and the most claims are kept: a min-cost flow from topics to
+    members (a claimed unit costs 0, any other 1) where each active member must take ``low``
+    (its supply) and may take ``high - low`` more through its arc to the sink."""
+    num_topics = len(subscribers)
+    source, sink = 0, 1 + num_topics + num_members
+    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(_INDEX)
+    topic_of_edge = np.repeat(np.arange(num_topics, dtype=_INDEX), np.diff(edge_offsets))
+    member_of_edge = (
+        np.concatenate(subscribers).astype(_INDEX) if num_topics else np.zeros(0, dtype=_INDEX)
+    )
+    claimed = np.concatenate(claims).astype(_INDEX) if num_topics else np.zeros(0, dtype=_INDEX)
+    sizes = np.repeat(counts.astype(_INDEX), np.diff(edge_offsets))
+    member_nodes = 1 + num_topics + active
+    tails = np.concatenate(
+        (np.zeros(num_topics, dtype=_INDEX), 1 + topic_of_edge, 1 + topic_of_edge, member_nodes)
+    )
+    heads = np.concatenate(
+        (
+            1 + np.arange(num_topics, dtype=_INDEX),
+            1 + num_topics + member_of_edge,
+            1 + num_topics + member_of_edge,
+            np.full(active.size, sink, dtype=_INDEX),
+        )
+    )
+    capacities = np.concatenate(
+        (counts.astype(_INDEX), claimed, sizes, np.full(active.size, high - low, dtype=_INDEX))
+    )
+    costs = np.concatenate(
+        (
+            np.zeros(num_topics, dtype=_INDEX),
+            np.zeros(claimed.size, dtype=_INDEX),
+            np.ones(sizes.size, dtype=_INDEX),
+            np.zeros(active.size, dtype=_INDEX),
+        )
+    )
+    flow = min_cost_flow.SimpleMinCostFlow()
+    arcs = flow.add_arcs_with_capacity_and_unit_cost(tails, heads, capacities, costs)
+    total = int(counts.sum())
+    supplies = np.zeros(sink + 1, dtype=_INDEX)
+    supplies[source] = total
+    supplies[member_nodes] = -low
+    supplies[sink] = -(total - low * active.size)
+    flow.set_nodes_supplies(np.arange(sink + 1, dtype=_INDEX), supplies)
+    if flow.solve() != flow.OPTIMAL:
+        raise RuntimeError("no assignment reaches the optimal load window")
+    flows = flow.flows(arcs)
+    edges = claimed.size
+    held = (
+        flows[num_topics : num_topics + edges] + flows[num_topics + edges : num_topics + 2 * edges]
+    )
+    return [held[edge_offsets[p] : edge_offsets[p + 1]] for p in range(num_topics)]
 
 
 def _tie_order(
@@ -514,10 +642,13 @@ def _search_loads(
     counts: np.ndarray,
     loads: np.ndarray,
     holdings: list[np.ndarray],
+    window: tuple[int, int],
 ) -> list[np.ndarray]:
     """Steepest descent over member loads: shift one partition of load from a member that took
-    partitions it did not claim to any other member, while that lets the flow keep more claims.
-    Stops after ``LOAD_SEARCH_TRIALS`` flows (a count, so the answer never depends on speed)."""
+    partitions it did not claim to any other member, while that lets the flow keep more claims
+    and every load stays within ``window`` (the optimal min and max load). Stops after
+    ``LOAD_SEARCH_TRIALS`` flows (a count, so the answer never depends on speed)."""
+    low, high = window
     best_moves = _moves(claims, holdings)
     active = np.flatnonzero(np.bincount(np.concatenate(subscribers), minlength=loads.size)).tolist()
     trials = 0
@@ -528,7 +659,9 @@ def _search_loads(
         givers = np.flatnonzero(loads > kept).tolist()
         takers = active
         improved = None
-        for giver, taker in ((g, t) for g in givers for t in takers if g != t):
+        for giver, taker in (
+            (g, t) for g in givers for t in takers if g != t and loads[g] > low and loads[t] < high
+        ):
             if trials >= LOAD_SEARCH_TRIALS:
                 break
             trials += 1

@@ -154,3 +154,60 @@ def over_share_ok(group: Group, partitions: Mapping[str, Sequence[TopicPartition
         if counts[loser] >= claimed_by_loser:
             problems.append(f"{tp} moved away from {loser} although it kept room for it")
     return problems
+
+
+def considered_loads(group: Group, partitions: Mapping[str, Sequence[TopicPartition]]) -> list[int]:
+    """Partition counts of the members subscribed to some existing partition (scoring's
+    ``min_load``/``max_load`` population)."""
+    return [
+        len(partitions.get(member.member_id, ()))
+        for member in group.members
+        if any(group.num_partitions(topic) > 0 for topic in member.topics)
+    ]
+
+
+def completes_within(
+    group: Group, partitions: Mapping[str, Sequence[TopicPartition]], low: int, high: int
+) -> bool:
+    """Can the subscribed partitions ``partitions`` leaves out (a cooperative round's withheld
+    ones) be handed to subscribers so that every considered member holds between ``low`` and
+    ``high``? A feasibility flow: missing partitions by topic -> subscribers -> sink, each
+    member taking at least ``low`` minus what it holds and at most ``high`` minus that."""
+    from ortools.graph.python import min_cost_flow
+
+    given = {tp for tps in partitions.values() for tp in tps}
+    missing: dict[str, int] = {}
+    for tp in group.subscribed_partitions():
+        if tp not in given:
+            missing[tp.topic] = missing.get(tp.topic, 0) + 1
+    considered = [
+        (index, member)
+        for index, member in enumerate(group.members)
+        if any(group.num_partitions(topic) > 0 for topic in member.topics)
+    ]
+    topic_names = sorted(missing)
+    topic_node = {name: 2 + position for position, name in enumerate(topic_names)}
+    member_base = 2 + len(topic_names)
+    flow = min_cost_flow.SimpleMinCostFlow()
+    supplies = {0: sum(missing.values()), 1: 0}
+    for name in topic_names:
+        flow.add_arc_with_capacity_and_unit_cost(0, topic_node[name], missing[name], 0)
+    demanded = 0
+    for index, member in considered:
+        held = len(partitions.get(member.member_id, ()))
+        if held > high:
+            return False
+        lower = max(0, low - held)
+        node = member_base + index
+        supplies[node] = -lower
+        demanded += lower
+        flow.add_arc_with_capacity_and_unit_cost(node, 1, high - held - lower, 0)
+        for name in topic_names:
+            if name in member.topics:
+                flow.add_arc_with_capacity_and_unit_cost(topic_node[name], node, missing[name], 0)
+    if demanded > supplies[0]:
+        return False
+    supplies[1] = -(supplies[0] - demanded)
+    for node, supply in supplies.items():
+        flow.set_node_supply(node, supply)
+    return flow.solve() == flow.OPTIMAL

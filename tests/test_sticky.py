@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from sticky_checks import balance_problems, make_member, moved, validity_problems
 
-from assignors.model import Group, Topic, TopicPartition
+from assignors.model import Group, Topic, TopicPartition, rejoin
+from assignors.protocol.request import parse_request
 from assignors.registry import get
 from assignors.sticky import StickyAssignor, plan_sticky
 
@@ -264,3 +265,40 @@ def test_heterogeneous_counts_per_topic_follow_replica_racks():
     assert {tp.topic for tp in partitions["c0"]} == {"a"}
     assert {tp.topic for tp in partitions["c1"]} == {"b"}
     assert _counts(partitions) == {"c0": 2, "c1": 2, "c2": 2}
+
+
+FULL_BALANCE_REQUEST = {
+    "assignor": "sticky",
+    "topics": [
+        {"name": "x", "partitions": 2},
+        {"name": "y", "partitions": 2},
+        {"name": "z", "partitions": 2},
+    ],
+    "members": [
+        {
+            "id": "a",
+            "topics": ["x", "y", "z"],
+            "owned": [["x", 0], ["x", 1], ["y", 0], ["y", 1], ["z", 0], ["z", 1]],
+            "generation": 1,
+        },
+        {"id": "b", "topics": ["x"]},
+        {"id": "c", "topics": ["x", "y"]},
+    ],
+}
+
+
+@pytest.mark.parametrize("assignor_name", ["sticky", "cooperative-sticky"])
+def test_full_balance_is_reached_when_kafkas_rule_would_stop_short(assignor_name):
+    # 3/1/2 satisfies Kafka's rule (a holds nothing of x, b's only topic), but 2/2/2 exists:
+    # b takes x, c takes y, a keeps z
+    _, _, group = parse_request(FULL_BALANCE_REQUEST)
+    assignor = get(assignor_name)
+    assignment = assignor.assign(group)
+    if assignment.withheld:
+        assignment = assignor.assign(rejoin(group, assignment, 2))
+    assert assignment.withheld == ()
+    assert assignment.partitions == {
+        "a": (TopicPartition("z", 0), TopicPartition("z", 1)),
+        "b": (TopicPartition("x", 0), TopicPartition("x", 1)),
+        "c": (TopicPartition("y", 0), TopicPartition("y", 1)),
+    }

@@ -1,7 +1,11 @@
 """sticky and cooperative-sticky against the Java client's answers (vectors/assignors-java.jsonl).
 
 Exact lists depend on Java's HashMap order, so parity is by properties (spec/assignors.md):
-valid, balanced by Kafka's rule, and no more moved partitions than Java on the same request.
+valid, balanced by Kafka's rule, the smallest count spread any valid assignment has, and no more
+moved partitions than Java on the same request whenever Java's answer reaches that spread too.
+Where Java stops short of it (its answer, completed in any way with what it withheld, cannot
+reach it), ktk deliberately moves what the full balance needs, which on four requests is more
+than Java moves (``MORE_MOVES_FOR_FULL_BALANCE``; docs/assignors-sticky.md).
 ``moved`` is spec/traces.md's: a partition whose valid previous owner is present and still
 subscribed but does not get it. For cooperative-sticky both sides are compared on the first
 round's answer, where a withheld partition counts as moved (Java's answer leaves it out too);
@@ -18,6 +22,8 @@ import pytest
 from conftest import _vectors_dir
 from sticky_checks import (
     balance_problems,
+    completes_within,
+    considered_loads,
     group_from_request,
     moved,
     validity_problems,
@@ -25,8 +31,17 @@ from sticky_checks import (
 
 from assignors.model import Assignment, Group, TopicPartition, rejoin
 from assignors.registry import get
+from assignors.traces.scoring import optimal_max_load, optimal_min_load
 
 STICKY_FAMILY = ("sticky", "cooperative-sticky")
+# requests where Java's answer stays short of the smallest spread and ktk, reaching it, moves
+# more partitions than Java (ktk moved / Java moved)
+MORE_MOVES_FOR_FULL_BALANCE = {
+    "s101-small-63-r2": (22, 19),
+    "s101-small-77-r2": (1, 0),
+    "s101-small-141-r2": (8, 6),
+    "s102-medium-4-r2": (1, 0),
+}
 
 
 def _cases(vectors_dir: Path) -> list[dict]:
@@ -80,12 +95,19 @@ def test_sticky_family_matches_java_properties(cases, name):
     java = _java_partitions(row)
     ours_moved, java_moved = len(moved(group, assignment.partitions)), len(moved(group, java))
     counts = f"{name}: ktk moved {ours_moved}, java moved {java_moved}"
+    low, high = optimal_min_load(group), optimal_max_load(group)
+    java_fully_balanced = completes_within(group, java, low, high)
     assert validity_problems(group, assignment.partitions, assignment.withheld) == [], counts
-    assert ours_moved <= java_moved, counts
+    if java_fully_balanced:
+        assert ours_moved <= java_moved, counts
+    elif ours_moved > java_moved:
+        assert MORE_MOVES_FOR_FULL_BALANCE.get(name) == (ours_moved, java_moved), counts
 
     if assignor.rebalance_protocol == "eager":
         assert assignment.withheld == (), counts
         assert balance_problems(group, assignment.partitions) == [], counts
+        loads = considered_loads(group, assignment.partitions)
+        assert (min(loads, default=0), max(loads, default=0)) == (low, high), counts
         return
     assert {tp for tps in assignment.partitions.values() for tp in tps}.isdisjoint(
         assignment.withheld
@@ -94,7 +116,19 @@ def test_sticky_family_matches_java_properties(cases, name):
     final_moved = len(moved(group, final.partitions))
     assert validity_problems(group, final.partitions) == [], counts
     assert balance_problems(group, final.partitions) == [], counts
-    assert final_moved <= java_moved, f"{counts}, after the follow-up rounds {final_moved}"
+    loads = considered_loads(group, final.partitions)
+    assert (min(loads, default=0), max(loads, default=0)) == (low, high), counts
+    if java_fully_balanced:
+        assert final_moved <= java_moved, f"{counts}, after the follow-up rounds {final_moved}"
+
+
+def test_ktk_moves_more_than_java_only_where_java_stops_short_of_full_balance(cases):
+    for name in MORE_MOVES_FOR_FULL_BALANCE:
+        row = cases[name]
+        group = group_from_request(row["request"])
+        java = _java_partitions(row)
+        low, high = optimal_min_load(group), optimal_max_load(group)
+        assert not completes_within(group, java, low, high), name
 
 
 def test_sticky_family_moves_fewer_partitions_than_java_overall(cases):

@@ -20,6 +20,7 @@ from strategies import groups, next_round
 from assignors.cooperative_sticky import CooperativeStickyAssignor
 from assignors.model import Group, Member, Topic, TopicPartition
 from assignors.sticky import StickyAssignor
+from assignors.traces.scoring import optimal_spread
 
 PROPERTY_SETTINGS = settings(
     max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -60,7 +61,8 @@ def test_answer_does_not_depend_on_request_order(group, shuffler):
 
 
 def _balanced_assignments(group: Group):
-    """Every valid assignment of a tiny group that satisfies Kafka's balance rule."""
+    """Every valid assignment of a tiny group that satisfies Kafka's balance rule and has the
+    smallest count spread any valid assignment has."""
     allowed = eligible(group)
     partitions = group.subscribed_partitions()
     choices = [
@@ -70,7 +72,7 @@ def _balanced_assignments(group: Group):
         result: dict[str, list[TopicPartition]] = {m.member_id: [] for m in group.members}
         for tp, owner in zip(partitions, owners, strict=True):
             result[owner].append(tp)
-        if not balance_problems(group, result):
+        if not balance_problems(group, result) and _spread(group, result) == optimal_spread(group):
             yield result
 
 
@@ -100,6 +102,30 @@ def test_heterogeneous_moves_are_the_fewest_on_tiny_groups(group):
     partitions = StickyAssignor().assign(group).partitions
     fewest = min(len(moved(group, candidate)) for candidate in _balanced_assignments(group))
     assert len(moved(group, partitions)) == fewest
+
+
+def _spread(group: Group, partitions) -> int:  # type: ignore[no-untyped-def]
+    """Max - min partition count over the members subscribed to some existing partition."""
+    loads = [
+        len(partitions[m.member_id])
+        for m in group.members
+        if any(group.num_partitions(topic) > 0 for topic in m.topics)
+    ]
+    return max(loads) - min(loads) if loads else 0
+
+
+@PROPERTY_SETTINGS
+@given(groups())
+def test_sticky_reaches_the_smallest_spread_any_assignment_has(group):
+    partitions = StickyAssignor().assign(group).partitions
+    assert _spread(group, partitions) == optimal_spread(group)
+
+
+@PROPERTY_SETTINGS
+@given(groups(max_members=12, max_topics=6, max_partitions=12, subscription="heterogeneous"))
+def test_cooperative_settles_on_the_smallest_spread_any_assignment_has(group):
+    _, final_group, final = _cooperative_rounds(group)
+    assert _spread(final_group, final.partitions) == optimal_spread(final_group)
 
 
 def _cooperative_rounds(group: Group, limit: int = 5):
