@@ -168,7 +168,7 @@ def plan_sticky(group: Group) -> StickyPlan:
         claimant=claimant,
         topic_of=arrays.topic_of,
         rank=rank,
-        racks=_RackMap.build(group, space) if group.has_racks() else None,
+        racks=_RackMap.build(group, space, subscriptions) if group.has_racks() else None,
         owner=np.full(num_partitions, _NOBODY, dtype=_INDEX),
     )
 
@@ -689,7 +689,12 @@ class _RackMap:
     member_rack: np.ndarray
 
     @classmethod
-    def build(cls, group: Group, space: PartitionSpace) -> _RackMap:
+    def build(
+        cls, group: Group, space: PartitionSpace, subscriptions: Sequence[tuple[int, ...]]
+    ) -> _RackMap | None:
+        """The map, or None when racks favour no partition over another for any member (each
+        member's rack holds a replica of all of its subscribed partitions, or of none): then
+        racks must change nothing, so each topic is spread as it is without them."""
         rack_names = sorted({m.rack for m in group.members if m.rack is not None})
         column = {name: c for c, name in enumerate(rack_names)}
         local = np.zeros((space.size, len(rack_names)), dtype=bool)
@@ -704,6 +709,8 @@ class _RackMap:
         member_rack = np.asarray(
             [column[m.rack] if m.rack is not None else -1 for m in group.members], dtype=_INDEX
         )
+        if _indifferent(local, space, member_rack, subscriptions):
+            return None
         return cls(local, member_rack)
 
     def is_local(self, partitions: np.ndarray, members: np.ndarray) -> np.ndarray:
@@ -712,6 +719,34 @@ class _RackMap:
         result = np.zeros(partitions.size, dtype=bool)
         result[known] = self.local[partitions[known], rack_of[known]]
         return result
+
+
+def _indifferent(
+    local: np.ndarray,
+    space: PartitionSpace,
+    member_rack: np.ndarray,
+    subscriptions: Sequence[tuple[int, ...]],
+) -> bool:
+    """True when every member with a rack finds all of its subscribed partitions equally
+    close: its rack holds a replica of each of them, or of none. O(P x R + E)."""
+    counts = np.asarray(space.partition_counts, dtype=_INDEX)
+    if local.shape[1] == 0 or counts.size == 0:
+        return True
+    starts = np.asarray(space.offsets, dtype=_INDEX)
+    running = np.zeros((local.shape[0] + 1, local.shape[1]), dtype=_INDEX)
+    np.cumsum(local, axis=0, out=running[1:])
+    local_counts = running[starts + counts] - running[starts]  # topic x rack
+    everywhere = local_counts == counts[:, None]
+    nowhere = local_counts == 0
+    seen: set[tuple[int, tuple[int, ...]]] = set()
+    for rack, subscription in zip(member_rack.tolist(), subscriptions, strict=True):
+        if rack < 0 or not subscription or (rack, subscription) in seen:
+            continue
+        seen.add((rack, subscription))
+        topics = list(subscription)
+        if not (everywhere[topics, rack].all() or nowhere[topics, rack].all()):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -827,15 +862,24 @@ def _deal_local(
     flows = flow.flows(arcs)
 
     taken = np.zeros(pool.size, dtype=bool)
-    members_of_class = [np.flatnonzero(class_of == c) for c in range(len(classes))]
-    next_of_class = np.zeros(len(classes), dtype=_INDEX)
     chosen_by_rack: list[list[np.ndarray]] = [[] for _ in range(num_racks)]
+    shares_of_class: dict[int, list[tuple[int, int]]] = {}
     for c, r, arc in class_rack_arcs:
         units = int(flows[arc])
         if units:
-            start = int(next_of_class[c])
-            chosen_by_rack[r].append(members_of_class[c][start : start + units])
-            next_of_class[c] += units
+            shares_of_class.setdefault(c, []).append((r, units))
+    for c, shares in shares_of_class.items():
+        # the class's partitions (in topic order) go to its racks interleaved in proportion to
+        # their shares, so no rack gets a whole topic another rack could as well have shared
+        in_class = np.flatnonzero(class_of == c)
+        racks_dealt = np.concatenate([np.full(units, r, dtype=_INDEX) for r, units in shares])
+        spots = np.concatenate(
+            [(np.arange(units, dtype=np.float64) + 0.5) / units for _, units in shares]
+        )
+        racks_dealt = racks_dealt[np.argsort(spots, kind="stable")]
+        dealt = in_class[: racks_dealt.size]
+        for r, _ in shares:
+            chosen_by_rack[r].append(dealt[racks_dealt == r])
     for r in range(num_racks):
         if not chosen_by_rack[r]:
             continue

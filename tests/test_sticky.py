@@ -302,3 +302,54 @@ def test_full_balance_is_reached_when_kafkas_rule_would_stop_short(assignor_name
         "b": (TopicPartition("x", 0), TopicPartition("x", 1)),
         "c": (TopicPartition("y", 0), TopicPartition("y", 1)),
     }
+
+
+RACKS_EVERYWHERE_REQUEST = {
+    "assignor": "sticky",
+    "topics": [
+        {"name": "t1", "partitions": 2, "racks": [["a", "b"], ["a", "b"]]},
+        {"name": "t2", "partitions": 2, "racks": [["a", "b"], ["a", "b"]]},
+    ],
+    "members": [
+        {"id": "c0", "topics": ["t1", "t2"], "rack": "a"},
+        {"id": "c1", "topics": ["t1", "t2"], "rack": "b"},
+    ],
+}
+
+
+@pytest.mark.parametrize("assignor_name", ["sticky", "cooperative-sticky"])
+def test_racks_holding_every_partition_do_not_skew_topics(assignor_name):
+    # every partition has a replica on both racks: racks favour nothing, so each member gets one
+    # partition of each topic, as without racks (not all of t1 to c0 and all of t2 to c1)
+    _, _, group = parse_request(RACKS_EVERYWHERE_REQUEST)
+    assignment = get(assignor_name).assign(group)
+    assert assignment.partitions == {
+        "c0": (TopicPartition("t1", 0), TopicPartition("t2", 0)),
+        "c1": (TopicPartition("t1", 1), TopicPartition("t2", 1)),
+    }
+
+
+def test_partitions_equally_close_to_two_racks_are_shared_by_both():
+    # t1 and t2 are on both racks, t3 only on a: rack a's members take t3, and the rest of what
+    # they need from t1 and t2 comes from both topics, not from whichever is listed first
+    everywhere = [["a", "b"]] * 4
+    _, _, group = parse_request(
+        {
+            "assignor": "sticky",
+            "topics": [
+                {"name": "t1", "partitions": 4, "racks": everywhere},
+                {"name": "t2", "partitions": 4, "racks": everywhere},
+                {"name": "t3", "partitions": 2, "racks": [["a"], ["a"]]},
+            ],
+            "members": [
+                {"id": f"c{i}", "topics": ["t1", "t2", "t3"], "rack": rack}
+                for i, rack in enumerate(("a", "a", "b", "b", "b"))
+            ],
+        }
+    )
+    partitions = StickyAssignor().assign(group).partitions
+    for member in ("c0", "c1"):
+        assert {tp.topic for tp in partitions[member]} >= {"t3"}
+    for topic in ("t1", "t2"):
+        per_member = [sum(tp.topic == topic for tp in tps) for tps in partitions.values()]
+        assert max(per_member) - min(per_member) <= 1, (topic, partitions)
