@@ -34,10 +34,14 @@ partition the highest generation wins, and two claims in that same generation vo
 partition's stickiness. A claim on a topic the member no longer subscribes to is never honoured
 (the Java client can hand such a partition back, an invalid assignment).
 
-Balance is Kafka's rule: two members whose partition counts differ by more than one are allowed
-only when the fuller one holds nothing the emptier one subscribes to. Feeding an answer back
-with unchanged membership changes nothing, racks included: claimed partitions never move for
-locality alone.
+Balance means the smallest count spread (fullest minus emptiest member) any valid assignment
+has, and Kafka's rule on top: two members whose partition counts differ by more than one are
+allowed only when the fuller one holds nothing the emptier one subscribes to. Kafka's rule alone
+is weaker (the Java client stops there): ``a`` on x, y, z, ``b`` on x and ``c`` on x, y may end
+3/1/2 by it, while 2/2/2 exists, so ktk moves what that needs. Feeding an answer back with
+unchanged membership changes nothing, racks included: claimed partitions never move for
+locality alone, and racks that favour no partition over another (every member's rack holds a
+replica of all of its partitions, or of none) change nothing at all.
 
 Representation: partitions are dense integer indexes (:meth:`Group.partition_space`) and every
 per-partition quantity is a numpy array, so the cost is dominated by a few sorts of P integers.
@@ -53,11 +57,16 @@ per-partition quantity is a numpy array, so the cost is dominated by a few sorts
   subscribers (topics with the fewest subscribers first; among equal loads, members whose held
   topics allow more load first); then the freely placed partitions of each topic are
   re-water-filled while that lowers the sum of squared loads, and only a pair that breaks
-  Kafka's rule with no free partition to fix it moves claimed ones. When claims had to move, a
-  min-cost flow (topics -> members, a member may take a topic only while at most one above the
-  topic's emptiest subscriber) keeps the most claims for the loads reached, and for groups of
-  at most ``LOAD_SEARCH_EDGES`` subscription edges a local search over loads (at most
-  ``LOAD_SEARCH_TRIALS`` flows) looks for fewer moves. Time O(S · E log E + P log P) for E
+  Kafka's rule with no free partition to fix it moves claimed ones. When the loads reached
+  still spread wider than the smallest spread that exists (scoring's exact references, one max
+  flow per step of a binary search over topics merged by subscriber set, run only when the
+  spread is two or more), a min-cost flow keeps every member within the optimal min and max
+  load while keeping the most claims, and the steps above restore Kafka's rule inside that
+  window. When claims had to move, a min-cost flow (topics -> members, a member may take a
+  topic only while at most one above the topic's emptiest subscriber) keeps the most claims
+  for the loads reached, and for groups of at most ``LOAD_SEARCH_EDGES`` subscription edges a
+  local search over loads inside the window (at most ``LOAD_SEARCH_TRIALS`` flows) looks for
+  fewer moves. Time O(S · E log E + P log P) for E
   subscription edges and S sweeps (each sweep strictly lowers the sum of squared loads; it
   rarely takes more than a few), plus one flow over 2E arcs when claims move.
 """
