@@ -89,6 +89,22 @@ def test_load_aware_cooperative_revokes_only_what_moves_and_settles():
         assert row.rounds <= 3
 
 
+def test_load_aware_cooperative_withholds_a_partition_its_owner_holds_on_a_dropped_topic():
+    a0 = TopicPartition("a", 0)
+    group = Group(
+        (Topic("a", 1), Topic("b", 1)),
+        (
+            Member("c0", frozenset({"b"}), (a0,), generation=1),
+            Member("c1", frozenset({"a"}), generation=1),
+        ),
+    )
+    first = CooperativeLoadAwareAssignor().assign(group)
+    assert first.partitions == {"c0": (TopicPartition("b", 0),), "c1": ()}
+    assert first.withheld == (a0,)
+    second = CooperativeLoadAwareAssignor().assign(next_round(group, first))
+    assert second.partitions["c1"] == (a0,) and second.withheld == ()
+
+
 def _best_max_load(group: Group, weights: dict[TopicPartition, float]) -> float:
     partitions = group.subscribed_partitions()
     choices = [[m.member_id for m in group.members if tp.topic in m.topics] for tp in partitions]
