@@ -115,7 +115,7 @@ def _spread(group: Group, partitions) -> int:  # type: ignore[no-untyped-def]
 
 
 @PROPERTY_SETTINGS
-@given(groups())
+@given(groups(racks=True))
 def test_sticky_reaches_the_smallest_spread_any_assignment_has(group):
     partitions = StickyAssignor().assign(group).partitions
     assert _spread(group, partitions) == optimal_spread(group)

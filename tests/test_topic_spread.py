@@ -1,7 +1,10 @@
-"""Per-topic spread (scoring's ``topic_spread``) of the four classic assignors over random groups
-with racks: racks that favour no partition over another change nothing, so each topic is spread
-over its subscribers exactly as without racks; range and roundrobin spread every topic within
-one partition whatever the racks."""
+"""Per-topic spread (scoring's ``topic_spread``) and count balance of the four classic assignors
+over random groups with racks, each as docs/assignors.md ("What balance ktk guarantees") states
+it: racks that favour no partition over another change nothing, so each topic is spread over
+its subscribers exactly as without racks; range and roundrobin spread every topic within one
+partition whatever the racks; with identical subscriptions roundrobin's counts differ by at most
+one and range's by at most one per topic. (The sticky family's smallest spread is checked in
+test_sticky_properties.py.)"""
 
 from __future__ import annotations
 
@@ -87,3 +90,23 @@ def test_sticky_first_assignment_spreads_each_topic_within_one_when_racks_favour
 @given(group=groups(racks=True))
 def test_range_and_roundrobin_spread_every_topic_within_one_racks_or_not(assignor_name, group):
     assert _topic_spread(group, assignor_name) <= 1
+
+
+def _count_spread(group: Group, assignor_name: str) -> int:
+    assignment = get(assignor_name).assign(group)
+    return score_generation(
+        group, assignment.partitions, trace_id="t", assignor=assignor_name, generation=1
+    ).spread
+
+
+@SETTINGS
+@given(group=groups(racks=True, subscription="uniform"))
+def test_roundrobin_with_identical_subscriptions_is_fully_balanced_racks_or_not(group):
+    assert _count_spread(group, "roundrobin") <= 1
+
+
+@SETTINGS
+@given(group=groups(racks=True, subscription="uniform"))
+def test_range_with_identical_subscriptions_is_off_by_at_most_one_per_topic(group):
+    topics_with_partitions = sum(1 for topic in group.topics if topic.num_partitions)
+    assert _count_spread(group, "range") <= topics_with_partitions
