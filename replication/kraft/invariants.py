@@ -134,6 +134,8 @@ class InvariantChecker:
             if self.fingerprints.get(node.node_id) != fingerprint:
                 self.fingerprints[node.node_id] = fingerprint
                 changed.append(node)
+        if touched is not None and not changed:
+            return out  # the event changed no node that invariants read
         self._leaders(changed, out, step)
         self._committed(running, changed, out, step)
         if "LogMatching" in self.enabled:

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from replication.errors import InputError, ReplicationError
 from replication.kraft.invariants import InvariantChecker
 from replication.kraft.raft import (
+    CANDIDATE,
     LEADER,
+    PROSPECTIVE,
     Message,
     Outbox,
     RaftConfig,
@@ -45,6 +47,8 @@ from replication.kraft.snapshot import MemoryStore, SnapshotId, SnapshotStore
 from replication.view import Violation
 
 __all__ = [
+    "DISRUPTION",
+    "DisruptionCheck",
     "NodeSpec",
     "Quorum",
     "ScheduleResult",
@@ -89,6 +93,99 @@ def parse_quorum_voters(text: str) -> tuple[int, ...]:
     return tuple(ids)
 
 
+DISRUPTION = "QuorumDisruption"
+
+
+class DisruptionCheck:
+    """``QuorumDisruption``, a liveness property KIP-996 gives: a working leader (fetched from
+    by a majority of voters within ``controller.quorum.fetch.timeout.ms``) is never deposed by
+    an epoch that a voter started with a log behind what was committed when its election round
+    began, an election it cannot win.
+
+    With pre-vote such a voter cannot start the epoch (the voters holding the committed entry
+    refuse its pre-vote); without it, a voter cut off from the others times out again and
+    again, and the first Vote it sends when it returns makes the leader step down.
+    """
+
+    def __init__(self, fetch_timeout_ms: int) -> None:
+        self.fetch_timeout_ms = fetch_timeout_ms
+        self.states: dict[int, tuple[str, int, int]] = {}
+        self.round_committed: dict[int, int] = {}
+        # epoch -> (node that started it, its log end, the committed end it lacked)
+        self.started_behind: dict[int, tuple[int, int, int]] = {}
+        self.reported: set[int] = set()
+
+    def check(
+        self,
+        nodes: Mapping[int, RaftNode],
+        up: Iterable[int],
+        now: int,
+        committed: int,
+        step: int,
+        touched: Iterable[int] | None,
+    ) -> list[Violation]:
+        out: list[Violation] = []
+        running = set(up)
+        for node_id in sorted(running if touched is None else running.intersection(touched)):
+            node = nodes[node_id]
+            state = (node.role, node.epoch, node.incarnation)
+            before = self.states.get(node_id)
+            if before == state:
+                continue
+            self.states[node_id] = state
+            if before is None or before[2] != node.incarnation:
+                self.round_committed.pop(node_id, None)
+                continue
+            role_before, epoch_before, _ = before
+            if node.role == PROSPECTIVE and role_before != PROSPECTIVE:
+                self.round_committed[node_id] = committed
+            if (
+                node.role == CANDIDATE
+                and node.voted_for == node_id
+                and (role_before != CANDIDATE or node.epoch > epoch_before)
+            ):
+                limit = committed
+                if role_before == PROSPECTIVE:
+                    limit = self.round_committed.pop(node_id, committed)
+                if node.end_offset < limit:
+                    self.started_behind[node.epoch] = (node_id, node.end_offset, limit)
+            if (
+                role_before == LEADER
+                and node.role != LEADER
+                and node.epoch > epoch_before
+                and epoch_before not in self.reported
+            ):
+                self._deposed(node, epoch_before, now, step, out)
+        return out
+
+    def _deposed(
+        self, node: RaftNode, epoch_before: int, now: int, step: int, out: list[Violation]
+    ) -> None:
+        voters = node.voters
+        since = now - self.fetch_timeout_ms
+        heard = [
+            v for v in voters if v == node.node_id or node.last_fetch_ms.get(v, since - 1) >= since
+        ]
+        if len(heard) * 2 <= len(voters):
+            return  # not a working leader: check-quorum would have it resign
+        for epoch in range(epoch_before + 1, node.epoch + 1):
+            started = self.started_behind.get(epoch)
+            if started is None:
+                continue
+            starter, end, limit = started
+            self.reported.add(epoch_before)
+            out.append(
+                Violation(
+                    DISRUPTION,
+                    step,
+                    f"leader {node.node_id} of epoch {epoch_before}, fetched from by voters "
+                    f"{heard}, was deposed by epoch {epoch}, which node {starter} started with "
+                    f"a log ending at {end}, behind the committed offset {limit}",
+                )
+            )
+            return
+
+
 @dataclass(frozen=True, slots=True)
 class NodeSpec:
     node_id: int
@@ -112,6 +209,7 @@ class Quorum:
         config: RaftConfig | None = None,
         stores: Mapping[int, SnapshotStore] | None = None,
         invariants: Iterable[str] | None = None,
+        disruption: bool = False,
     ) -> None:
         specs = list(specs)
         by_id = {spec.node_id: spec for spec in specs}
@@ -143,8 +241,10 @@ class Quorum:
         self.now = 0
         self.step = 0
         self.checker = InvariantChecker(invariants)
+        self.disruption = DisruptionCheck(self.config.fetch_timeout_ms) if disruption else None
         self.violations: list[Violation] = []
         self.trace: list[str] = []
+        self.keep_trace = True  # the explorer runs without the text of every event
         # (sender, receiver, message) of each delivery, kept when ``keep_messages`` is set
         self.keep_messages = False
         self.delivered: list[tuple[int, int, Message]] = []
@@ -177,8 +277,20 @@ class Quorum:
     # --- events ------------------------------------------------------------------------------
     def _event(self, text: str, touched: Iterable[int] | None = None) -> None:
         self.step += 1
-        self.trace.append(text)
+        if self.keep_trace:
+            self.trace.append(text)
         self.violations.extend(self.checker.check(self.nodes, self.up, self.step, touched))
+        if self.disruption is not None:
+            self.violations.extend(
+                self.disruption.check(
+                    self.nodes,
+                    self.up,
+                    self.now,
+                    len(self.checker.committed),
+                    self.step,
+                    touched,
+                )
+            )
 
     def _send(self, src: int, out: Outbox) -> None:
         for dst, message in out:
@@ -198,14 +310,15 @@ class Quorum:
         if self.keep_messages:
             self.delivered.append((src, dst, message))
         self._send(dst, self.nodes[dst].handle(src, message, self.now))
-        self._event(f"deliver {src}->{dst} {type(message).__name__}", (dst,))
+        text = f"deliver {src}->{dst} {type(message).__name__}" if self.keep_trace else ""
+        self._event(text, (dst,))
 
     def tick(self, ms: int = 100) -> None:
         """Move the clock and let every running node run its timers."""
         self.now += ms
         for node_id in sorted(self.up):
             self._send(node_id, self.nodes[node_id].tick(self.now))
-        self._event(f"tick {ms}")
+        self._event(f"tick {ms}" if self.keep_trace else "")
 
     def timeout(self, node_id: int) -> None:
         """Expire ``node_id``'s election timer now (a pre-vote, or a candidacy)."""
@@ -276,8 +389,19 @@ class Quorum:
             raise ReplicationError("no leader to change the voters")
         return leader
 
-    def snapshot(self, node_id: int) -> SnapshotId | None:
-        snapshot_id = self._node(node_id).take_snapshot(self.now)
+    def isolate(self, node_id: int) -> None:
+        """Cut every link of ``node_id``."""
+        self.cut.update(frozenset((node_id, other)) for other in self.nodes if other != node_id)
+        self._drop(lambda link: node_id in link)
+        self._event(f"isolate {node_id}", ())
+
+    def rejoin(self, node_id: int) -> None:
+        """Heal every link of ``node_id``."""
+        self.cut = {link for link in self.cut if node_id not in link}
+        self._event(f"rejoin {node_id}", ())
+
+    def snapshot(self, node_id: int, end_offset: int | None = None) -> SnapshotId | None:
+        snapshot_id = self._node(node_id).take_snapshot(self.now, end_offset)
         self._event(f"snapshot {node_id}", (node_id,))
         return snapshot_id
 

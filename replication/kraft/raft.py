@@ -474,16 +474,25 @@ class RaftNode:
             self._become_unattached(self.epoch, self.now)
 
     # --- snapshots -------------------------------------------------------------------------
-    def take_snapshot(self, now: int) -> SnapshotId | None:
-        """Snapshot the applied image at the HW, move the log start there, delete older ones."""
-        end = self.applied_offset
+    def take_snapshot(self, now: int, end_offset: int | None = None) -> SnapshotId | None:
+        """Snapshot the applied image at the HW (or at ``end_offset``, at most the HW), move the
+        log start there, delete older ones. None when there is nothing past the log start."""
+        end = self.applied_offset if end_offset is None else end_offset
+        if end > self.applied_offset:
+            raise ReplicationError(
+                f"node {self.node_id}'s snapshot would end at {end}, beyond its high "
+                f"watermark {self.high_watermark}"
+            )
         if end <= self.log_start:
             return None
+        image = self.image
+        if end < self.applied_offset:
+            image = self.snapshot_image
+            for index in range(end - self.log_start):
+                image = image.apply(self.entries[index].payload)
         snapshot_id = SnapshotId(end, self.entry_at(end - 1).epoch)
-        write_snapshot(
-            self.store, snapshot_id, self.image, voters=self._voters_at(end), timestamp=now
-        )
-        self._truncate_prefix(snapshot_id, self.image)
+        write_snapshot(self.store, snapshot_id, image, voters=self._voters_at(end), timestamp=now)
+        self._truncate_prefix(snapshot_id, image)
         return snapshot_id
 
     def _voters_at(self, offset: int) -> tuple[int, ...]:
