@@ -43,7 +43,9 @@ HELP = (
     "ktk replicate explore --mode M [--min-isr N] [--acks A] [--unclean] [--elr] [--link-cuts] "
     "--schedules N --seed S [--out DIR] [--json]: run seeded random fault schedules; each "
     "violation class found is shrunk to a minimal scenario file that ktk replicate replays. "
-    + EXIT_CODES_EXPLORE
+    "ktk replicate explore --quorum 3 [--rule-off vote_log_check|pre_vote|...] [--rule-on "
+    "count_observers]: the same for a KRaft controller quorum. A scenario file with a "
+    "top-level quorum runs the controller quorum and prints its timeline. " + EXIT_CODES_EXPLORE
 )
 RUN_HELP = (
     "Run a scenario file (JSON or YAML) and print its timeline and verdict.\n\n" + EXIT_CODES_RUN
@@ -109,10 +111,22 @@ def run_command(
         "did not create (its other files are kept).",
     ),
 ) -> None:
+    from ktk.commands.replicate_quorum import is_quorum_file, run_quorum_file
     from replication.modes import get_mode
     from replication.scenario import load_scenario
     from replication.sim import run_scenario
 
+    if is_quorum_file(path):
+        run_quorum_file(
+            path,
+            mode=mode,
+            as_json=as_json,
+            html=html,
+            invariants=_invariant_names(invariants),
+            log_dir=log_dir,
+            force=force,
+        )
+        return
     with reported_errors():
         if mode is not None:
             get_mode(mode)
@@ -291,10 +305,48 @@ def explore_command(
         help="Write into an --out directory ktk did not create (its other files are kept).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    quorum: int = typer.Option(
+        0,
+        "--quorum",
+        help="Explore a KRaft controller quorum of this many voters instead of a partition "
+        "(crashes, restarts, link cuts, isolations, clock jumps, snapshots).",
+    ),
+    observers: int = typer.Option(1, "--observers", help="With --quorum: brokers (observers)."),
+    steps: int = typer.Option(100, "--steps", help="With --quorum: steps per schedule."),
+    rule_off: str | None = typer.Option(
+        None,
+        "--rule-off",
+        help="With --quorum: switch off rules Kafka runs (comma-separated: vote_log_check, "
+        "pre_vote, check_quorum, flush_before_ack, epoch_start_commit, one_voter_change).",
+    ),
+    rule_on: str | None = typer.Option(
+        None, "--rule-on", help="With --quorum: switch on count_observers (a bug to explore)."
+    ),
+    clock_jumps: bool = typer.Option(
+        True, "--clock-jumps/--no-clock-jumps", help="With --quorum: draw clock jumps."
+    ),
 ) -> None:
     import time
 
     from replication.explore import explore
+
+    if quorum:
+        from ktk.commands.replicate_quorum import explore_quorum_command
+
+        explore_quorum_command(
+            voters=quorum,
+            brokers=observers,
+            steps=steps,
+            schedules=schedules,
+            seed=seed,
+            rules_off=_invariant_names(rule_off) or [],
+            rules_on=_invariant_names(rule_on) or [],
+            clock_jumps=clock_jumps,
+            out_dir=out_dir,
+            force=force,
+            as_json=as_json,
+        )
+        return
 
     acks_value: str | int = "all" if acks in ("all", "-1") else acks
     if acks_value != "all":

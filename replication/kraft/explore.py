@@ -355,7 +355,7 @@ def explore_quorum(
         scenario_settings = _quorum_settings(settings, settings.seed + index)
         shrunk = shrink_schedule(scenario_settings, _steps(raw), name)
         expect = QuorumStep("expect", _freeze({"violations": [name]}))
-        file_name = f"quorum-{_slug(name)}-seed-{settings.seed + index}"
+        file_name = f"kraft-{_slug(name)}-seed-{settings.seed + index}"
         scenario = QuorumScenario(
             file_name,
             scenario_settings,

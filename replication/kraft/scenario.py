@@ -207,7 +207,7 @@ class QuorumStep:
         elif self.op == "propose":
             target = _record_dict(target)
         elif self.op == "expect":
-            target = {key: _thaw(value) for key, value in target}
+            target = _thaw(target)
         entry: dict[str, Any] = {self.op: target}
         for key, value in self.options:
             entry[key] = value
@@ -584,30 +584,16 @@ def _record_text(record: MetadataRecord) -> str:
     )
 
 
-def _freeze(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    return value
+def _freeze(value: Any) -> str:
+    """Expectations kept as canonical JSON text (hashable, compared by value)."""
+    return json.dumps(value, sort_keys=True)
 
 
-def _thaw(value: Any) -> Any:
-    if (
-        isinstance(value, tuple)
-        and all(
-            isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
-            for item in value
-        )
-        and value
-    ):
-        return {key: _thaw(item) for key, item in value}
-    if isinstance(value, tuple):
-        return [_thaw(item) for item in value]
-    return value
+def _thaw(value: str) -> Any:
+    return json.loads(value)
 
 
-def _parse_expect(value: object, index: int, nodes: set[int]) -> tuple[tuple[str, Any], ...]:
+def _parse_expect(value: object, index: int, nodes: set[int]) -> str:
     if not isinstance(value, Mapping) or not value:
         raise ScenarioError(
             f"expect maps some of {', '.join(EXPECT_KEYS)} to values",
@@ -650,7 +636,7 @@ def _parse_expect(value: object, index: int, nodes: set[int]) -> tuple[tuple[str
         )
         for key, item in value.items()
     }
-    return _freeze(normalised)  # type: ignore[no-any-return]
+    return _freeze(normalised)
 
 
 # ------------------------------------------------------------------------------ writing
@@ -883,14 +869,14 @@ class _Runner:
             if not strict:
                 return "refused"
             raise ScenarioError(
-                f"the leader refuses: {error.message}", step=index, field=op, value=target
+                f"the leader refuses: {error}", step=index, field=op, value=target
             ) from None
         except ScenarioError:
             raise
         except ReplicationError as error:
             if not strict:
-                return str(error.message)
-            raise ScenarioError(str(error.message), step=index, field=op, value=target) from None
+                return str(error)
+            raise ScenarioError(str(error), step=index, field=op, value=target) from None
         return None
 
 
@@ -969,31 +955,33 @@ def run_quorum_scenario(scenario: QuorumScenario) -> QuorumScenarioResult:
 
 
 def _changes(before: dict[int, dict[str, Any]], after: dict[int, dict[str, Any]]) -> list[str]:
-    """What a step changed, node by node: role, epoch, vote, HW, truncation, snapshots."""
+    """What a step changed, one line per node: role and epoch, vote, truncation, HW, snapshot."""
     changes = []
     for node_id, now in after.items():
         old = before[node_id]
+        parts = []
         if now["role"] != old["role"] or now["epoch"] != old["epoch"]:
-            text = f"{node_id}: {now['role']} in epoch {now['epoch']}"
+            text = f"{now['role']} e{now['epoch']}"
             if now["role"] == "follower" and now["leader"] is not None:
-                text += f" (leader {now['leader']})"
-            changes.append(text)
+                text += f" of {now['leader']}"
+            parts.append(text)
         if now["voted_for"] != old["voted_for"] and now["voted_for"] is not None:
-            changes.append(f"{node_id}: voted for {now['voted_for']} in epoch {now['epoch']}")
+            parts.append(f"voted for {now['voted_for']}")
         if now["end_offset"] < old["end_offset"] and now["up"] and old["up"]:
-            changes.append(f"{node_id}: log truncated to {now['end_offset']}")
+            parts.append(f"log truncated to {now['end_offset']}")
         if now["hw"] != old["hw"] and now["up"]:
-            changes.append(f"{node_id}: HW {now['hw']}")
+            parts.append(f"HW {now['hw']}")
         if now["snapshot"] != old["snapshot"] and now["snapshot"] is not None:
-            changes.append(f"{node_id}: snapshot {now['snapshot']}, log start {now['log_start']}")
+            parts.append(f"snapshot {now['snapshot']}, log start {now['log_start']}")
+        if parts:
+            changes.append(f"{node_id}: " + ", ".join(parts))
     return changes
 
 
 def _check_expect(index: int, step: QuorumStep, quorum: Quorum, since: list[str]) -> list[str]:
     failures = []
     leader = quorum.leader()
-    for key, frozen in step.target:
-        wanted = _thaw(frozen)
+    for key, wanted in _thaw(step.target).items():
         if key in _PER_NODE_EXPECT:
             for node_text, value in wanted.items():
                 view = node_view(quorum, int(node_text))

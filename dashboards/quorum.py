@@ -1,0 +1,157 @@
+"""The page of a KRaft quorum scenario (the document ``ktk replicate FILE --json`` prints for a
+file with a top-level ``quorum``): the verdict, the high watermark and epoch of every node
+over the steps, and the quorum timeline (role, epoch, log end, HW and snapshot of each node,
+what changed, every message delivered).
+
+>>> page = render_quorum({"kind": "quorum", "name": "q", "nodes": {"1": "controller"},
+...     "voters": [1], "timeline": [], "violations": [], "expect_failures": [],
+...     "invariants": ["ElectionSafety"],
+...     "final": {"leader": None, "epoch": 0, "voters": None, "committed": 0, "nodes": {}}})
+>>> 'id="quorum-timeline"' in page and "Quorum: q" in page
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from dashboards.page import PALETTE, document, escape, figure_divs
+
+__all__ = ["render_quorum"]
+
+ROLE_COLOURS = {
+    "leader": "#d3f2dc",
+    "follower": "#ffffff",
+    "candidate": "#fff4e0",
+    "prospective": "#fdf7d9",
+    "unattached": "#f0f2f5",
+    "down": "#e6e6e6",
+}
+
+
+def _cell(view: Mapping[str, Any]) -> str:
+    role = str(view.get("role", "?"))
+    text = f"{role} e{view.get('epoch')}<br>log {view.get('log_start')}..{view.get('end_offset')}"
+    text += f" HW {view.get('hw')}"
+    if view.get("snapshot"):
+        text += f"<br>snapshot {escape(view['snapshot'])}"
+    if view.get("voted_for") is not None:
+        text += f"<br>voted {escape(view['voted_for'])}"
+    colour = ROLE_COLOURS.get(role, "#ffffff")
+    return f'<td style="background:{colour}">{text}</td>'
+
+
+def _figure(timeline: Sequence[Mapping[str, Any]], node_ids: Sequence[str]) -> go.Figure:
+    figure = go.Figure()
+    steps = [entry["step"] for entry in timeline]
+    for position, node_id in enumerate(node_ids):
+        colour = PALETTE[position % len(PALETTE)]
+        views = [entry["nodes"][node_id] for entry in timeline]
+        figure.add_trace(
+            go.Scatter(
+                x=steps,
+                y=[v["hw"] if v["up"] else None for v in views],
+                name=f"node {node_id} HW",
+                mode="lines+markers",
+                line={"color": colour, "shape": "hv"},
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=steps,
+                y=[v["epoch"] for v in views],
+                name=f"node {node_id} epoch",
+                mode="lines",
+                line={"color": colour, "dash": "dot", "shape": "hv"},
+                yaxis="y2",
+            )
+        )
+    figure.update_layout(
+        height=360,
+        margin={"l": 50, "r": 50, "t": 20, "b": 40},
+        xaxis={"title": "step"},
+        yaxis={"title": "high watermark", "rangemode": "tozero"},
+        yaxis2={"title": "epoch", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        legend={"orientation": "h"},
+    )
+    return figure
+
+
+def render_quorum(result: dict[str, Any]) -> str:
+    """The page for one quorum scenario result."""
+    node_ids = list(result["nodes"])
+    timeline = result["timeline"]
+    final = result["final"]
+    violations = result["violations"]
+    failures = result["expect_failures"]
+    verdict = [
+        f"<p>Leader at the end: <b>{escape(final['leader'])}</b>, epoch {escape(final['epoch'])}"
+        f", voters {escape(final['voters'])}, committed offsets {escape(final['committed'])}.</p>"
+    ]
+    if violations:
+        verdict.append("<ul>")
+        verdict += [
+            f'<li class="bad">{escape(v["invariant"])} at step {escape(v["step"])}: '
+            f"{escape(v['detail'])}</li>"
+            for v in violations
+        ]
+        verdict.append("</ul>")
+    else:
+        verdict.append(
+            f'<p class="ok">Invariants {escape(", ".join(result["invariants"]))}: all held '
+            "after every step.</p>"
+        )
+    verdict += [f'<p class="bad">expect failed: {escape(f)}</p>' for f in failures]
+    sections = [f'<section id="quorum-verdict"><h2>Quorum verdict</h2>{"".join(verdict)}</section>']
+    if timeline:
+        divs = figure_divs([("quorum-chart", _figure(timeline, node_ids))])
+        sections.append(
+            '<section id="quorum-chart-section"><h2>High watermark and epoch per node</h2>'
+            '<p class="note">Solid: HW (gaps while a node is down); dotted: epoch.</p>'
+            f"{divs['quorum-chart']}</section>"
+        )
+    head = "".join(
+        f"<th>{'broker' if result['nodes'][n] == 'broker' else 'controller'} {escape(n)}</th>"
+        for n in node_ids
+    )
+    rows = []
+    for entry in timeline:
+        op = escape(entry["op"])
+        if entry.get("note"):
+            op += f" ({escape(entry['note'])})"
+        if entry.get("comment"):
+            op += f"<br><i>{escape(entry['comment'])}</i>"
+        cells = "".join(_cell(entry["nodes"][n]) for n in node_ids)
+        what = "<br>".join(escape(c) for c in entry["changes"])
+        what += "".join(
+            f'<br><span class="bad">{escape(v["invariant"])}: {escape(v["detail"])}</span>'
+            for v in entry["violations"]
+        )
+        messages = entry["messages"]
+        if messages:
+            listed = "<br>".join(escape(m) for m in messages)
+            what += (
+                f"<details><summary>{len(messages)} messages</summary>"
+                f'<span class="mono">{listed}</span></details>'
+            )
+        marked = ' class="violation"' if entry["violations"] else ""
+        rows.append(
+            f'<tr{marked}><td>{escape(entry["step"])}</td><td class="text">{op}</td>{cells}'
+            f'<td class="text">{what}</td></tr>'
+        )
+    sections.append(
+        '<section id="quorum-timeline"><h2>Quorum timeline</h2><p class="note">Each node after '
+        "each step: role and epoch, log start..end, high watermark, newest snapshot "
+        "(end offset-epoch), vote. Green: leader.</p>"
+        '<div class="table-wrap"><table><tr><th>step</th><th class="text">op</th>'
+        f'{head}<th class="text">what happened</th></tr>{"".join(rows)}</table></div>'
+        "</section>"
+    )
+    description = result.get("description")
+    if isinstance(description, str) and description:
+        sections.insert(0, f'<p class="note" id="description">{escape(description)}</p>')
+    subtitle = f"KRaft quorum, voters {result['voters']}, {len(timeline)} steps"
+    return document(f"Quorum: {result['name']}", subtitle, "\n".join(sections))

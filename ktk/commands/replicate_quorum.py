@@ -1,0 +1,246 @@
+"""`ktk replicate` for KRaft quorum scenarios (a file with a top-level `quorum`) and
+`ktk replicate explore --quorum N`: the quorum timeline (epochs, votes, HW per voter,
+snapshots), the verdict, the HTML page, and the explorer's report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ktk import __version__
+from ktk.console import err, escape, out, reported_errors
+
+EXIT_EXPECT_FAILED = 1
+EXIT_VIOLATIONS_FOUND = 1
+# messages the printed timeline leaves out (the HTML page and --json keep every one)
+_ROUTINE = (" offset ", "nothing new", " acknowledged")
+MAX_PRINTED_MESSAGES = 6
+
+
+def is_quorum_file(path: str) -> bool:
+    """Whether ``path`` is a readable scenario whose top level names a ``quorum``; a file that
+    does not decode is left to the partition scenario reader, which reports the problem."""
+    from replication.kraft.scenario import is_quorum_document, read_document
+
+    try:
+        return is_quorum_document(read_document(Path(path)))
+    except (OSError, ValueError):
+        return False
+
+
+def run_quorum_file(
+    path: str,
+    *,
+    mode: str | None,
+    as_json: bool,
+    html: str | None,
+    invariants: list[str] | None,
+    log_dir: str | None,
+    force: bool,
+) -> None:
+    """Run a quorum scenario file, print its timeline and verdict, write the page."""
+    from dataclasses import replace
+
+    from ktk.console import fail
+    from replication.kraft.scenario import (
+        QUORUM_INVARIANTS,
+        load_quorum_scenario,
+        run_quorum_scenario,
+    )
+
+    if mode is not None:
+        raise fail("--mode: applies to partition scenarios; a quorum scenario has no mode")
+    if log_dir is not None:
+        raise fail("--log-dir: applies to partition scenarios, not to a quorum scenario")
+    with reported_errors():
+        if html is not None:
+            from dashboards.page import is_ktk_page
+            from ktkbase.outputs import check_output_file
+
+            check_output_file(html, inputs=[path], force=force, is_ours=is_ktk_page)
+        scenario = load_quorum_scenario(Path(path))
+        if invariants is not None:
+            from replication.errors import InputError
+
+            for name in invariants:
+                if name not in QUORUM_INVARIANTS:
+                    known = ", ".join(QUORUM_INVARIANTS)
+                    raise InputError(
+                        f"unknown quorum invariant; expected some of {known}",
+                        field="--invariants",
+                        value=name,
+                    )
+            scenario = replace(scenario, invariants=tuple(invariants))
+        result = run_quorum_scenario(scenario)
+    document = result.to_json()
+    if as_json:
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        print_quorum_timeline(document)
+        print_quorum_verdict(document, result.expectations_checked)
+    if html is not None:
+        from dashboards.page import is_ktk_page
+        from dashboards.quorum import render_quorum
+        from ktkbase.outputs import write_output_file
+
+        with reported_errors():
+            written = write_output_file(
+                html, render_quorum(document), inputs=[path], force=force, is_ours=is_ktk_page
+            )
+        err.print(f"wrote {escape(str(written))}", highlight=False)
+    if result.expect_failures:
+        for failure in result.expect_failures:
+            err.print(f"[bold red]expect failed:[/] {escape(failure)}")
+        raise typer.Exit(EXIT_EXPECT_FAILED)
+
+
+def node_cell(view: dict[str, Any]) -> str:
+    """``L e2 5/5`` (role letter, epoch, log end / HW), ``s3-1`` with a snapshot, or ``down``."""
+    from replication.kraft.scenario import ROLE_LETTERS
+
+    if not view["up"]:
+        return f"down e{view['epoch']} {view['end_offset']}"
+    text = (
+        f"{ROLE_LETTERS.get(view['role'], '?')} e{view['epoch']} {view['end_offset']}/{view['hw']}"
+    )
+    if view["snapshot"]:
+        text += f" s{view['snapshot']}"
+    return text
+
+
+def print_quorum_timeline(document: dict[str, Any]) -> None:
+    if document.get("description"):
+        out.print(escape(document["description"]))
+    node_ids = list(document["nodes"])
+    table = Table(
+        title=f"{escape(document['name'])} (quorum, voters {document['voters']})",
+        title_justify="left",
+        caption="node columns: role (L leader, F follower, C candidate, P prospective, U "
+        "unattached), epoch, log end/HW, s<end>-<epoch> newest snapshot; routine fetches not "
+        "shown",
+        caption_justify="left",
+    )
+    table.add_column("step", justify="right")
+    table.add_column("op")
+    for node_id in node_ids:
+        roles = document["nodes"][node_id]
+        label = "b" if roles == "broker" else "c"
+        table.add_column(f"{label}{node_id}", justify="right")
+    table.add_column("what happened")
+    for entry in document["timeline"]:
+        op = escape(entry["op"])
+        if entry.get("note"):
+            op += f" [dim]({escape(entry['note'])})[/]"
+        if entry.get("comment"):
+            op += f"\n[dim]# {escape(entry['comment'])}[/]"
+        cells = []
+        for node_id in node_ids:
+            view = entry["nodes"][node_id]
+            text = escape(node_cell(view))
+            if not view["up"]:
+                text = f"[dim]{text}[/]"
+            elif view["role"] == "leader":
+                text = f"[bold]{text}[/]"
+            cells.append(text)
+        shown = [m for m in entry["messages"] if not any(r in m for r in _ROUTINE)]
+        lines = [escape(change) for change in entry["changes"]]
+        lines += [f"[dim]{escape(m)}[/]" for m in shown[:MAX_PRINTED_MESSAGES]]
+        if len(shown) > MAX_PRINTED_MESSAGES:
+            lines.append(f"[dim]... {len(shown) - MAX_PRINTED_MESSAGES} more messages[/]")
+        lines += [
+            f"[yellow]{escape(v['invariant'])}[/]: {escape(v['detail'])}"
+            for v in entry["violations"]
+        ]
+        table.add_row(str(entry["step"]), op, *cells, "\n".join(lines))
+    out.print(table)
+
+
+def print_quorum_verdict(document: dict[str, Any], expectations_checked: int) -> None:
+    final = document["final"]
+    leader = final["leader"]
+    out.print(
+        f"leader: {leader if leader is not None else 'none'}, epoch {final['epoch']}, "
+        f"voters {final['voters']}, committed offsets: {final['committed']}"
+    )
+    for node_id, view in final["nodes"].items():
+        snapshots = ", ".join(view["snapshots"]) or "none"
+        out.print(
+            f"node {node_id} ({escape(document['nodes'][node_id])}): {view['role']}, epoch "
+            f"{view['epoch']}, log {view['log_start']}..{view['end_offset']}, HW {view['hw']}, "
+            f"snapshots: {escape(snapshots)}"
+        )
+    for violation in document["violations"]:
+        out.print(
+            f"[yellow]violation[/] {escape(violation['invariant'])} at step "
+            f"{violation['step']}: {escape(violation['detail'])}"
+        )
+    if not document["violations"]:
+        out.print(f"invariants {', '.join(document['invariants'])}: all held after every step")
+    if document["expect_failures"]:
+        out.print("expectations: [bold red]failed[/]")
+    elif expectations_checked:
+        out.print("expectations: all held")
+    else:
+        out.print("expectations: none")
+
+
+def explore_quorum_command(
+    *,
+    voters: int,
+    brokers: int,
+    steps: int,
+    schedules: int,
+    seed: int,
+    rules_off: list[str],
+    rules_on: list[str],
+    clock_jumps: bool,
+    out_dir: str | None,
+    force: bool,
+    as_json: bool,
+) -> None:
+    from replication.kraft.explore import (
+        QuorumExploreSettings,
+        explore_quorum,
+        write_quorum_findings,
+    )
+    from replication.kraft.scenario import quorum_scenario_to_text
+
+    with reported_errors():
+        settings = QuorumExploreSettings(
+            voters=voters,
+            brokers=brokers,
+            steps=steps,
+            schedules=schedules,
+            seed=seed,
+            rules_off=tuple(rules_off),
+            rules_on=tuple(rules_on),
+            clock_jumps=clock_jumps,
+        )
+        if out_dir is not None:
+            from ktkbase.outputs import plan_output_directory
+
+            plan_output_directory(
+                out_dir, command="replicate explore", version=__version__, force=force
+            )
+        report = explore_quorum(settings)
+        if out_dir is not None:
+            from ktkbase.outputs import output_directory
+
+            with output_directory(
+                out_dir, command="replicate explore", version=__version__, force=force
+            ) as staging:
+                write_quorum_findings(report, staging)
+    if as_json:
+        typer.echo(json.dumps(report.to_json(include_timing=True), indent=2))
+    else:
+        out.print(escape(report.summary()))
+        if out_dir is None:
+            for finding in report.findings:
+                out.print(f"\n# {escape(finding.file_name)}")
+                typer.echo(quorum_scenario_to_text(finding.scenario), nl=False)
+    if report.violating:
+        raise typer.Exit(EXIT_VIOLATIONS_FOUND)
