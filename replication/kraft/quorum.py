@@ -111,8 +111,8 @@ class DisruptionCheck:
         self.fetch_timeout_ms = fetch_timeout_ms
         self.states: dict[int, tuple[str, int, int]] = {}
         self.round_committed: dict[int, int] = {}
-        # epoch -> (node that started it, its log end, the committed end it lacked)
-        self.started_behind: dict[int, tuple[int, int, int]] = {}
+        # (epoch, node that started it) -> (its log end, the committed end it lacked)
+        self.started_behind: dict[tuple[int, int], tuple[int, int]] = {}
         self.reported: set[int] = set()
 
     def check(
@@ -123,7 +123,9 @@ class DisruptionCheck:
         committed: int,
         step: int,
         touched: Iterable[int] | None,
+        sender: int | None = None,
     ) -> list[Violation]:
+        """New violations after an event; ``sender`` sent the message it delivered, if any."""
         out: list[Violation] = []
         running = set(up)
         for node_id in sorted(running if touched is None else running.intersection(touched)):
@@ -148,42 +150,50 @@ class DisruptionCheck:
                 if role_before == PROSPECTIVE:
                     limit = self.round_committed.pop(node_id, committed)
                 if node.end_offset < limit:
-                    self.started_behind[node.epoch] = (node_id, node.end_offset, limit)
+                    self.started_behind[(node.epoch, node_id)] = (node.end_offset, limit)
             if (
                 role_before == LEADER
                 and node.role != LEADER
                 and node.epoch > epoch_before
                 and epoch_before not in self.reported
+                and sender is not None
+                and (node.epoch, sender) in self.started_behind
             ):
-                self._deposed(node, epoch_before, now, step, out)
+                self._deposed(node, epoch_before, sender, now, step, out)
         return out
 
     def _deposed(
-        self, node: RaftNode, epoch_before: int, now: int, step: int, out: list[Violation]
+        self,
+        node: RaftNode,
+        epoch_before: int,
+        starter: int,
+        now: int,
+        step: int,
+        out: list[Violation],
     ) -> None:
         voters = node.voters
         since = now - self.fetch_timeout_ms
+        # voters that really fetched within the fetch timeout (not the grace a new leader gives)
         heard = [
-            v for v in voters if v == node.node_id or node.last_fetch_ms.get(v, since - 1) >= since
+            v
+            for v in voters
+            if v == node.node_id
+            or (v in node.replica_end and node.last_fetch_ms.get(v, since - 1) >= since)
         ]
         if len(heard) * 2 <= len(voters):
             return  # not a working leader: check-quorum would have it resign
-        for epoch in range(epoch_before + 1, node.epoch + 1):
-            started = self.started_behind.get(epoch)
-            if started is None:
-                continue
-            starter, end, limit = started
-            self.reported.add(epoch_before)
-            out.append(
-                Violation(
-                    DISRUPTION,
-                    step,
-                    f"leader {node.node_id} of epoch {epoch_before}, fetched from by voters "
-                    f"{heard}, was deposed by epoch {epoch}, which node {starter} started with "
-                    f"a log ending at {end}, behind the committed offset {limit}",
-                )
+        end, limit = self.started_behind[(node.epoch, starter)]
+        self.reported.add(epoch_before)
+        out.append(
+            Violation(
+                DISRUPTION,
+                step,
+                f"leader {node.node_id} of epoch {epoch_before}, fetched from by voters "
+                f"{heard}, was deposed by a Vote for epoch {node.epoch} from node {starter}, "
+                f"which started it with a log ending at {end}, behind the committed offset "
+                f"{limit}",
             )
-            return
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +252,7 @@ class Quorum:
         self.step = 0
         self.checker = InvariantChecker(invariants)
         self.disruption = DisruptionCheck(self.config.fetch_timeout_ms) if disruption else None
+        self.sender: int | None = None  # who sent the message being delivered
         self.violations: list[Violation] = []
         self.trace: list[str] = []
         self.keep_trace = True  # the explorer runs without the text of every event
@@ -289,6 +300,7 @@ class Quorum:
                     len(self.checker.committed),
                     self.step,
                     touched,
+                    self.sender,
                 )
             )
 
@@ -311,7 +323,9 @@ class Quorum:
             self.delivered.append((src, dst, message))
         self._send(dst, self.nodes[dst].handle(src, message, self.now))
         text = f"deliver {src}->{dst} {type(message).__name__}" if self.keep_trace else ""
+        self.sender = src
         self._event(text, (dst,))
+        self.sender = None
 
     def tick(self, ms: int = 100) -> None:
         """Move the clock and let every running node run its timers."""
