@@ -38,7 +38,7 @@ from replication.kraft.scenario import (
     _Runner,
     quorum_scenario_to_text,
 )
-from replication.view import Violation
+from replication.view import JsonObject, Violation
 
 __all__ = [
     "QuorumExploreReport",
@@ -311,13 +311,16 @@ def shrink_schedule(
     """The smallest schedule found that still breaks ``violation_class``, without steps that
     do nothing (so the file replays strictly)."""
 
-    def holds(candidate: list[dict[str, Any]]) -> bool:
-        violations, _ = _replay(scenario_settings, [by_key[key["i"]] for key in candidate])
+    def picked(keys: list[JsonObject]) -> list[QuorumStep]:
+        return [steps[index] for key in keys if isinstance(index := key["i"], int)]
+
+    def holds(candidate: list[JsonObject]) -> bool:
+        violations, _ = _replay(scenario_settings, picked(candidate))
         return any(v.invariant == violation_class for v in violations)
 
-    by_key = dict(enumerate(steps))
-    keyed = [{"i": index} for index in range(len(steps))]
-    kept = [by_key[key["i"]] for key in shrink(keyed, holds)]
+    # replication.explore.shrink works on the steps of a file; here each is its index
+    keyed: list[JsonObject] = [{"i": index} for index in range(len(steps))]
+    kept = picked(shrink(keyed, holds))
     _, notes = _replay(scenario_settings, kept)
     effective = [step for step, note in zip(kept, notes, strict=True) if note is None]
     violations, _ = _replay(scenario_settings, effective)

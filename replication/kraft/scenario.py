@@ -498,7 +498,7 @@ def _parse_step(index: int, raw: object, settings: QuorumSettings, voters: set[i
         target = _parse_record(value, index)
     else:
         target = _parse_expect(value, index, nodes)
-    options = []
+    options: list[tuple[str, Any]] = []
     if op == "snapshot" and "end_offset" in raw:
         options.append(
             ("end_offset", _integer(raw["end_offset"], "end_offset", 1, 2**62, **located))
