@@ -197,3 +197,12 @@ def test_mode_option_is_refused_for_a_quorum_scenario():
     outcome = invoke(str(QUORUM / "k1-election-of-the-seeds.yaml"), "--mode", "current")
     assert outcome.exit_code == 2
     assert "--mode" in outcome.output
+
+
+def test_the_format_example_in_the_docs_runs_and_holds(tmp_path: Path):
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "kraft.md").read_text("utf-8")
+    example = docs.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = write(tmp_path, example)
+    outcome = invoke(str(path))
+    assert outcome.exit_code == 0, outcome.output
+    assert "expectations: all held" in outcome.stdout
