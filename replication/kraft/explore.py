@@ -14,7 +14,7 @@ cannot win). With every rule on, nothing is found; with one switched off, its cl
 Traceback (most recent call last):
 ...
 replication.errors.InputError: rules_off: unknown rule, or one Kafka runs off (count_observers: \
-use rules_on) (got count_observers)
+use rules_on) (got 'count_observers')
 """
 
 from __future__ import annotations
