@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from dashboards.page import PALETTE, document, escape, figure_divs
 
-__all__ = ["render_quorum"]
+__all__ = ["render_quorum", "render_zookeeper"]
 
 ROLE_COLOURS = {
     "leader": "#d3f2dc",
@@ -155,3 +155,57 @@ def render_quorum(result: dict[str, Any]) -> str:
         sections.insert(0, f'<p class="note" id="description">{escape(description)}</p>')
     subtitle = f"KRaft quorum, voters {result['voters']}, {len(timeline)} steps"
     return document(f"Quorum: {result['name']}", subtitle, "\n".join(sections))
+
+
+def render_zookeeper(result: dict[str, Any]) -> str:
+    """The page for one ZooKeeper-era controller scenario result."""
+    brokers = [str(b) for b in result["brokers"]]
+    violations = result["violations"]
+    verdict = "".join(
+        f'<li class="bad">{escape(v["invariant"])} at step {escape(v["step"])}: '
+        f"{escape(v['detail'])}</li>"
+        for v in violations
+    )
+    verdict = f"<ul>{verdict}</ul>" if verdict else '<p class="ok">No invariant broke.</p>'
+    verdict += "".join(
+        f'<p class="bad">expect failed: {escape(f)}</p>' for f in result["expect_failures"]
+    )
+    head = "".join(f"<th>broker {escape(b)}</th>" for b in brokers)
+    rows = []
+    for entry in result["timeline"]:
+        state = entry["state"]
+        zk = f"/controller {state['controller']}, epoch {state['controller_epoch']}<br>" + (
+            "<br>".join(f"{escape(n)}: leader {s[0]} epoch {s[1]}" for n, s in state["zk"].items())
+        )
+        cells = ""
+        for b in brokers:
+            broker = state["brokers"][b]
+            text = ("controller" if broker["believes_controller"] else "") + (
+                "" if broker["session"] else " (session expired)"
+            )
+            text += f"<br>seen epoch {broker['seen_controller_epoch']}<br>" + "<br>".join(
+                f"{escape(n)}: leader {s[0]} epoch {s[1]}" for n, s in broker["cache"].items()
+            )
+            cells += f"<td>{text}</td>"
+        what = "<br>".join(escape(m) for m in [entry.get("note") or "", *entry["messages"]] if m)
+        what += "".join(
+            f'<br><span class="bad">{escape(v["invariant"])}: {escape(v["detail"])}</span>'
+            for v in entry["violations"]
+        )
+        marked = ' class="violation"' if entry["violations"] else ""
+        rows.append(
+            f'<tr{marked}><td>{escape(entry["step"])}</td><td class="text">{escape(entry["op"])}'
+            f'</td><td class="text">{zk}</td>{cells}<td class="text">{what}</td></tr>'
+        )
+    body = (
+        f'<section id="zookeeper-verdict"><h2>Verdict</h2>{verdict}</section>'
+        '<section id="zookeeper-timeline"><h2>Controller timeline</h2><div class="table-wrap">'
+        f'<table><tr><th>step</th><th class="text">op</th><th class="text">ZooKeeper</th>{head}'
+        f'<th class="text">what happened</th></tr>{"".join(rows)}</table></div></section>'
+    )
+    description = result.get("description")
+    if isinstance(description, str) and description:
+        body = f'<p class="note" id="description">{escape(description)}</p>' + body
+    return document(
+        f"ZooKeeper-era controller: {result['name']}", "for comparison with KRaft", body
+    )

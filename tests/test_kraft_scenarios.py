@@ -20,7 +20,7 @@ from replication.kraft.scenario import (
 )
 
 QUORUM = EXAMPLES / "quorum"
-BUNDLED = sorted(QUORUM.glob("*.yaml"))
+BUNDLED = sorted(QUORUM.glob("k*.yaml"))
 NODES = "{1: controller, 2: controller, 3: controller}"
 
 

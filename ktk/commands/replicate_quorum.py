@@ -25,9 +25,11 @@ def is_quorum_file(path: str) -> bool:
     """Whether ``path`` is a readable scenario whose top level names a ``quorum``; a file that
     does not decode is left to the partition scenario reader, which reports the problem."""
     from replication.kraft.scenario import is_quorum_document, read_document
+    from replication.kraft.zookeeper import is_zookeeper_document
 
     try:
-        return is_quorum_document(read_document(Path(path)))
+        document = read_document(Path(path))
+        return is_quorum_document(document) or is_zookeeper_document(document)
     except (OSError, ValueError):
         return False
 
@@ -62,6 +64,13 @@ def run_quorum_file(
             from ktkbase.outputs import check_output_file
 
             check_output_file(html, inputs=[path], force=force, is_ours=is_ktk_page)
+        from replication.kraft.scenario import read_document
+        from replication.kraft.zookeeper import is_zookeeper_document
+
+        raw = read_document(Path(path))
+        if is_zookeeper_document(raw):
+            _run_zookeeper(raw, path, as_json=as_json, html=html, force=force)
+            return
         scenario = load_quorum_scenario(Path(path))
         if invariants is not None:
             from replication.errors import InputError
@@ -96,6 +105,87 @@ def run_quorum_file(
         for failure in result.expect_failures:
             err.print(f"[bold red]expect failed:[/] {escape(failure)}")
         raise typer.Exit(EXIT_EXPECT_FAILED)
+
+
+def _run_zookeeper(raw: Any, path: str, *, as_json: bool, html: str | None, force: bool) -> None:
+    """A ZooKeeper-era controller scenario: its timeline, verdict and page."""
+    from replication.kraft.zookeeper import load_zookeeper_scenario, run_zookeeper_scenario
+
+    document = run_zookeeper_scenario(load_zookeeper_scenario(raw, source=path))
+    if as_json:
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        print_zookeeper(document)
+    if html is not None:
+        from dashboards.page import is_ktk_page
+        from dashboards.quorum import render_zookeeper
+        from ktkbase.outputs import write_output_file
+
+        written = write_output_file(
+            html, render_zookeeper(document), inputs=[path], force=force, is_ours=is_ktk_page
+        )
+        err.print(f"wrote {escape(str(written))}", highlight=False)
+    if document["expect_failures"]:
+        for failure in document["expect_failures"]:
+            err.print(f"[bold red]expect failed:[/] {escape(failure)}")
+        raise typer.Exit(EXIT_EXPECT_FAILED)
+
+
+def zookeeper_cell(state: dict[str, Any]) -> str:
+    """``C e2 orders-0:1@0``: C while it believes it is the controller, the newest controller
+    epoch it has seen, each partition's leader @ leader epoch; ``expired`` without a session."""
+    parts = ["C" if state["believes_controller"] else "-", f"e{state['seen_controller_epoch']}"]
+    parts += [f"{name}:{leader}@{epoch}" for name, (leader, epoch) in state["cache"].items()]
+    if not state["session"]:
+        parts.append("expired")
+    return " ".join(parts)
+
+
+def print_zookeeper(document: dict[str, Any]) -> None:
+    if document.get("description"):
+        out.print(escape(document["description"]))
+    table = Table(
+        title=f"{escape(document['name'])} (ZooKeeper-era controller)",
+        title_justify="left",
+        caption="broker columns: C = believes it is the controller, e = newest controller epoch "
+        "seen, partition:leader@leader epoch it acts on",
+        caption_justify="left",
+    )
+    table.add_column("step", justify="right")
+    table.add_column("op")
+    table.add_column("ZooKeeper")
+    brokers = [str(b) for b in document["brokers"]]
+    for broker in brokers:
+        table.add_column(f"b{broker}")
+    table.add_column("what happened")
+    for entry in document["timeline"]:
+        state = entry["state"]
+        zk = f"/controller {state['controller']}, epoch {state['controller_epoch']}; " + ", ".join(
+            f"{n}:{leader}@{epoch}" for n, (leader, epoch) in state["zk"].items()
+        )
+        op = escape(entry["op"])
+        if entry.get("comment"):
+            op += f"\n[dim]# {escape(entry['comment'])}[/]"
+        lines = [escape(entry["note"])] if entry.get("note") else []
+        lines += [f"[dim]{escape(m)}[/]" for m in entry["messages"]]
+        lines += [
+            f"[yellow]{escape(v['invariant'])}[/]: {escape(v['detail'])}"
+            for v in entry["violations"]
+        ]
+        cells = [escape(zookeeper_cell(state["brokers"][b])) for b in brokers]
+        table.add_row(str(entry["step"]), op, escape(zk), *cells, "\n".join(lines))
+    out.print(table)
+    for violation in document["violations"]:
+        out.print(
+            f"[yellow]violation[/] {escape(violation['invariant'])} at step "
+            f"{violation['step']}: {escape(violation['detail'])}"
+        )
+    if not document["violations"]:
+        out.print("StaleControllerApplied, ZkStateFenced, MetadataAgreement: all held")
+    if document["expect_failures"]:
+        out.print("expectations: [bold red]failed[/]")
+    else:
+        out.print("expectations: all held")
 
 
 def node_cell(view: dict[str, Any]) -> str:

@@ -101,6 +101,7 @@ _OP_OPTIONS = {"snapshot": ("end_offset",)}
 _COMMON_OPTIONS = ("comment",)
 EXPECT_KEYS = (
     "brokers",
+    "partitions",
     "committed",
     "delivered",
     "end_offset",
@@ -118,6 +119,7 @@ EXPECT_KEYS = (
 )
 _PER_NODE_EXPECT = (
     "brokers",
+    "partitions",
     "end_offset",
     "hw",
     "log_start",
@@ -992,6 +994,11 @@ def _check_expect(index: int, step: QuorumStep, quorum: Quorum, since: list[str]
                     actual = list(node.image.brokers)
                 elif key == "topics":
                     actual = dict(node.image.topics)
+                elif key == "partitions":
+                    actual = {
+                        f"{topic}-{number}": [leader, leader_epoch]
+                        for (topic, number), (leader, _, leader_epoch) in node.image.partitions
+                    }
                 else:
                     actual = view[key]
                 if actual != value:
