@@ -6,11 +6,11 @@ with LeaderAndIsr requests.
 The known failure mode: a controller whose ZooKeeper session expired (a long GC pause, a cut to
 the ensemble) does not know it yet and keeps acting (a zombie). Brokers refuse its requests once
 they have seen the new controller's higher epoch, but a broker that has not heard from the new
-controller yet applies them; before KAFKA-6082 (Kafka 2.2) the zombie's partition-state write
+controller yet applies them; before KAFKA-6082 (Kafka 2.1) the zombie's partition-state write
 also lands in ZooKeeper whenever the partition's own zkVersion still matches, and the brokers'
 metadata diverges until the next change of that partition.
 
-Rules (switches, both on as Kafka 2.2+ runs them):
+Rules (switches, both on as Kafka 2.1+ runs them):
 
 - ``broker_epoch_check``: a broker refuses a request whose controller epoch is older than the
   newest it has seen (``STALE_CONTROLLER_EPOCH``);
