@@ -206,3 +206,10 @@ def test_the_format_example_in_the_docs_runs_and_holds(tmp_path: Path):
     outcome = invoke(str(path))
     assert outcome.exit_code == 0, outcome.output
     assert "expectations: all held" in outcome.stdout
+
+
+def test_a_broker_that_cannot_fetch_metadata_still_thinks_it_leads():
+    result = run_bundled("k8-metadata-lag")
+    lagging = result.timeline[7]
+    assert lagging["op"] == "expect"
+    assert (lagging["nodes"]["4"]["hw"], lagging["nodes"]["5"]["hw"]) == (2, 3)
