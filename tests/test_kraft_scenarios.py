@@ -213,3 +213,27 @@ def test_a_broker_that_cannot_fetch_metadata_still_thinks_it_leads():
     lagging = result.timeline[7]
     assert lagging["op"] == "expect"
     assert (lagging["nodes"]["4"]["hw"], lagging["nodes"]["5"]["hw"]) == (2, 3)
+
+
+def test_controller_fences_a_silent_broker_and_a_new_controller_decides_again():
+    result = run_bundled("k9-broker-fenced-across-controller-failover")
+    decisions = [c for e in result.timeline for c in e["changes"] if c.startswith("controller ")]
+    assert decisions == [
+        "controller 1 registers broker 4",
+        "controller 1 registers broker 5",
+        "controller 1 fences broker 4",
+        "controller 1 fences broker 5",  # never committed: node 1 is cut off, then truncated
+        "controller 3 fences broker 5",
+    ]
+    assert result.timeline[12]["nodes"]["2"]["hw"] == 6
+
+
+def test_broker_heartbeat_settings_are_checked(tmp_path: Path):
+    path = write(
+        tmp_path,
+        f"name: x\nquorum: {{nodes: {NODES}, voters: [1, 2, 3], "
+        "broker_heartbeats: {session_timeout_ms: 0}}\nsteps: []\n",
+    )
+    outcome = invoke(str(path))
+    assert outcome.exit_code == 2
+    assert "quorum.broker_heartbeats.session_timeout_ms" in outcome.output

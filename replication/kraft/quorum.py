@@ -24,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from replication.errors import InputError, ReplicationError
 from replication.kraft.invariants import InvariantChecker
@@ -39,7 +40,10 @@ from replication.kraft.raft import (
     VoterChangeError,
 )
 from replication.kraft.records import (
+    FenceBroker,
+    MetadataImage,
     MetadataRecord,
+    PartitionChange,
     RegisterBroker,
     TopicRecord,
 )
@@ -48,6 +52,8 @@ from replication.view import Violation
 
 __all__ = [
     "DISRUPTION",
+    "BrokerHeartbeat",
+    "BrokerLiveness",
     "DisruptionCheck",
     "NodeSpec",
     "Quorum",
@@ -197,6 +203,28 @@ class DisruptionCheck:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerLiveness:
+    """KIP-631: brokers heartbeat the active controller, which registers them, fences one that
+    misses ``broker.session.timeout.ms`` (moving the partitions it leads to another in-sync
+    broker first) and unfences it when it heartbeats again."""
+
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
+
+
+class BrokerHeartbeat(NamedTuple):
+    broker: int
+
+
+def latest_image(node: RaftNode) -> MetadataImage:
+    """The metadata as the leader sees it: applied, plus its uncommitted records."""
+    image = node.image
+    for index in range(node.applied_offset - node.log_start, len(node.entries)):
+        image = image.apply(node.entries[index].payload)
+    return image
+
+
+@dataclass(frozen=True, slots=True)
 class NodeSpec:
     node_id: int
     roles: frozenset[str]
@@ -220,6 +248,7 @@ class Quorum:
         stores: Mapping[int, SnapshotStore] | None = None,
         invariants: Iterable[str] | None = None,
         disruption: bool = False,
+        liveness: BrokerLiveness | None = None,
     ) -> None:
         specs = list(specs)
         by_id = {spec.node_id: spec for spec in specs}
@@ -253,6 +282,11 @@ class Quorum:
         self.checker = InvariantChecker(invariants)
         self.disruption = DisruptionCheck(self.config.fetch_timeout_ms) if disruption else None
         self.sender: int | None = None  # who sent the message being delivered
+        self.liveness = liveness
+        self.heartbeat_sent: dict[int, int] = {}
+        # (controller, epoch) -> broker -> last heartbeat: volatile, each new controller starts
+        # every registered broker with a fresh session
+        self.heard: dict[tuple[int, int], dict[int, int]] = {}
         self.violations: list[Violation] = []
         self.trace: list[str] = []
         self.keep_trace = True  # the explorer runs without the text of every event
@@ -321,6 +355,9 @@ class Quorum:
         message = self.queues[(src, dst)].popleft()
         if self.keep_messages:
             self.delivered.append((src, dst, message))
+        if isinstance(message, BrokerHeartbeat):
+            self._on_heartbeat(dst, message.broker)
+            return
         self._send(dst, self.nodes[dst].handle(src, message, self.now))
         text = f"deliver {src}->{dst} {type(message).__name__}" if self.keep_trace else ""
         self.sender = src
@@ -333,6 +370,76 @@ class Quorum:
         for node_id in sorted(self.up):
             self._send(node_id, self.nodes[node_id].tick(self.now))
         self._event(f"tick {ms}" if self.keep_trace else "")
+        if self.liveness is not None:
+            self._heartbeats()
+
+    # --- KIP-631: broker heartbeats and fencing by the active controller ---------------------
+    def _heartbeats(self) -> None:
+        assert self.liveness is not None
+        for node_id in sorted(self.up):
+            if "broker" not in self.specs[node_id].roles:
+                continue
+            sent = self.heartbeat_sent.get(node_id)
+            if sent is not None and self.now - sent < self.liveness.heartbeat_interval_ms:
+                continue
+            leader_id = self.nodes[node_id].leader_id
+            if leader_id is None:
+                continue
+            self.heartbeat_sent[node_id] = self.now
+            if leader_id == node_id:
+                self._on_heartbeat(node_id, node_id)
+            else:
+                self._send(node_id, [(leader_id, BrokerHeartbeat(node_id))])  # type: ignore[list-item]
+        leader = self.leader()
+        if leader is not None:
+            self._fence_silent(leader)
+
+    def _session(self, leader: RaftNode, image: MetadataImage) -> dict[int, int]:
+        key = (leader.node_id, leader.epoch)
+        if key not in self.heard:
+            self.heard[key] = {broker: self.now for broker in image.brokers}
+        return self.heard[key]
+
+    def _on_heartbeat(self, controller_id: int, broker_id: int) -> None:
+        node = self.nodes[controller_id]
+        if node.role != LEADER:
+            self._event(f"heartbeat {broker_id}->{controller_id} (not the controller)", ())
+            return
+        image = latest_image(node)
+        self._session(node, image)[broker_id] = self.now
+        if broker_id not in image.brokers:
+            node.propose(RegisterBroker(broker_id))
+            self._event(
+                f"controller {controller_id} registers broker {broker_id}", (controller_id,)
+            )
+        elif broker_id in image.fenced:
+            node.propose(FenceBroker(broker_id, fenced=False))
+            self._event(f"controller {controller_id} unfences broker {broker_id}", (controller_id,))
+        else:
+            self._event(f"heartbeat {broker_id}->{controller_id}", ())
+
+    def _fence_silent(self, leader: RaftNode) -> None:
+        assert self.liveness is not None
+        image = latest_image(leader)
+        heard = self._session(leader, image)
+        limit = self.now - self.liveness.session_timeout_ms
+        for broker_id in image.brokers:
+            if broker_id in image.fenced or heard.get(broker_id, self.now) > limit:
+                continue
+            # Move what it leads (and drop it from ISRs) first, then fence it: a committed prefix
+            # never names a fenced leader.
+            for (topic, number), (leader_id, isr, leader_epoch) in image.partitions:
+                if broker_id != leader_id and broker_id not in isr:
+                    continue
+                rest = tuple(b for b in isr if b != broker_id)
+                if leader_id == broker_id:
+                    eligible = [b for b in rest if b not in image.fenced]
+                    new_leader, new_epoch = (eligible[0] if eligible else -1), leader_epoch + 1
+                else:
+                    new_leader, new_epoch = leader_id, leader_epoch
+                leader.propose(PartitionChange(topic, number, new_leader, rest, new_epoch))
+            leader.propose(FenceBroker(broker_id))
+            self._event(f"controller {leader.node_id} fences broker {broker_id}", (leader.node_id,))
 
     def timeout(self, node_id: int) -> None:
         """Expire ``node_id``'s election timer now (a pre-vote, or a candidacy)."""

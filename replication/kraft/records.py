@@ -29,6 +29,7 @@ from replication.errors import InputError
 
 __all__ = [
     "Entry",
+    "FenceBroker",
     "LeaderChange",
     "MetadataImage",
     "MetadataRecord",
@@ -62,6 +63,15 @@ class PartitionChange:
 
 
 @dataclass(frozen=True, slots=True)
+class FenceBroker:
+    """The active controller fences a broker that missed its session (KIP-631's
+    ``BrokerRegistrationChangeRecord`` with ``fenced``); ``fenced=False`` unfences it."""
+
+    broker_id: int
+    fenced: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class LeaderChange:
     """The control record a new leader appends at its epoch start offset."""
 
@@ -76,7 +86,7 @@ class VotersChange:
     voters: tuple[int, ...]
 
 
-MetadataRecord = RegisterBroker | TopicRecord | PartitionChange
+MetadataRecord = RegisterBroker | TopicRecord | PartitionChange | FenceBroker
 Payload = MetadataRecord | LeaderChange | VotersChange
 
 
@@ -95,6 +105,7 @@ class MetadataImage:
     brokers: tuple[int, ...]
     topics: tuple[tuple[str, int], ...]
     partitions: tuple[tuple[tuple[str, int], tuple[int, tuple[int, ...], int]], ...]
+    fenced: tuple[int, ...] = ()
 
     @classmethod
     def empty(cls) -> MetadataImage:
@@ -106,12 +117,17 @@ class MetadataImage:
             if payload.broker_id in self.brokers:
                 return self
             return MetadataImage(
-                tuple(sorted((*self.brokers, payload.broker_id))), self.topics, self.partitions
+                tuple(sorted((*self.brokers, payload.broker_id))),
+                self.topics,
+                self.partitions,
+                self.fenced,
             )
         if isinstance(payload, TopicRecord):
             topics = dict(self.topics)
             topics[payload.name] = payload.partitions
-            return MetadataImage(self.brokers, tuple(sorted(topics.items())), self.partitions)
+            return MetadataImage(
+                self.brokers, tuple(sorted(topics.items())), self.partitions, self.fenced
+            )
         if isinstance(payload, PartitionChange):
             partitions = dict(self.partitions)
             partitions[(payload.topic, payload.partition)] = (
@@ -119,7 +135,13 @@ class MetadataImage:
                 payload.isr,
                 payload.leader_epoch,
             )
-            return MetadataImage(self.brokers, self.topics, tuple(sorted(partitions.items())))
+            return MetadataImage(
+                self.brokers, self.topics, tuple(sorted(partitions.items())), self.fenced
+            )
+        if isinstance(payload, FenceBroker):
+            fenced = set(self.fenced)
+            (fenced.add if payload.fenced else fenced.discard)(payload.broker_id)
+            return MetadataImage(self.brokers, self.topics, self.partitions, tuple(sorted(fenced)))
         return self
 
     def records(self) -> list[MetadataRecord]:
@@ -130,6 +152,7 @@ class MetadataImage:
             PartitionChange(topic, partition, leader, isr, leader_epoch)
             for (topic, partition), (leader, isr, leader_epoch) in self.partitions
         ]
+        out += [FenceBroker(broker_id) for broker_id in self.fenced]
         return out
 
 
@@ -139,6 +162,8 @@ def encode_record(record: MetadataRecord) -> bytes:
         body: dict[str, object] = {"type": "RegisterBroker", "broker_id": record.broker_id}
     elif isinstance(record, TopicRecord):
         body = {"type": "Topic", "name": record.name, "partitions": record.partitions}
+    elif isinstance(record, FenceBroker):
+        body = {"type": "FenceBroker", "broker_id": record.broker_id, "fenced": record.fenced}
     else:
         body = {
             "type": "PartitionChange",
@@ -169,6 +194,11 @@ def decode_record(value: bytes) -> MetadataRecord:
     kind = body.get("type")
     if kind == "RegisterBroker":
         return RegisterBroker(_int(body, "broker_id"))
+    if kind == "FenceBroker":
+        fenced = body.get("fenced")
+        if not isinstance(fenced, bool):
+            raise InputError("fenced must be true or false", field="fenced", value=fenced)
+        return FenceBroker(_int(body, "broker_id"), fenced)
     if kind == "Topic":
         name = body.get("name")
         if not isinstance(name, str):

@@ -40,7 +40,14 @@ from typing import Any
 
 from replication.errors import InputError, ReplicationError, ScenarioError
 from replication.kraft.invariants import INVARIANTS
-from replication.kraft.quorum import DISRUPTION, NodeSpec, Quorum, parse_process_roles
+from replication.kraft.quorum import (
+    DISRUPTION,
+    BrokerHeartbeat,
+    BrokerLiveness,
+    NodeSpec,
+    Quorum,
+    parse_process_roles,
+)
 from replication.kraft.raft import (
     BeginQuorumEpoch,
     BeginQuorumEpochResponse,
@@ -55,7 +62,13 @@ from replication.kraft.raft import (
     VoteRequest,
     VoteResponse,
 )
-from replication.kraft.records import MetadataRecord, PartitionChange, RegisterBroker, TopicRecord
+from replication.kraft.records import (
+    FenceBroker,
+    MetadataRecord,
+    PartitionChange,
+    RegisterBroker,
+    TopicRecord,
+)
 from replication.scenario import (
     MAX_STEPS,
     MAX_TIME_MS,
@@ -101,6 +114,7 @@ _OP_OPTIONS = {"snapshot": ("end_offset",)}
 _COMMON_OPTIONS = ("comment",)
 EXPECT_KEYS = (
     "brokers",
+    "fenced",
     "partitions",
     "committed",
     "delivered",
@@ -119,6 +133,7 @@ EXPECT_KEYS = (
 )
 _PER_NODE_EXPECT = (
     "brokers",
+    "fenced",
     "partitions",
     "end_offset",
     "hw",
@@ -138,6 +153,7 @@ _QUORUM_FIELDS = (
     "election_timeout_ms",
     "fetch_timeout_ms",
     "request_timeout_ms",
+    "broker_heartbeats",
 )
 ROLE_LETTERS = {
     "leader": "L",
@@ -160,6 +176,8 @@ class QuorumSettings:
     seed: int = 0
     rules: RaftRules = field(default_factory=RaftRules)
     config: RaftConfig = field(default_factory=RaftConfig)
+    # KIP-631 heartbeats and fencing by the active controller (None: brokers are not fenced)
+    liveness: BrokerLiveness | None = None
 
     def specs(self) -> list[NodeSpec]:
         return [NodeSpec(node_id, frozenset(roles)) for node_id, roles in self.nodes]
@@ -394,6 +412,7 @@ def _parse_settings(raw: object) -> QuorumSettings:
             )
         if not isinstance(value, bool):
             raise ScenarioError("must be true or false", field=f"quorum.rules.{name}", value=value)
+    liveness = _parse_liveness(raw.get("broker_heartbeats", False))
     config_values = {}
     for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms"):
         if name in raw:
@@ -405,7 +424,31 @@ def _parse_settings(raw: object) -> QuorumSettings:
         seed=seed,
         rules=RaftRules(**dict(raw_rules)),
         config=RaftConfig(**config_values),
+        liveness=liveness,
     )
+
+
+def _parse_liveness(raw: object) -> BrokerLiveness | None:
+    """``broker_heartbeats: true`` (Kafka's timeouts) or ``{session_timeout_ms,
+    heartbeat_interval_ms}``; false or absent: no heartbeats, no fencing."""
+    if raw is False:
+        return None
+    if raw is True:
+        return BrokerLiveness()
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(
+            "true, false or {session_timeout_ms, heartbeat_interval_ms}",
+            field="quorum.broker_heartbeats",
+            value=_shown(raw),
+        )
+    values = {}
+    for key, item in raw.items():
+        if key not in ("session_timeout_ms", "heartbeat_interval_ms"):
+            raise ScenarioError(
+                "unknown field", field=f"quorum.broker_heartbeats.{_shown(key)}", value=key
+            )
+        values[key] = _integer(item, f"quorum.broker_heartbeats.{key}", 1, 10**9)
+    return BrokerLiveness(**values)
 
 
 def _parse_invariants(raw: object) -> tuple[str, ...] | None:
@@ -534,6 +577,9 @@ def _parse_record(value: object, index: int) -> MetadataRecord:
     located = {"step": index}
     if keys == {"broker"}:
         return RegisterBroker(_node_id(value["broker"], "propose.broker", **located))
+    if keys in ({"fence"}, {"unfence"}):
+        [key] = keys
+        return FenceBroker(_node_id(value[key], f"propose.{key}", **located), key == "fence")
     if keys == {"topic", "partitions"}:
         topic = value["topic"]
         if not isinstance(topic, str) or not topic:
@@ -566,6 +612,8 @@ def _record_dict(record: MetadataRecord) -> dict[str, Any]:
         return {"broker": record.broker_id}
     if isinstance(record, TopicRecord):
         return {"topic": record.name, "partitions": record.partitions}
+    if isinstance(record, FenceBroker):
+        return {"fence" if record.fenced else "unfence": record.broker_id}
     return {
         "topic": record.topic,
         "partition": record.partition,
@@ -580,6 +628,8 @@ def _record_text(record: MetadataRecord) -> str:
         return f"broker {record.broker_id}"
     if isinstance(record, TopicRecord):
         return f"topic {record.name} ({record.partitions})"
+    if isinstance(record, FenceBroker):
+        return f"{'fence' if record.fenced else 'unfence'} broker {record.broker_id}"
     return (
         f"partition {record.topic}-{record.partition} leader {record.leader} "
         f"isr {list(record.isr)} epoch {record.leader_epoch}"
@@ -652,6 +702,15 @@ def quorum_scenario_to_dict(scenario: QuorumScenario) -> dict[str, Any]:
     }
     if settings.dynamic_voters:
         quorum["dynamic_voters"] = True
+    if settings.liveness is not None:
+        quorum["broker_heartbeats"] = (
+            True
+            if settings.liveness == BrokerLiveness()
+            else {
+                "session_timeout_ms": settings.liveness.session_timeout_ms,
+                "heartbeat_interval_ms": settings.liveness.heartbeat_interval_ms,
+            }
+        )
     if settings.seed:
         quorum["seed"] = settings.seed
     rules = {
@@ -701,8 +760,10 @@ class QuorumScenarioResult:
         return self.document
 
 
-def message_text(src: int, dst: int, message: Message) -> str:
+def message_text(src: int, dst: int, message: Message | BrokerHeartbeat) -> str:
     """One delivered message as the timeline shows it (and ``expect.delivered`` matches)."""
+    if isinstance(message, BrokerHeartbeat):
+        return f"BrokerHeartbeat {src}->{dst}"
     if isinstance(message, VoteRequest):
         kind = "PreVote" if message.pre_vote else "Vote"
         return (
@@ -787,6 +848,7 @@ class _Runner:
             config=settings.config,
             invariants=checked if checked else (None if names is None else []),
             disruption=names is None or DISRUPTION in names,
+            liveness=settings.liveness,
         )
         self.quorum.keep_messages = record
         self.scenario = scenario
@@ -894,6 +956,7 @@ def run_quorum_scenario(scenario: QuorumScenario) -> QuorumScenarioResult:
     try:
         for index, step in enumerate(scenario.steps):
             before_messages = len(quorum.delivered)
+            before_trace = len(quorum.trace)
             before_violations = len(quorum.violations)
             before = {i: node_view(quorum, i) for i in node_ids}
             note = None
@@ -910,7 +973,10 @@ def run_quorum_scenario(scenario: QuorumScenario) -> QuorumScenarioResult:
                 "step": index,
                 "op": step.describe(),
                 "nodes": {str(i): after[i] for i in node_ids},
-                "changes": _changes(before, after),
+                "changes": [
+                    *(t for t in quorum.trace[before_trace:] if t.startswith("controller ")),
+                    *_changes(before, after),
+                ],
                 "messages": events,
                 "violations": [
                     {"invariant": v.invariant, "detail": v.detail}
@@ -992,6 +1058,8 @@ def _check_expect(index: int, step: QuorumStep, quorum: Quorum, since: list[str]
                     actual: Any = view["role"]
                 elif key == "brokers":
                     actual = list(node.image.brokers)
+                elif key == "fenced":
+                    actual = list(node.image.fenced)
                 elif key == "topics":
                     actual = dict(node.image.topics)
                 elif key == "partitions":
