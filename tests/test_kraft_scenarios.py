@@ -237,3 +237,50 @@ def test_broker_heartbeat_settings_are_checked(tmp_path: Path):
     outcome = invoke(str(path))
     assert outcome.exit_code == 2
     assert "quorum.broker_heartbeats.session_timeout_ms" in outcome.output
+
+
+def _node_paths(value, prefix=()):
+    found = [prefix]
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        found += _node_paths(item, (*prefix, key))
+    return found
+
+
+def test_mutated_scenario_files_run_or_fail_with_one_scenario_error_never_a_crash():
+    import copy
+    import random
+
+    import yaml
+
+    from ktkbase.errors import InputError
+    from replication.kraft.zookeeper import (
+        is_zookeeper_document,
+        load_zookeeper_scenario,
+        run_zookeeper_scenario,
+    )
+
+    documents = [yaml.safe_load(p.read_text("utf-8")) for p in sorted(QUORUM.glob("*.yaml"))]
+    values = [None, True, 0, -1, 3, 9, 2**40, 1.5, "x", "", "all", "any", [], [1, 9], {},
+              {"from": 1, "to": 1}, {"broker": "x"}, {"a": 1}, "1@x:1"]  # fmt: skip
+    chooser = random.Random(7)
+    for _ in range(400):
+        document = copy.deepcopy(chooser.choice(documents))
+        path = chooser.choice([p for p in _node_paths(document) if p])
+        parent = document
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = copy.deepcopy(chooser.choice(values))
+        try:
+            if is_zookeeper_document(document):
+                run_zookeeper_scenario(load_zookeeper_scenario(document))
+            else:
+                run_quorum_scenario(load_quorum_scenario(document))
+        except InputError:
+            pass

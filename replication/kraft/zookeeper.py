@@ -429,7 +429,10 @@ def _parse_zk(document: Mapping[str, Any], source: str | None) -> ZkScenario:
             leader = _int(value["leader"], f"{op}.leader", index)
             if by not in brokers:
                 raise ScenarioError("unknown broker", step=index, field=f"{op}.by", value=by)
-            if value["partition"] not in known_partitions:
+            if (
+                not isinstance(value["partition"], str)
+                or value["partition"] not in known_partitions
+            ):
                 raise ScenarioError(
                     "unknown partition",
                     step=index,
@@ -456,7 +459,7 @@ def _parse_zk(document: Mapping[str, Any], source: str | None) -> ZkScenario:
         else:
             if not isinstance(value, Mapping):
                 raise ScenarioError("a mapping", step=index, field=op, value=str(value))
-            for key in value:
+            for key, item in value.items():
                 if key not in ZK_EXPECT_KEYS:
                     raise ScenarioError(
                         f"unknown expectation; expected one of {', '.join(ZK_EXPECT_KEYS)}",
@@ -464,6 +467,7 @@ def _parse_zk(document: Mapping[str, Any], source: str | None) -> ZkScenario:
                         field=f"expect.{key}",
                         value=key,
                     )
+                _check_zk_expect_value(index, key, item, brokers)
             target = json.dumps(value, sort_keys=True)
         comment = step.get("comment")
         steps.append((op, target, comment if isinstance(comment, str) else None))
@@ -477,6 +481,45 @@ def _parse_zk(document: Mapping[str, Any], source: str | None) -> ZkScenario:
         description if isinstance(description, str) else None,
         source,
     )
+
+
+def _check_zk_expect_value(index: int, key: str, item: object, brokers: tuple[int, ...]) -> None:
+    """The shape each expectation takes, so that a check never meets a value it cannot read."""
+    where = f"expect.{key}"
+
+    def pair(value: object) -> bool:
+        return (
+            isinstance(value, list)
+            and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        )
+
+    def partition_map(value: object) -> bool:
+        return isinstance(value, Mapping) and all(pair(v) for v in value.values())
+
+    if key in ("controller", "controller_epoch"):
+        ok = item is None or (isinstance(item, int) and not isinstance(item, bool))
+        shape = "a broker id or null" if key == "controller" else "an integer"
+    elif key == "zk":
+        ok, shape = partition_map(item), "{partition: [leader, leader epoch]}"
+    elif key == "cache":
+        ok = isinstance(item, Mapping) and all(
+            partition_map(v) and str(b).isdigit() and int(b) in brokers for b, v in item.items()
+        )
+        shape = "{broker: {partition: [leader, leader epoch]}} for known brokers"
+    elif key == "believes_controller":
+        ok = isinstance(item, list) and all(
+            isinstance(b, int) and not isinstance(b, bool) for b in item
+        )
+        shape = "a list of broker ids"
+    elif key == "violations":
+        ok = isinstance(item, list) and all(v in ZK_INVARIANTS for v in item)
+        shape = f"a list of {', '.join(ZK_INVARIANTS)}"
+    else:
+        ok = isinstance(item, list) and all(isinstance(t, str) for t in item)
+        shape = "a list of texts"
+    if not ok:
+        raise ScenarioError(f"must be {shape}", step=index, field=where, value=str(item)[:80])
 
 
 def run_zookeeper_scenario(scenario: ZkScenario) -> dict[str, Any]:
