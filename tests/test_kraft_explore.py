@@ -58,8 +58,8 @@ def test_a_leader_counting_an_observer_breaks_the_majority_high_watermark(tmp_pa
 
 
 def test_without_pre_vote_a_returning_voter_disrupts_the_quorum(tmp_path: Path):
-    report = explore_quorum(QuorumExploreSettings(schedules=25, rules_off=("pre_vote",)))
-    assert report.first_found == (("QuorumDisruption", 24),)
+    report = explore_quorum(QuorumExploreSettings(schedules=167, rules_off=("pre_vote",)))
+    assert report.first_found == (("QuorumDisruption", 166),)
     [finding] = report.findings
     assert "was deposed by a Vote for epoch" in finding.detail
     assert finding.shrunk_steps < finding.original_steps
@@ -68,9 +68,9 @@ def test_without_pre_vote_a_returning_voter_disrupts_the_quorum(tmp_path: Path):
 
 def test_a_quorum_schedule_replays_to_the_same_violation():
     settings = QuorumExploreSettings(rules_off=("pre_vote",))
-    steps, violations = quorum_schedule(settings, 24)
+    steps, violations = quorum_schedule(settings, 166)
     assert violations
-    replayed, notes = _replay(_quorum_settings(settings, 24), _steps(steps))
+    replayed, notes = _replay(_quorum_settings(settings, 166), _steps(steps))
     assert [v.detail for v in replayed] == [v.detail for v in violations]
     # every generated step applies (a snapshot may find nothing past the log start)
     assert set(notes) <= {None, "nothing past the log start"}
@@ -84,12 +84,20 @@ def test_explore_is_deterministic_for_a_seed():
 def test_explore_cli_writes_each_finding_and_exits_1(tmp_path: Path):
     out = tmp_path / "found"
     outcome = invoke(
-        "explore", "--quorum", "3", "--rule-off", "pre_vote", "--schedules", "25", "--out", str(out)
+        "explore",
+        "--quorum",
+        "3",
+        "--rule-off",
+        "pre_vote",
+        "--schedules",
+        "167",
+        "--out",
+        str(out),
     )
     assert outcome.exit_code == 1, outcome.output
-    assert "QuorumDisruption: first at schedule 24" in outcome.stdout
+    assert "QuorumDisruption: first at schedule 166" in outcome.stdout
     assert "schedules/s" in outcome.stdout
-    written = out / "kraft-quorum-disruption-seed-24.json"
+    written = out / "kraft-quorum-disruption-seed-166.json"
     scenario = load_quorum_scenario(written)
     assert scenario.settings.rules.pre_vote is False
     assert invoke(str(written)).exit_code == 0

@@ -312,7 +312,7 @@ def explore_command(
         "(crashes, restarts, link cuts, isolations, clock jumps, snapshots).",
     ),
     observers: int = typer.Option(1, "--observers", help="With --quorum: brokers (observers)."),
-    steps: int = typer.Option(100, "--steps", help="With --quorum: steps per schedule."),
+    steps: int = typer.Option(80, "--steps", help="With --quorum: steps per schedule."),
     rule_off: str | None = typer.Option(
         None,
         "--rule-off",

@@ -62,7 +62,7 @@ class QuorumExploreSettings:
 
     voters: int = 3
     brokers: int = 1
-    steps: int = 100
+    steps: int = 80
     schedules: int = 1000
     seed: int = 0
     rules_off: tuple[str, ...] = ()

@@ -126,8 +126,11 @@ class InvariantChecker:
     ) -> list[Violation]:
         """The new violations after an event that changed the nodes ``touched`` (all: None)."""
         out: list[Violation] = []
-        running = [nodes[i] for i in sorted(up)]
-        candidates = running if touched is None else [n for n in running if n.node_id in touched]
+        up = up if isinstance(up, set | frozenset) else set(up)
+        if touched is None:
+            candidates = [nodes[i] for i in sorted(up)]
+        else:
+            candidates = [nodes[i] for i in sorted(touched) if i in up]
         changed = []
         for node in candidates:
             fingerprint = _fingerprint(node)
@@ -136,6 +139,7 @@ class InvariantChecker:
                 changed.append(node)
         if touched is not None and not changed:
             return out  # the event changed no node that invariants read
+        running = candidates if touched is None else [nodes[i] for i in sorted(up)]
         self._leaders(changed, out, step)
         self._committed(running, changed, out, step)
         if "LogMatching" in self.enabled:

@@ -133,8 +133,9 @@ class DisruptionCheck:
     ) -> list[Violation]:
         """New violations after an event; ``sender`` sent the message it delivered, if any."""
         out: list[Violation] = []
-        running = set(up)
-        for node_id in sorted(running if touched is None else running.intersection(touched)):
+        running = up if isinstance(up, set | frozenset) else set(up)
+        ids = sorted(running) if touched is None else sorted(i for i in touched if i in running)
+        for node_id in ids:
             node = nodes[node_id]
             state = (node.role, node.epoch, node.incarnation)
             before = self.states.get(node_id)
