@@ -123,3 +123,8 @@ def test_explore_cli_refuses_unknown_rules_with_one_line(option: str, value: str
 def test_settings_refuse_a_quorum_of_zero_voters():
     with pytest.raises(InputError, match="voters"):
         QuorumExploreSettings(voters=0)
+
+
+def test_explore_cli_refuses_invariants_with_quorum():
+    outcome = invoke("explore", "--quorum", "3", "--invariants", "LogMatching")
+    assert outcome.exit_code == 2 and "--invariants" in outcome.output

@@ -333,6 +333,9 @@ def explore_command(
     if quorum:
         from ktk.commands.replicate_quorum import explore_quorum_command
 
+        if invariants is not None:
+            raise fail("--invariants: a quorum exploration checks every quorum invariant")
+
         explore_quorum_command(
             voters=quorum,
             brokers=observers,

@@ -316,7 +316,10 @@ def explore_quorum_command(
             plan_output_directory(
                 out_dir, command="replicate explore", version=__version__, force=force
             )
-        report = explore_quorum(settings)
+        from ktk.commands.replicate import _progress
+
+        with _progress(settings.schedules) as progress:
+            report = explore_quorum(settings, progress=progress)
         if out_dir is not None:
             from ktkbase.outputs import output_directory
 
