@@ -69,6 +69,8 @@ def run_quorum_file(
 
         raw = read_document(Path(path))
         if is_zookeeper_document(raw):
+            if invariants is not None:
+                raise fail("--invariants: a ZooKeeper scenario checks its own three invariants")
             _run_zookeeper(raw, path, as_json=as_json, html=html, force=force)
             return
         scenario = load_quorum_scenario(Path(path))
