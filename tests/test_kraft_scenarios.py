@@ -284,3 +284,26 @@ def test_mutated_scenario_files_run_or_fail_with_one_scenario_error_never_a_cras
                 run_quorum_scenario(load_quorum_scenario(document))
         except InputError:
             pass
+
+
+def test_an_isr_change_accepted_by_a_cut_off_controller_is_lost_and_asked_again():
+    result = run_bundled("k10-isr-change-across-controller-failover")
+    decisions = [c for e in result.timeline for c in e["changes"] if c.startswith("controller ")]
+    assert decisions == [
+        "controller 1 accepts AlterPartition orders-0 isr [4]",  # never committed
+        "controller 3 accepts AlterPartition orders-0 isr [4]",
+        "controller 3 refuses AlterPartition orders-0 from 4 (leader epoch 0, controller has 1)",
+    ]
+
+
+def test_alter_partition_from_a_broker_that_does_not_lead_is_one_line_exit_2(tmp_path: Path):
+    path = write(
+        tmp_path,
+        "name: x\nquorum: {nodes: {1: controller, 2: controller, 3: controller, 4: broker, "
+        "5: broker}, voters: [1, 2, 3]}\nsteps: [{elect: 1}, {propose: {topic: t, partition: 0, "
+        "leader: 4, isr: [4, 5], leader_epoch: 0}}, {settle: 3}, "
+        "{alter_partition: {by: 5, partition: t-0, isr: [5]}}]\n",
+    )
+    outcome = invoke(str(path))
+    assert outcome.exit_code == 2, outcome.output
+    assert "step 3: alter_partition: broker 5 does not lead t-0 (leader 4)" in outcome.output

@@ -52,6 +52,7 @@ from replication.view import Violation
 
 __all__ = [
     "DISRUPTION",
+    "AlterPartition",
     "BrokerHeartbeat",
     "BrokerLiveness",
     "DisruptionCheck",
@@ -217,6 +218,17 @@ class BrokerHeartbeat(NamedTuple):
     broker: int
 
 
+class AlterPartition(NamedTuple):
+    """A partition leader asks the controller to change the ISR (KIP-497), naming the leader
+    epoch it acts on."""
+
+    broker: int
+    topic: str
+    partition: int
+    isr: tuple[int, ...]
+    leader_epoch: int
+
+
 def latest_image(node: RaftNode) -> MetadataImage:
     """The metadata as the leader sees it: applied, plus its uncommitted records."""
     image = node.image
@@ -359,6 +371,9 @@ class Quorum:
         if isinstance(message, BrokerHeartbeat):
             self._on_heartbeat(dst, message.broker)
             return
+        if isinstance(message, AlterPartition):
+            self._on_alter_partition(dst, message)
+            return
         self._send(dst, self.nodes[dst].handle(src, message, self.now))
         text = f"deliver {src}->{dst} {type(message).__name__}" if self.keep_trace else ""
         self.sender = src
@@ -400,6 +415,61 @@ class Quorum:
         if key not in self.heard:
             self.heard[key] = {broker: self.now for broker in image.brokers}
         return self.heard[key]
+
+    def alter_partition(
+        self, broker_id: int, topic: str, partition: int, isr: tuple[int, ...]
+    ) -> str:
+        """Broker ``broker_id`` sends AlterPartition to the controller it knows, with the leader
+        epoch of its applied metadata; returns what it did."""
+        node = self._node(broker_id)
+        if broker_id not in self.up:
+            raise ReplicationError(f"broker {broker_id} is down")
+        state = dict(node.image.partitions).get((topic, partition))
+        if state is None:
+            raise ReplicationError(f"broker {broker_id} knows no partition {topic}-{partition}")
+        leader_id, _, leader_epoch = state
+        if leader_id != broker_id:
+            raise ReplicationError(
+                f"broker {broker_id} does not lead {topic}-{partition} (leader {leader_id})"
+            )
+        controller_id = node.leader_id
+        if controller_id is None:
+            self._event(f"alter-partition {broker_id}: no controller known", ())
+            return "no controller known"
+        request = AlterPartition(broker_id, topic, partition, tuple(sorted(isr)), leader_epoch)
+        if controller_id == broker_id:
+            self._on_alter_partition(broker_id, request)
+        else:
+            self._send(broker_id, [(controller_id, request)])  # type: ignore[list-item]
+            self._event(f"alter-partition {broker_id}->{controller_id}", ())
+        return f"sent to {controller_id}"
+
+    def _on_alter_partition(self, controller_id: int, request: AlterPartition) -> None:
+        node = self.nodes[controller_id]
+        key = f"{request.topic}-{request.partition}"
+        if node.role != LEADER:
+            self._event(
+                f"controller {controller_id} is not active: AlterPartition {key} dropped", ()
+            )
+            return
+        state = dict(latest_image(node).partitions).get((request.topic, request.partition))
+        if state is None or state[0] != request.broker or state[2] != request.leader_epoch:
+            self._event(
+                f"controller {controller_id} refuses AlterPartition {key} from "
+                f"{request.broker} (leader epoch {request.leader_epoch}, controller has "
+                f"{'none' if state is None else state[2]})",
+                (),
+            )
+            return
+        node.propose(
+            PartitionChange(
+                request.topic, request.partition, request.broker, request.isr, request.leader_epoch
+            )
+        )
+        self._event(
+            f"controller {controller_id} accepts AlterPartition {key} isr {list(request.isr)}",
+            (controller_id,),
+        )
 
     def _on_heartbeat(self, controller_id: int, broker_id: int) -> None:
         node = self.nodes[controller_id]

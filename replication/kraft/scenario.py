@@ -42,6 +42,7 @@ from replication.errors import InputError, ReplicationError, ScenarioError
 from replication.kraft.invariants import INVARIANTS
 from replication.kraft.quorum import (
     DISRUPTION,
+    AlterPartition,
     BrokerHeartbeat,
     BrokerLiveness,
     NodeSpec,
@@ -108,6 +109,7 @@ OPS = (
     "tick",
     "settle",
     "propose",
+    "alter_partition",
     "expect",
 )
 _OP_OPTIONS = {"snapshot": ("end_offset",)}
@@ -214,6 +216,8 @@ class QuorumStep:
             )
         if self.op == "propose":
             return f"propose {_record_text(target)}"
+        if self.op == "alter_partition":
+            return f"alter_partition by {target[0]}: {target[1]}-{target[2]} isr {list(target[3])}"
         text = f"{self.op} {target}"
         end_offset = self.option("end_offset")
         if end_offset is not None:
@@ -226,6 +230,12 @@ class QuorumStep:
             target = {"from": target[0], "to": target[1]}
         elif self.op == "propose":
             target = _record_dict(target)
+        elif self.op == "alter_partition":
+            target = {
+                "by": target[0],
+                "partition": f"{target[1]}-{target[2]}",
+                "isr": list(target[3]),
+            }
         elif self.op == "expect":
             target = _thaw(target)
         entry: dict[str, Any] = {self.op: target}
@@ -541,6 +551,8 @@ def _parse_step(index: int, raw: object, settings: QuorumSettings, voters: set[i
         target = _integer(value, op, 0, MAX_SETTLE_TICKS, **located)
     elif op == "propose":
         target = _parse_record(value, index)
+    elif op == "alter_partition":
+        target = _parse_alter_partition(value, index, nodes)
     else:
         target = _parse_expect(value, index, nodes)
     options: list[tuple[str, Any]] = []
@@ -553,6 +565,34 @@ def _parse_step(index: int, raw: object, settings: QuorumSettings, voters: set[i
             raise ScenarioError("must be text", step=index, field="comment", value=raw["comment"])
         options.append(("comment", raw["comment"]))
     return QuorumStep(op, target, tuple(options))
+
+
+def _parse_alter_partition(value: object, index: int, nodes: set[int]) -> tuple[Any, ...]:
+    """``{by: BROKER, partition: TOPIC-N, isr: [..]}``."""
+    located = {"step": index}
+    if not isinstance(value, Mapping) or set(value) != {"by", "partition", "isr"}:
+        raise ScenarioError(
+            "{by: BROKER, partition: TOPIC-N, isr: [BROKER, ...]}",
+            step=index,
+            field="alter_partition",
+            value=_shown(value),
+        )
+    by = _node_id(value["by"], "alter_partition.by", **located)
+    if by not in nodes:
+        raise ScenarioError("unknown node", step=index, field="alter_partition.by", value=by)
+    name = value["partition"]
+    topic, _, number = name.rpartition("-") if isinstance(name, str) else ("", "", "")
+    if not topic or not number.isdigit():
+        raise ScenarioError(
+            "a partition is TOPIC-N", step=index, field="alter_partition.partition", value=name
+        )
+    isr = value["isr"]
+    if not isinstance(isr, list) or not isr:
+        raise ScenarioError(
+            "a list of broker ids", step=index, field="alter_partition.isr", value=_shown(isr)
+        )
+    ids = tuple(_node_id(i, "alter_partition.isr", **located) for i in isr)
+    return (by, topic, int(number), ids)
 
 
 def _check_voter_change(index: int, op: str, settings: QuorumSettings) -> None:
@@ -760,10 +800,15 @@ class QuorumScenarioResult:
         return self.document
 
 
-def message_text(src: int, dst: int, message: Message | BrokerHeartbeat) -> str:
+def message_text(src: int, dst: int, message: Message | BrokerHeartbeat | AlterPartition) -> str:
     """One delivered message as the timeline shows it (and ``expect.delivered`` matches)."""
     if isinstance(message, BrokerHeartbeat):
         return f"BrokerHeartbeat {src}->{dst}"
+    if isinstance(message, AlterPartition):
+        return (
+            f"AlterPartition {src}->{dst} {message.topic}-{message.partition} isr "
+            f"{list(message.isr)} leader epoch {message.leader_epoch}"
+        )
     if isinstance(message, VoteRequest):
         kind = "PreVote" if message.pre_vote else "Vote"
         return (
@@ -920,6 +965,8 @@ class _Runner:
                         raise ScenarioError("no leader to propose to", step=index, field=op)
                     return "no leader"
                 quorum.propose(target)
+            elif op == "alter_partition":
+                return quorum.alter_partition(*target)
             elif op in ("add_voter", "remove_voter"):
                 if quorum.leader() is None:
                     if strict:
@@ -1063,9 +1110,14 @@ def _check_expect(index: int, step: QuorumStep, quorum: Quorum, since: list[str]
                 elif key == "topics":
                     actual = dict(node.image.topics)
                 elif key == "partitions":
+                    # [leader, leader epoch] or, when the expectation names it, [.., isr]
                     actual = {
-                        f"{topic}-{number}": [leader, leader_epoch]
-                        for (topic, number), (leader, _, leader_epoch) in node.image.partitions
+                        f"{topic}-{number}": [leader, leader_epoch, list(isr)][
+                            : len(value.get(f"{topic}-{number}") or []) or 2
+                        ]
+                        if isinstance(value, dict)
+                        else [leader, leader_epoch]
+                        for (topic, number), (leader, isr, leader_epoch) in node.image.partitions
                     }
                 else:
                     actual = view[key]
