@@ -23,6 +23,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 from replication.errors import InputError
@@ -41,11 +42,14 @@ from replication.kraft.scenario import (
 from replication.view import JsonObject, Violation
 
 __all__ = [
+    "DISRUPTION",
     "QuorumExploreReport",
     "QuorumExploreSettings",
     "QuorumFinding",
     "explore_quorum",
     "quorum_schedule",
+    "shrink_schedule",
+    "write_quorum_findings",
 ]
 
 RULES_ON_BY_DEFAULT = tuple(f.name for f in fields(RaftRules) if getattr(RaftRules(), f.name))
@@ -383,7 +387,7 @@ def _slug(name: str) -> str:
     return "".join("-" + c.lower() if c.isupper() else c for c in name).lstrip("-")
 
 
-def write_quorum_findings(report: QuorumExploreReport, directory: Any) -> list[Any]:
+def write_quorum_findings(report: QuorumExploreReport, directory: Path) -> list[Path]:
     """Each finding's scenario as ``<name>.json`` in ``directory`` (a ``Path``)."""
     written = []
     for finding in report.findings:
@@ -391,6 +395,3 @@ def write_quorum_findings(report: QuorumExploreReport, directory: Any) -> list[A
         path.write_text(quorum_scenario_to_text(finding.scenario), encoding="utf-8")
         written.append(path)
     return written
-
-
-__all__ += ["DISRUPTION", "shrink_schedule", "write_quorum_findings"]

@@ -44,6 +44,10 @@ __all__ = [
     "PartitionState",
     "ZkCluster",
     "ZkRules",
+    "ZkScenario",
+    "is_zookeeper_document",
+    "load_zookeeper_scenario",
+    "run_zookeeper_scenario",
 ]
 
 ZK_INVARIANTS = ("StaleControllerApplied", "ZkStateFenced", "MetadataAgreement")
@@ -625,11 +629,3 @@ def _check_zk_expect(
         if actual != value:
             failures.append(f"step {index}: expect.{key}: got {actual!r}, expected {value!r}")
     return failures
-
-
-__all__ += [
-    "ZkScenario",
-    "is_zookeeper_document",
-    "load_zookeeper_scenario",
-    "run_zookeeper_scenario",
-]
