@@ -307,3 +307,10 @@ def test_alter_partition_from_a_broker_that_does_not_lead_is_one_line_exit_2(tmp
     outcome = invoke(str(path))
     assert outcome.exit_code == 2, outcome.output
     assert "step 3: alter_partition: broker 5 does not lead t-0 (leader 4)" in outcome.output
+
+
+def test_dynamic_voters_add_one_then_the_leader_removes_itself_and_steps_down():
+    result = run_bundled("k11-add-and-remove-voters")
+    final = result.document["final"]
+    assert final["voters"] == [2, 3, 4]
+    assert (final["nodes"]["1"]["voter"], final["nodes"]["4"]["voter"]) == (False, True)
