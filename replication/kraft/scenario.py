@@ -1093,6 +1093,18 @@ def _changes(before: dict[int, dict[str, Any]], after: dict[int, dict[str, Any]]
     return changes
 
 
+def _partitions_as_expected(node: Any, wanted: object) -> dict[str, list[Any]]:
+    """The node's applied partitions, ``name: [leader, leader epoch]``, with the ISR as a third
+    item where the expectation lists one."""
+    out: dict[str, list[Any]] = {}
+    for (topic, number), (leader, isr, leader_epoch) in node.image.partitions:
+        name = f"{topic}-{number}"
+        expected = wanted.get(name) if isinstance(wanted, dict) else None
+        full = [leader, leader_epoch, list(isr)]
+        out[name] = full if isinstance(expected, list) and len(expected) == 3 else full[:2]
+    return out
+
+
 def _check_expect(index: int, step: QuorumStep, quorum: Quorum, since: list[str]) -> list[str]:
     failures = []
     leader = quorum.leader()
@@ -1110,15 +1122,7 @@ def _check_expect(index: int, step: QuorumStep, quorum: Quorum, since: list[str]
                 elif key == "topics":
                     actual = dict(node.image.topics)
                 elif key == "partitions":
-                    # [leader, leader epoch] or, when the expectation names it, [.., isr]
-                    actual = {
-                        f"{topic}-{number}": [leader, leader_epoch, list(isr)][
-                            : len(value.get(f"{topic}-{number}") or []) or 2
-                        ]
-                        if isinstance(value, dict)
-                        else [leader, leader_epoch]
-                        for (topic, number), (leader, isr, leader_epoch) in node.image.partitions
-                    }
+                    actual = _partitions_as_expected(node, value)
                 else:
                     actual = view[key]
                 if actual != value:
