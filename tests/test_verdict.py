@@ -19,6 +19,7 @@ def _summary(
     revoked: int = 10,
     rounds: int = 3,
     imbalance: float = 1.25,
+    weight_imbalance: float | None = None,
     generations: int = 3,
     excess: int = 0,
 ) -> SummaryRow:
@@ -33,7 +34,7 @@ def _summary(
         revoked,
         rounds,
         1,
-        None,
+        weight_imbalance,
         None,
         0,
         0,
@@ -104,7 +105,23 @@ def test_a_less_balanced_winner_says_so():
         _summary("a", "range", 50.0, imbalance=1.0),
     ]
     headline = build_verdict(rows)["headline"]
-    assert "largest member 2.00x the mean load against 1.00x" in headline
+    assert "largest member 2.00x the mean partition count against 1.00x" in headline
+
+
+def test_balance_by_weight_is_named_beside_the_count_when_both_sides_carry_weights():
+    rows = [
+        _summary("a", "load-aware", 10.0, imbalance=2.0, weight_imbalance=1.1),
+        _summary("a", "range", 50.0, imbalance=1.0, weight_imbalance=1.6),
+    ]
+    assert (
+        "largest member 2.00x the mean partition count against 1.00x and 1.10x the mean weight "
+        "against 1.60x (median over traces)"
+    ) in build_verdict(rows)["headline"]
+    rows = [
+        _summary("a", "load-aware", 10.0, weight_imbalance=1.1),
+        _summary("a", "range", 50.0, weight_imbalance=1.6),
+    ]
+    assert "largest member 1.10x the mean weight against 1.60x" in build_verdict(rows)["headline"]
 
 
 def test_recorded_groups_are_compared_with_the_first_ranked_assignor_on_their_traces():

@@ -202,14 +202,22 @@ def _percent_fewer(value: float, reference: float) -> str:
 
 
 def _balance_phrase(stats: Mapping[str, Any], reference: Mapping[str, Any]) -> str:
-    mine = stats["per_trace"]["load_imbalance"]
-    theirs = reference["per_trace"]["load_imbalance"]
-    if mine is None or theirs is None or _is_tie(mine["median"], theirs["median"]):
+    """Balance against the reference, by partition count and, when both carry weights, by
+    weight (the medians over traces of the largest member over the mean)."""
+    compared = []
+    for key, unit in (("load_imbalance", "partition count"), ("weight_imbalance", "weight")):
+        mine, theirs = stats["per_trace"][key], reference["per_trace"][key]
+        if (
+            mine is not None
+            and theirs is not None
+            and not _is_tie(mine["median"], theirs["median"])
+        ):
+            compared.append(
+                f"{mine['median']:.2f}x the mean {unit} against {theirs['median']:.2f}x"
+            )
+    if not compared:
         return "the same balance"
-    return (
-        f"largest member {mine['median']:.2f}x the mean load against {theirs['median']:.2f}x "
-        "(median over traces)"
-    )
+    return f"largest member {' and '.join(compared)} (median over traces)"
 
 
 def _rounds_phrase(stats: Mapping[str, Any], reference: Mapping[str, Any]) -> str:
