@@ -155,8 +155,9 @@ def test_cli_refuses_a_missing_capture_file_and_an_unknown_source(tmp_path: Path
         "--from", "leader", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "t")
     )
     assert missing.exit_code == 2 and "nope.jsonl" in missing.output
-    unknown = _capture("--from", "describe", str(tmp_path / "x"), "--out", str(tmp_path / "t"))
-    assert unknown.exit_code == 2 and "--from must be one of leader" in unknown.output
+    unknown = _capture("--from", "zookeeper", str(tmp_path / "x"), "--out", str(tmp_path / "t"))
+    assert unknown.exit_code == 2
+    assert "--from must be one of leader, describe, offsets-topic" in unknown.output
 
 
 # --- the kafka-python adapter's recorder -------------------------------------------------------

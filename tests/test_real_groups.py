@@ -351,10 +351,23 @@ def test_ktk_replay_of_a_live_capture_shows_what_the_group_did(
 ) -> None:
     capture = tmp_path / "captures" / "capture.jsonl"
     capture.parent.mkdir()
-    member = Member("solo", "sticky", cluster.bootstrap_servers, "group-replayed", capture)
-    wait_stable([member], capture)
-    member.stop()
-    check_capture_matches([member], capture)
+    members = [
+        Member(f"c{i}", "sticky", cluster.bootstrap_servers, "group-replayed", capture)
+        for i in range(2)
+    ]
+    wait_stable(members, capture)
+    members.append(Member("c2", "sticky", cluster.bootstrap_servers, "group-replayed", capture))
+    wait_stable(members, capture)
+    Member.stop_all(members)
+    check_capture_matches(members, capture)
+    traces = tmp_path / "traces"
+    merged = subprocess.run(
+        [sys.executable, "-m", "ktk", "traces", "capture", "--from", "leader", str(capture),
+         "--out", str(traces)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert merged.returncode == 0, merged.stderr
+    assert (traces / "leader-group-replayed.jsonl").is_file()
     out = tmp_path / "results"
     done = subprocess.run(
         [
@@ -362,7 +375,7 @@ def test_ktk_replay_of_a_live_capture_shows_what_the_group_did(
             "-m",
             "ktk",
             "replay",
-            str(capture.parent),
+            str(traces),
             "--engine",
             "python",
             "--assignors",

@@ -172,27 +172,35 @@ class CaptureRecorder:
 
     def append(self, row: Mapping[str, Any]) -> None:
         """Append one checked row: one write of one whole line, fsynced."""
-        parsed = parse_generation(row, str(self.path), None)
-        if parsed.trace_id != self.group_id:
-            raise InputError(
-                f"row of another group than {self.group_id!r}",
-                source=str(self.path),
-                field="trace_id",
-                value=parsed.trace_id,
-            )
-        line = _encode(generation_to_row(parsed))
+        self.append_rows([row])
+
+    def append_rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append a batch of rows, each checked first: one write of whole lines under the lock,
+        fsynced, so the batch is on disk whole or (a short write is cut back off) not at all."""
+        parsed = [parse_generation(row, str(self.path), None) for row in rows]
+        for generation in parsed:
+            if generation.trace_id != self.group_id:
+                raise InputError(
+                    f"row of another group than {self.group_id!r}",
+                    source=str(self.path),
+                    field="trace_id",
+                    value=generation.trace_id,
+                )
+        if not parsed:
+            return
+        data = b"".join(_encode(generation_to_row(generation)) for generation in parsed)
         with self._lock:
             descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX)
-                written = os.write(descriptor, line)
-                if written != len(line):  # a full disk: cut the partial line back off
+                written = os.write(descriptor, data)
+                if written != len(data):  # a full disk: cut the partial batch back off
                     os.ftruncate(descriptor, os.lseek(descriptor, 0, os.SEEK_END) - written)
-                    raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
+                    raise OSError(f"{self.path}: short write ({written} of {len(data)} bytes)")
                 os.fsync(descriptor)
             finally:
                 os.close(descriptor)
-            self.written.append(parsed.generation)
+            self.written.extend(generation.generation for generation in parsed)
 
 
 def merge_capture_files(

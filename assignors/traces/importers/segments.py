@@ -621,6 +621,25 @@ def parse_segment(
     return _SegmentReader(data, source, skipped, strict, wants).records()
 
 
+def decode_record(
+    key: bytes | None,
+    value: bytes | None,
+    *,
+    timestamp: int,
+    offset: int,
+    source: str,
+    skipped: list[Skipped] | None = None,
+    strict: bool = False,
+    wants: Callable[[object], bool] = lambda group: True,
+) -> Iterator[CoordinatorRecord]:
+    """One ``__consumer_offsets`` record given as its key and value bytes (as a consumer reads
+    it) decoded like a segment's records: nothing for offset commits, other record types and
+    other groups; a record that does not decode stops (``strict``) or is noted in ``skipped``.
+    Errors name ``source`` and the record's offset."""
+    reader = _SegmentReader(b"", source, skipped, strict, wants)
+    return reader.record(key, value, timestamp, offset, None, None, None)  # type: ignore[arg-type]
+
+
 def import_segments(
     sources: Iterable[tuple[str, bytes]],
     catalog: TopicCatalog | None = None,
