@@ -59,7 +59,7 @@ ALL_PARTITIONS = frozenset(
 )
 STABLE_TIMEOUT_S = 45.0
 TEST_BUDGET_S = 100.0
-"""No test runs longer (about 25 s each on a loaded 2-core machine): every wait for a stable
+"""No test runs longer (they take 10-30 s each on a loaded 2-core machine): every wait for a stable
 group ends at this budget's deadline as well as at its own timeout."""
 _deadline = [float("inf")]
 SETTLE_S = 1.0
