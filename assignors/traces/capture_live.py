@@ -633,10 +633,15 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def offsets_topic_records(
-    settings: Mapping[str, Any], group_id: str, *, timeout_s: float = 30.0
+    settings: Mapping[str, Any],
+    group_id: str,
+    *,
+    timeout_s: float = 30.0,
+    progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> Iterator[tuple[int, int, int, bytes | None, bytes | None]]:
     """``(partition, offset, timestamp, key, value)`` of every record of ``__consumer_offsets``
-    from its start up to the end offsets seen when reading began, partition by partition."""
+    from its start up to the end offsets seen when reading began, partition by partition;
+    ``progress(offsets read, offsets to read)`` after each fetch."""
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaTopicPartition
     from kafka.errors import KafkaError
@@ -669,12 +674,12 @@ def offsets_topic_records(
         consumer.assign(assigned)
         consumer.seek_to_beginning(*assigned)
         ends = consumer.end_offsets(assigned)
-        pending = {tp for tp in assigned if ends[tp] > 0}
-        for tp in assigned:
-            if tp in pending and consumer.position(tp) >= ends[tp]:
-                pending.discard(tp)
+        starts = {tp: consumer.position(tp) for tp in assigned}
+        total = sum(max(0, ends[tp] - starts[tp]) for tp in assigned)
+        pending = {tp for tp in assigned if starts[tp] < ends[tp]}
         deadline = time.monotonic() + timeout_s
         buffered: dict[int, list[tuple[int, int, int, bytes | None, bytes | None]]] = {}
+        progress(0, total)
         while pending:
             if time.monotonic() > deadline:
                 raise CaptureError(
@@ -696,6 +701,8 @@ def offsets_topic_records(
                 if consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
                 deadline = time.monotonic() + timeout_s
+            done = sum(min(consumer.position(tp), ends[tp]) - starts[tp] for tp in assigned)
+            progress(done, total)
         for partition in sorted(buffered):
             yield from buffered[partition]
     except KafkaError as error:

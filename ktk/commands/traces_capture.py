@@ -14,13 +14,24 @@ stops a capture with every batch appended so far on disk.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ktk.commands.options import TRACE_FORMATS, force_option, out_option, trace_format_option
-from ktk.console import ensure_one_of, escape, fail, out, reported_errors, warn
+from ktk.console import (
+    ensure_one_of,
+    err,
+    escape,
+    fail,
+    is_interactive,
+    out,
+    reported_errors,
+    warn,
+)
 
 SOURCES = ("leader", "describe", "offsets-topic")
 LIVE_SOURCES = ("describe", "offsets-topic")
@@ -242,9 +253,11 @@ def _offsets_topic(
 
     try:
         with reported_errors():
-            rows, notes = offsets_topic_rows(
-                offsets_topic_records(client, group, timeout_s=timeout), group
-            )
+            with _bar("__consumer_offsets") as progress:
+                records = list(
+                    offsets_topic_records(client, group, timeout_s=timeout, progress=progress)
+                )
+            rows, notes = offsets_topic_rows(records, group)
             for note in notes:
                 warn(note)
             if not rows:
@@ -258,6 +271,23 @@ def _offsets_topic(
         f"group {escape(group)}: {len(rows)} generations in __consumer_offsets, "
         f"{len(appended)} appended to {escape(str(capture))}"
     )
+
+
+@contextmanager
+def _bar(what: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar (offsets read of those to read) on an interactive terminal."""
+    if not is_interactive():
+        yield lambda done, total: None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(what, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
 
 
 def _leader(
