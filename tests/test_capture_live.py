@@ -67,6 +67,7 @@ class RecordedExchange:
         self.recording = list(recording)
         self.kip848 = kip848
         self.sent: list[str] = []
+        self.requests: list[Any] = []
         self.closed = False
 
     def coordinator(self, group_id: str) -> object:
@@ -78,6 +79,7 @@ class RecordedExchange:
     def send(self, request: Any, node_id: object = None) -> Any:
         api = type(request).__name__.removesuffix("Request").split("_v")[0]
         self.sent.append(api)
+        self.requests.append(request)
         assert self.recording, f"no recorded answer left for {api}"
         expected, data = self.recording.pop(0)
         assert api == expected, f"sent {api}, recorded {expected}"
@@ -308,11 +310,49 @@ def test_resumed_capture_appends_after_its_last_row_without_repeating_it(tmp_pat
     assert [g.generation for g in generations] == [5, 6]
 
 
+def test_a_batch_holding_a_bad_row_appends_nothing(tmp_path: Path) -> None:
+    capture = tmp_path / "payments.jsonl"
+    recorder = CaptureRecorder(capture, GROUP)
+    good = {
+        "trace_id": GROUP, "generation": 1, "topics": [{"name": "orders", "partitions": 1}],
+        "members": [{"member_id": "m", "topics": ["orders"], "assigned": [["orders", 0]]}],
+    }  # fmt: skip
+    recorder.append_rows([good])
+    before = capture.read_bytes()
+    bad = {**good, "generation": 2, "members": [{"member_id": "m", "topics": "orders"}]}
+    with pytest.raises(InputError):
+        recorder.append_rows([{**good, "generation": 3}, bad])
+    assert capture.read_bytes() == before
+    recorder.append_rows([{**good, "generation": 2}, {**good, "generation": 3}])
+    assert [g.generation for g in read_capture(capture)[0]] == [1, 2, 3]
+
+
 def test_consumer_group_describe_missing_group_is_a_capture_error() -> None:
     exchange = RecordedExchange([consumer_group_describe("", error=69)], kip848=True)
     describer = GroupDescriber(exchange, GROUP, kind="consumer")
     with pytest.raises(CaptureError, match="does not exist"):
         describer.poll(None, timestamp_ms=1)
+
+
+def test_consumer_group_describe_request_negotiates_v0_and_encodes_kafkas_layout() -> None:
+    from kafka.protocol.broker_version_data import BrokerVersionData
+
+    from assignors.traces.kafka_messages import ConsumerGroupDescribeRequest
+
+    request = ConsumerGroupDescribeRequest(group_ids=["g"], include_authorized_operations=False)
+    assert BrokerVersionData(api_versions={69: (0, 1)}).api_version(request) == 0
+    # flexible v0: compact array of one compact string "g", the bool, no tagged fields
+    assert request.encode(version=0) == bytes([2, 2, ord("g"), 0, 0])
+
+
+def test_describe_groups_asks_v5_and_settles_for_what_an_older_broker_has() -> None:
+    from kafka.protocol.broker_version_data import BrokerVersionData
+
+    exchange = RecordedExchange([describe_groups("Empty", [])])
+    GroupDescriber(exchange, GROUP).poll(None, timestamp_ms=1)
+    sent = exchange.requests[0]
+    assert BrokerVersionData(api_versions={15: (0, 6)}).api_version(sent) == 5
+    assert BrokerVersionData(api_versions={15: (0, 3)}).api_version(sent) == 3
 
 
 def test_client_settings_take_kafka_names_and_never_show_a_secret() -> None:

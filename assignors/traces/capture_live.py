@@ -478,8 +478,10 @@ class GroupDescriber:
     ) -> Described:
         from kafka.protocol.admin import DescribeGroupsRequest
 
-        request = DescribeGroupsRequest[DESCRIBE_GROUPS_VERSION](
-            groups=[self.group_id], include_authorized_operations=False
+        request = DescribeGroupsRequest(
+            groups=[self.group_id],
+            include_authorized_operations=False,
+            max_version=DESCRIBE_GROUPS_VERSION,  # older brokers answer without instance ids
         )
         response = self.exchange.send(request, node)
         group = _the_group(response.groups, self.group_id, "DescribeGroups")
