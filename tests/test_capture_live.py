@@ -327,6 +327,29 @@ def test_a_batch_holding_a_bad_row_appends_nothing(tmp_path: Path) -> None:
     assert [g.generation for g in read_capture(capture)[0]] == [1, 2, 3]
 
 
+def test_a_moving_coordinator_is_polled_through_after_the_first_poll(tmp_path: Path) -> None:
+    forgotten: list[str] = []
+
+    class Forgetting(RecordedExchange):
+        def forget_coordinator(self, group_id: str) -> None:
+            forgotten.append(group_id)
+
+    exchange = Forgetting(
+        [
+            describe_groups("Stable", A),
+            metadata({"orders": 3}),
+            describe_groups("", [], error=16),  # NOT_COORDINATOR
+            describe_groups("Stable", B),
+            metadata({"orders": 3}),
+        ]
+    )
+    assert run_polls(exchange, tmp_path / "c.jsonl", 3) == 2
+    assert forgotten == [GROUP]
+    first = Forgetting([describe_groups("", [], error=16)])
+    with pytest.raises(CaptureError, match="NOT_COORDINATOR"):
+        run_polls(first, tmp_path / "d.jsonl", 3)  # a first poll that fails stops the capture
+
+
 def test_consumer_group_describe_missing_group_is_a_capture_error() -> None:
     exchange = RecordedExchange([consumer_group_describe("", error=69)], kip848=True)
     describer = GroupDescriber(exchange, GROUP, kind="consumer")

@@ -54,7 +54,19 @@ from assignors.traces.capture import (
 
 
 class CaptureError(InputError):
-    """The cluster refused or could not answer what a capture needs (one line, exit 2)."""
+    """The cluster refused or could not answer what a capture needs (one line, exit 2).
+    ``transient``: a later poll may succeed (a lost connection, a coordinator moving)."""
+
+    transient = False
+
+
+def _transient(error: CaptureError) -> CaptureError:
+    error.transient = True
+    return error
+
+
+MAX_FAILED_POLLS = 5
+"""A capture that has polled once goes on through this many transient failures in a row."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,6 +298,13 @@ class KafkaPythonExchange:
         except KafkaError as error:
             raise _kafka_failure(error, f"FindCoordinator for group {group_id!r}") from None
 
+    def forget_coordinator(self, group_id: str) -> None:
+        """Drop kafka-python's cached coordinator of the group (it moved or is loading)."""
+        cached = getattr(self.admin._client.cluster, "_coordinators", None)
+        if isinstance(cached, dict):
+            for key in [key for key in cached if key[-1] == group_id]:
+                del cached[key]
+
     def supports(self, api_key: int) -> bool:
         data = self.manager.broker_version_data
         versions = getattr(data, "api_versions", None) if data is not None else None
@@ -308,12 +327,15 @@ def _kafka_failure(error: Exception, what: str) -> CaptureError:
     if "Authorization" in name or "Authentication" in name:
         return CaptureError(f"{what} was denied: {name}", field="request")
     if "ConnectionError" in name:
-        return CaptureError(
-            f"{what}: the broker closed the connection ({name}; a broker without this API, such "
-            "as librdkafka's mock cluster, does that)",
-            field="request",
+        return _transient(
+            CaptureError(
+                f"{what}: the broker closed the connection ({name}; a broker without this API, "
+                "such as librdkafka's mock cluster, does that)",
+                field="request",
+            )
         )
-    return CaptureError(f"{what} failed: {name}", field="request")
+    failure = CaptureError(f"{what} failed: {name}", field="request")
+    return _transient(failure) if getattr(error, "retriable", False) else failure
 
 
 # ---------------------------------------------------------------------------------------------
@@ -548,9 +570,15 @@ class GroupDescriber:
                 field="--group",
                 value=self.group_id,
             )
-        raise CaptureError(
+        failure = CaptureError(
             f"{api} for group {self.group_id!r}: {_error_text(code)}", field="request"
         )
+        if code in RETRIABLE:
+            forget = getattr(self.exchange, "forget_coordinator", None)
+            if forget is not None:
+                forget(self.group_id)  # ask FindCoordinator again next poll
+            raise _transient(failure)
+        raise failure
 
 
 def _the_group(groups: Sequence[Any], group_id: str, api: str) -> Any:
@@ -600,16 +628,30 @@ def poll_group(
 ) -> int:
     """Poll until ``polls`` are done (forever when None); append a row whenever the stable
     assignment differs from the last captured one. Returns the rows written. A Ctrl-C
-    (KeyboardInterrupt) between or during polls leaves every batch already appended whole."""
+    (KeyboardInterrupt) between or during polls leaves every batch already appended whole.
+
+    The first poll's failures stop the capture (bad settings, a missing group, a refusal);
+    after it, transient ones (a lost connection, a moving coordinator) are shown as the
+    poll's state and polled through, up to MAX_FAILED_POLLS in a row."""
     last = dict(captured[-1]) if captured else None
     rows = len(captured)
     written = 0
     done = 0
+    failed = 0
     while polls is None or done < polls:
         if done:
             sleep(interval_s)
         previous = None if last is None else int(last["generation"])
-        outcome = describer.poll(previous, timestamp_ms=int(clock() * 1000))
+        try:
+            outcome = describer.poll(previous, timestamp_ms=int(clock() * 1000))
+        except CaptureError as error:
+            failed += 1
+            if not done or not error.transient or failed > MAX_FAILED_POLLS:
+                raise
+            done += 1
+            progress(Progress(done, rows, written, f"retrying after: {error.message}"))
+            continue
+        failed = 0
         done += 1
         row = outcome.row
         if row is not None and not same_assignment(row, last):

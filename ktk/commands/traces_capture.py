@@ -216,6 +216,8 @@ def _describe(
     def progress(step: Progress) -> None:
         if step.written > state["written"]:
             out.print(f"poll {step.polls}: {step.state}; row {step.rows} appended to {shown}")
+        elif step.state.startswith("retrying"):
+            warn(f"poll {step.polls}: {step.state}")
         state["written"], state["rows"] = step.written, step.rows
 
     with reported_errors():
