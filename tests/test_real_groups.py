@@ -5,10 +5,11 @@ the kafka-python adapter with the leader recording the group's history.
 Checked on what the consumers themselves were given: every stable generation is valid (each
 partition owned once, every partition assigned); the capture the leader wrote holds exactly
 what the consumers received; replayed offline, every captured generation gives the same answer
-again (owned partitions = the previous generation's), and ``ktk replay`` of the capture scores
-the `recorded` rows like the assignor the group ran. Mixed groups add a confluent-kafka (librdkafka)
-member on range and roundrobin, with a kafka-python member leading. The mock's limits
-(docs/capture.md) shape the timing settings below.
+again (owned partitions = the previous generation's), and ``ktk traces capture --from leader``
+then ``ktk replay`` of the capture scores the `recorded` rows like the assignor the group ran.
+Mixed groups add a confluent-kafka (librdkafka) member on range and roundrobin, with a
+kafka-python member leading. The mock's limits (docs/capture.md) shape the timing settings
+below. In the default run; ``KTK_REAL_GROUPS=0`` skips them.
 """
 
 from __future__ import annotations
