@@ -407,6 +407,18 @@ def test_client_settings_take_kafka_names_and_never_show_a_secret() -> None:
         client_settings({"ssl.truststore.location": "trust.jks", "ssl.truststore.password": "x"})
 
 
+def test_every_setting_ktk_passes_on_is_one_kafka_python_clients_accept() -> None:
+    from kafka import KafkaAdminClient, KafkaConsumer
+
+    passed = {
+        *capture_live._RENAMED.values(),
+        *capture_live._MILLISECONDS.values(),
+        "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_check_hostname", "api_version",
+    }  # fmt: skip
+    assert passed <= set(KafkaAdminClient.DEFAULT_CONFIG)
+    assert passed <= set(KafkaConsumer.DEFAULT_CONFIG)
+
+
 def test_command_config_properties_file_is_read_like_kafkas_tools(tmp_path: Path) -> None:
     path = tmp_path / "client.properties"
     path.write_text(
@@ -565,6 +577,24 @@ def test_unreachable_bootstrap_servers_is_one_line_and_exit_2(tmp_path: Path) ->
     ]
     assert "s3cret-value" not in done.stdout + done.stderr
     assert not capture.exists()
+
+
+def test_offsets_topic_from_unreachable_servers_is_one_line_and_keeps_the_capture(
+    tmp_path: Path,
+) -> None:
+    capture = tmp_path / "payments.jsonl"
+    run_polls(RecordedExchange([describe_groups("Stable", A), metadata({"orders": 3})]), capture, 1)
+    before = capture.read_bytes()
+    done = ktk(
+        "traces", "capture", "--from", "offsets-topic", str(capture), "--group", GROUP,
+        "-b", "127.0.0.1:9", "--timeout", "2",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: bootstrap.servers: cannot reach the bootstrap servers 127.0.0.1:9 within 2 s "
+        "(KafkaTimeoutError)"
+    ]
+    assert capture.read_bytes() == before
 
 
 def test_mock_cluster_without_describe_groups_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -101,7 +101,8 @@ _RENAMED = {
 }
 _MILLISECONDS = {
     "request.timeout.ms": "request_timeout_ms",
-    "socket.connection.setup.timeout.ms": "socket_connection_setup_timeout_ms",
+    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
+    "retry.backoff.ms": "retry_backoff_ms",
     "reconnect.backoff.ms": "reconnect_backoff_ms",
 }
 _PEM_ONLY = {
@@ -694,12 +695,15 @@ def offsets_topic_records(
     timeout_ms = int(timeout_s * 1000)
     try:
         consumer = KafkaConsumer(
-            group_id=None,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            exclude_internal_topics=False,
-            request_timeout_ms=timeout_ms,
-            **settings,
+            **{
+                "request_timeout_ms": timeout_ms,
+                "bootstrap_timeout_ms": timeout_ms,
+                **settings,
+                "group_id": None,
+                "enable_auto_commit": False,
+                "auto_offset_reset": "earliest",
+                "exclude_internal_topics": False,
+            }
         )
     except KafkaError as error:
         raise CaptureError(
