@@ -310,6 +310,22 @@ def test_resumed_capture_appends_after_its_last_row_without_repeating_it(tmp_pat
     assert [g.generation for g in generations] == [5, 6]
 
 
+def test_an_estimate_behind_the_capture_is_renumbered_after_its_last_row(tmp_path: Path) -> None:
+    capture = tmp_path / "payments.jsonl"
+    CaptureRecorder(capture, GROUP).append(
+        {
+            "trace_id": GROUP, "generation": 10, "topics": [{"name": "orders", "partitions": 3}],
+            "members": [{"member_id": "m-9", "topics": ["orders"],
+                         "assigned": [["orders", 0], ["orders", 1], ["orders", 2]]}],
+        }
+    )  # fmt: skip
+    exchange = RecordedExchange([describe_groups("Stable", A), metadata({"orders": 3})])
+    assert run_polls(exchange, capture, 1) == 1
+    generations, _ = read_capture(capture)
+    assert [g.generation for g in generations] == [10, 11]  # the members' estimate was 5
+    assert "renumbered after generation 10" in (generations[1].reason or "")
+
+
 def test_a_batch_holding_a_bad_row_appends_nothing(tmp_path: Path) -> None:
     capture = tmp_path / "payments.jsonl"
     recorder = CaptureRecorder(capture, GROUP)
