@@ -272,6 +272,7 @@ def test_consumer_group_describe_row_uses_the_assignment_epoch(tmp_path: Path) -
     (generation,), _ = read_capture(capture)
     assert generation.generation == 7
     assert generation.protocol == "uniform"
+    assert generation.group_protocol == "consumer"  # replayed with KIP-848 reconciliation
     assert "assignment epoch" in (generation.reason or "")
     assert {m.member_id: (m.rack, len(m.assigned or ())) for m in generation.members} == {
         "m-1": ("a", 2),
@@ -677,3 +678,20 @@ def read_capture_rows(rows: list[dict[str, Any]], tmp_path: Path) -> list[Any]:
     path = tmp_path / "expected.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return read_capture(path)[0]
+
+
+@pytest.mark.parametrize("installed", [None, "2.2.15"], ids=["missing", "too-old"])
+def test_live_capture_without_kafka_python_3_is_one_line_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, installed: str | None
+) -> None:
+    import sys
+    import types
+
+    from assignors.traces.capture_live import require_kafka_python
+
+    if installed is None:
+        monkeypatch.setitem(sys.modules, "kafka", None)
+    else:
+        monkeypatch.setitem(sys.modules, "kafka", types.SimpleNamespace(__version__=installed))
+    with pytest.raises(CaptureError, match=r"kafka-python 3 or newer.*ktk\[kafka\]"):
+        require_kafka_python()

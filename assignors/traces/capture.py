@@ -58,9 +58,11 @@ def capture_row(
     protocol: str | None,
     timestamp_ms: int | None,
     reason: str | None = LEADER_REASON,
+    group_protocol: str | None = None,
 ) -> dict[str, Any]:
     """The trace row of one generation from the group the leader saw and its answer, checked
-    by :func:`parse_generation` (an :class:`InputError` names the field otherwise)."""
+    by :func:`parse_generation` (an :class:`InputError` names the field otherwise);
+    ``group_protocol`` is ``consumer`` for a KIP-848 group (None: classic)."""
     members = []
     for member in group.members:
         members.append(
@@ -77,6 +79,8 @@ def capture_row(
         row["timestamp_ms"] = timestamp_ms
     if protocol is not None:
         row["protocol"] = protocol
+    if group_protocol is not None:
+        row["group_protocol"] = group_protocol
     if reason is not None:
         row["reason"] = reason
     row["topics"] = [topic.to_json() for topic in group.topics]

@@ -265,16 +265,32 @@ def _error_text(code: int) -> str:
     return f"{ERROR_NAMES.get(code, 'error')} ({code})"
 
 
+def require_kafka_python() -> None:
+    """Live capture talks to clusters through kafka-python 3 (the ``kafka`` extra): refuse
+    with one line when it is missing or older."""
+    try:
+        import kafka
+    except ImportError:
+        raise CaptureError(
+            "live capture needs kafka-python 3 or newer: pip install 'ktk[kafka]'"
+        ) from None
+    major = str(getattr(kafka, "__version__", "0")).split(".")[0]
+    if not major.isdigit() or int(major) < 3:
+        raise CaptureError(
+            f"live capture needs kafka-python 3 or newer (found {kafka.__version__}): "
+            "pip install 'ktk[kafka]'"
+        )
+
+
 class KafkaPythonExchange:
     """An :class:`Exchange` over kafka-python's admin client (connection, SASL and SSL are its
     own); ``timeout_s`` bounds the bootstrap and every request."""
 
     def __init__(self, settings: Mapping[str, Any], *, timeout_s: float = 30.0) -> None:
-        try:
-            from kafka import KafkaAdminClient
-            from kafka.errors import KafkaError
-        except ImportError:  # pragma: no cover - a dependency
-            raise CaptureError("kafka-python is not installed (pip install kafka-python)") from None
+        require_kafka_python()
+        from kafka import KafkaAdminClient
+        from kafka.errors import KafkaError
+
         self.servers = ",".join(settings.get("bootstrap_servers", []))
         if not self.servers:
             raise CaptureError("no bootstrap servers given", field="--bootstrap-servers")
@@ -422,6 +438,7 @@ def consumer_group_row(
         protocol=group.assignor_name or None,
         timestamp_ms=timestamp_ms,
         reason="described (ConsumerGroupDescribe); generation is the group's assignment epoch",
+        group_protocol="consumer",
     )
 
 
@@ -687,6 +704,7 @@ def offsets_topic_records(
     """``(partition, offset, timestamp, key, value)`` of every record of ``__consumer_offsets``
     from its start up to the end offsets seen when reading began, partition by partition;
     ``progress(offsets read, offsets to read)`` after each fetch."""
+    require_kafka_python()
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaTopicPartition
     from kafka.errors import KafkaError
