@@ -17,15 +17,30 @@ True
 >>> _ = controller.unfence(3)  # "last replica standing" comes back and leads again
 >>> controller.registration.leader, controller.registration.leader_epoch
 (3, 4)
+
+Under the majority mode the controller is handed each reachable replica's log position
+(last epoch, log end offset) and elects by Raft's vote instead of from the ISR: replica 3, which
+misses the record 1 and 2 hold, cannot win, and 2 wins with 3's vote:
+
+>>> positions = {2: (0, 1), 3: (0, 0)}
+>>> controller = Controller(replicas=(1, 2, 3), quorum_votes=lambda: positions)
+>>> _ = controller.fence(1)
+>>> controller.registration.leader
+2
+>>> del positions[2]
+>>> _ = controller.fence(2)
+>>> controller.registration.leader  # 3 alone is no majority: no leader
+-1
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from replication.partition import NONE, AlterPartitionRequest, ordered
+from replication.raft_rules import LogPosition, is_majority, wins_vote
 
 RECOVERED = "RECOVERED"
 RECOVERING = "RECOVERING"
@@ -71,8 +86,14 @@ class Controller:
         bump_epoch_on_isr_change: bool = False,
         leader: int | None = None,
         brokers: Collection[int] | None = None,
+        quorum_votes: Callable[[], Mapping[int, LogPosition]] | None = None,
+        vote_log_check: bool = True,
     ) -> None:
         self.replicas = tuple(replicas)
+        # majority mode: the (last epoch, LEO) of every replica that can vote now; elections
+        # then go by Raft's vote instead of the ISR (None: Kafka's ISR rules)
+        self.quorum_votes = quorum_votes
+        self.vote_log_check = vote_log_check
         self.min_insync_replicas = min_insync_replicas
         self.unclean_leader_election = unclean_leader_election
         self.eligible_leader_replicas = eligible_leader_replicas
@@ -213,7 +234,11 @@ class Controller:
         leader = current.leader
         recovery_state = RECOVERED if recovered else current.leader_recovery_state
         unclean = False
-        if forced_leader is not None:
+        if self.quorum_votes is not None:
+            leader = self._vote(election, forced_leader)
+            if leader != -1 and leader not in target:
+                target = ordered((*target, leader), self.replicas)
+        elif forced_leader is not None:
             # a controlled move goes only to an acceptable ISR member (otherwise nothing changes)
             if forced_leader in target and self.is_acceptable(forced_leader):
                 leader = forced_leader
@@ -255,6 +280,34 @@ class Controller:
             leader_recovery_state=recovery_state,
         )
         return True
+
+    def _vote(self, election: str, forced_leader: int | None) -> int:
+        """The majority mode's leader: the current one while acceptable (unless a preferred or
+        forced election moves it), else the first candidate in assignment order that collects a
+        majority of votes. Unclean elections do not exist here: no vote, no leader."""
+        assert self.quorum_votes is not None
+        current = self.registration.leader
+        keep = current if self.is_acceptable(current) else -1
+        if forced_leader is not None:
+            candidates: tuple[int, ...] = (forced_leader,)
+        elif election == "preferred":
+            candidates = (self.replicas[0],)
+        elif keep != -1:
+            return keep
+        else:
+            candidates = self.replicas
+        positions = self.quorum_votes()
+        voters = len(self.replicas)
+        for candidate in candidates:
+            if candidate not in positions or not self.is_acceptable(candidate):
+                continue
+            if self.vote_log_check:
+                won = wins_vote(positions[candidate], positions.values(), voters=voters)
+            else:
+                won = is_majority(len(positions), voters)
+            if won:
+                return candidate
+        return keep
 
     def _choose_leader(self, target: tuple[int, ...], election: str) -> int:
         current_leader = self.registration.leader

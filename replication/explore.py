@@ -59,7 +59,7 @@ from pathlib import Path
 
 from replication.errors import InputError
 from replication.invariants import select_invariants
-from replication.modes import MODE_NAMES
+from replication.modes import ALL_MODE_NAMES
 from replication.scenario import (
     MAX_CLOCK_TICKS,
     MAX_TIME_MS,
@@ -722,9 +722,9 @@ def explore(
     ``time.perf_counter``) is read at start and end only, to report schedules per second.
     ``progress(done, total)`` is called every 100 schedules.
     """
-    if mode not in MODE_NAMES:
+    if mode not in ALL_MODE_NAMES:
         raise InputError(
-            f"unknown mode; expected one of {', '.join(MODE_NAMES)}", field="mode", value=mode
+            f"unknown mode; expected one of {', '.join(ALL_MODE_NAMES)}", field="mode", value=mode
         )
     replica_ids = tuple(replicas) if replicas is not None else tuple(brokers)
     document = {

@@ -291,6 +291,25 @@ BY_NAME: dict[str, Invariant] = {invariant.name: invariant for invariant in INVA
 LOG_MATCHING = BY_NAME["LogMatching"]
 
 
+# what a majority quorum promises; the others speak of the ISR, which does not commit or elect
+# in the majority mode (its leader still tracks which followers are caught up)
+MAJORITY_INVARIANT_NAMES: tuple[str, ...] = (
+    "LeaderCompleteness",
+    "LogMatching",
+    "ConsistentRead",
+    "MonotonicHighWatermark",
+)
+
+
+def majority_invariants(invariants: Iterable[Invariant]) -> tuple[Invariant, ...]:
+    """Those of ``invariants`` that apply to the majority mode.
+
+    >>> [i.name for i in majority_invariants(INVARIANTS)][:2]
+    ['LeaderCompleteness', 'LogMatching']
+    """
+    return tuple(i for i in invariants if i.name in MAJORITY_INVARIANT_NAMES)
+
+
 def select_invariants(
     names: Iterable[str] | None, *, field_name: str = "invariants"
 ) -> tuple[Invariant, ...]:

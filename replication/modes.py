@@ -20,6 +20,17 @@ detects divergence inside fetch responses (KAFKA-10554), freezes HW while the IS
 min.insync.replicas (3.7), counts the maximal ISR for HW (KIP-497) and only lets a follower join
 the ISR at or past the leader-epoch start offset. ``eligible_leader_replicas`` (KIP-966) is an
 option of ``current`` only.
+
+Next to the four ISR generations, ``majority`` is not a Kafka version but the design Kafka did
+not choose for the data plane: a partition commits what a majority of its replicas holds and
+elects by log comparison, Raft's rules as KRaft applies them to the metadata log
+(``replication.raft_rules``). Its own switches can be turned off to watch each rule matter:
+
+>>> majority = get_mode("majority")
+>>> majority.commit_rule, majority.vote_log_check, majority.flush_before_ack
+('majority', True, True)
+>>> majority.with_switches(vote_log_check=False).vote_log_check
+False
 """
 
 from __future__ import annotations
@@ -31,13 +42,24 @@ from typing import Literal
 from replication.errors import InputError
 
 Truncation = Literal["high-watermark", "kip-101", "kip-279", "diverging-epoch"]
+CommitRule = Literal["isr", "majority"]
 
+# Kafka's ISR generations, oldest first (every bundled scenario states a verdict for each)
 MODE_NAMES: tuple[str, ...] = ("pre-0.11", "kip-101", "kip-279", "current")
+# quorum designs next to them, for comparison
+QUORUM_MODE_NAMES: tuple[str, ...] = ("majority",)
+ALL_MODE_NAMES: tuple[str, ...] = MODE_NAMES + QUORUM_MODE_NAMES
 SWITCH_NAMES: tuple[str, ...] = (
     "maximal_isr",
     "leso_isr_join",
     "strict_min_isr",
     "eligible_leader_replicas",
+)
+# the majority mode's rules (KRaft's RaftRules of the same names)
+MAJORITY_SWITCH_NAMES: tuple[str, ...] = (
+    "vote_log_check",
+    "epoch_start_commit",
+    "flush_before_ack",
 )
 
 
@@ -66,6 +88,17 @@ class ProtocolMode:
     # registration (KIP-903, Partition.isReplicaIsrEligible); a restarted broker that has not
     # fetched since neither joins the ISR nor holds the HW back
     broker_epoch_isr_check: bool = False
+    # what moves the HW and who may lead: the ISR (Kafka) or a majority of the replicas (Raft)
+    commit_rule: CommitRule = "isr"
+    # majority only: a replica leads only with the votes of a majority whose (last epoch, LEO)
+    # is at most its own (Raft 5.4.1, KRaft's canGrantVote)
+    vote_log_check: bool = False
+    # majority only: the HW passes earlier epochs' records only with a record of the leader's
+    # own epoch (Raft 5.4.2; KRaft's LeaderChange record makes one at once)
+    epoch_start_commit: bool = False
+    # majority only: a replica flushes what it appends before acknowledging it (a follower
+    # before its next fetch), as KRaft does; Raft's votes assume durable logs
+    flush_before_ack: bool = False
 
     def with_switches(self, **switches: bool) -> ProtocolMode:
         """This mode with some switches turned on or off.
@@ -76,9 +109,12 @@ class ProtocolMode:
         replication.errors.InputError: eligible_leader_replicas: ELR is an option of the \
 current mode only (got 'kip-101')
         """
-        unknown = sorted(set(switches) - set(SWITCH_NAMES))
+        unknown = sorted(set(switches) - set(SWITCH_NAMES) - set(MAJORITY_SWITCH_NAMES))
         if unknown:
             raise InputError("unknown protocol switch", field="switches", value=unknown[0])
+        for name in MAJORITY_SWITCH_NAMES:
+            if name in switches and self.commit_rule != "majority":
+                raise InputError("a rule of the majority mode only", field=name, value=self.name)
         if switches.get("eligible_leader_replicas") and self.name != "current":
             raise InputError(
                 "ELR is an option of the current mode only",
@@ -136,14 +172,31 @@ _MODES: dict[str, ProtocolMode] = {
         leso_isr_join=True,
         broker_epoch_isr_check=True,
     ),
+    # the data plane of current (epoch caches, KIP-320 fencing, divergence in fetch) with
+    # Raft's commit and election in place of the ISR's
+    "majority": ProtocolMode(
+        name="majority",
+        truncation="diverging-epoch",
+        cache_epoch_at_election=True,
+        leader_epoch_fencing=True,
+        strict_min_isr=False,
+        reconcile_on_every_epoch=True,
+        maximal_isr=True,
+        leso_isr_join=True,
+        broker_epoch_isr_check=True,
+        commit_rule="majority",
+        vote_log_check=True,
+        epoch_start_commit=True,
+        flush_before_ack=True,
+    ),
 }
 
 
 def get_mode(name: str) -> ProtocolMode:
-    """The protocol generation called ``name`` (one of ``MODE_NAMES``)."""
+    """The protocol mode called ``name`` (one of ``ALL_MODE_NAMES``)."""
     try:
         return _MODES[name]
     except KeyError:
         raise InputError(
-            f"unknown mode; expected one of {', '.join(MODE_NAMES)}", field="mode", value=name
+            f"unknown mode; expected one of {', '.join(ALL_MODE_NAMES)}", field="mode", value=name
         ) from None

@@ -29,6 +29,7 @@ from typing import Literal
 
 from replication.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LogRecord, ReplicaLog
 from replication.modes import ProtocolMode
+from replication.raft_rules import majority_high_watermark
 
 Role = Literal["leader", "follower", "offline"]
 
@@ -249,6 +250,8 @@ class PartitionReplica:
         followers, never down, and (in 3.7+ modes) not at all while the ISR is below min ISR."""
         if self.role != "leader":
             return False
+        if self.mode.commit_rule == "majority":
+            return self._majority_high_watermark()
         effective_min_isr = min(self.min_insync_replicas, len(self.replicas))
         if self.mode.strict_min_isr and len(self.isr) < effective_min_isr:
             return False
@@ -267,6 +270,33 @@ class PartitionReplica:
                 new_high_watermark = state.log_end_offset
         if new_high_watermark > self.log.high_watermark:
             self.log.update_high_watermark(new_high_watermark)
+            return True
+        return False
+
+    def _majority_high_watermark(self) -> bool:
+        """The majority mode's HW: the offset a majority of the replicas holds (the leader's
+        LEO and each follower's last fetch offset), never down; with ``epoch_start_commit``
+        only once that passes the start of the leader's epoch.
+
+        >>> from replication.modes import get_mode
+        >>> leader = PartitionReplica(1, (1, 2, 3), get_mode("majority"))
+        >>> leader.become_leader(leader_epoch=0, partition_epoch=0, isr=(1, 2, 3), now_ms=0)
+        >>> _ = leader.append_as_leader("m1", acks="all"), leader.append_as_leader("m2", acks="all")
+        >>> leader.followers[2].log_end_offset = 1  # follower 2 fetched m1; 3 nothing
+        >>> leader.maybe_increment_high_watermark(0), leader.log.high_watermark
+        (True, 1)
+        """
+        offsets = [
+            self.log.log_end_offset
+            if replica_id == self.broker_id
+            else max(self.followers[replica_id].log_end_offset, 0)
+            for replica_id in self.replicas
+        ]
+        candidate = majority_high_watermark(offsets)
+        if self.mode.epoch_start_commit and candidate <= self.leader_epoch_start_offset:
+            return False
+        if candidate > self.log.high_watermark:
+            self.log.update_high_watermark(candidate)
             return True
         return False
 
@@ -366,9 +396,12 @@ class PartitionReplica:
         if self.role != "leader":
             return NOT_LEADER_OR_FOLLOWER, -1
         effective_min_isr = min(self.min_insync_replicas, len(self.replicas))
-        if acks == "all" and len(self.isr) < effective_min_isr:
+        majority = self.mode.commit_rule == "majority"
+        if acks == "all" and not majority and len(self.isr) < effective_min_isr:
             return NOT_ENOUGH_REPLICAS, -1
         offset = self.log.append(self.leader_epoch, value)
+        if self.mode.flush_before_ack:
+            self.log.flush()
         self.maybe_increment_high_watermark(now_ms)
         return NONE, offset
 
@@ -376,6 +409,8 @@ class PartitionReplica:
         """R3.4: None while waiting; ok once HW covers the record (AFTER_APPEND if too few)."""
         if self.log.high_watermark < required_offset:
             return None
+        if self.mode.commit_rule == "majority":
+            return OK
         effective_min_isr = min(self.min_insync_replicas, len(self.replicas))
         if len(self.maximal_isr()) >= effective_min_isr:
             return OK
@@ -468,6 +503,8 @@ class PartitionReplica:
             return response.error
         for record in response.records:
             log.append_record(record)
+        if self.mode.flush_before_ack and response.records:
+            log.flush()
         log.update_high_watermark(min(response.high_watermark, log.log_end_offset))
         return f"fetched {len(response.records)} records"
 

@@ -36,7 +36,7 @@ import yaml
 
 from replication.errors import ScenarioError
 from replication.invariants import INVARIANT_NAMES
-from replication.modes import MODE_NAMES
+from replication.modes import ALL_MODE_NAMES
 from replication.view import JsonObject, JsonValue
 
 ELECT_KINDS = ("auto", "preferred", "unclean")
@@ -128,9 +128,9 @@ to 1,000,000,000,000 (got 0)
         # frozen: the checked tuples replace whatever sequence was given
         object.__setattr__(self, "brokers", brokers)
         object.__setattr__(self, "replicas", replicas)
-        if self.mode not in MODE_NAMES:
+        if self.mode not in ALL_MODE_NAMES:
             raise ScenarioError(
-                f"unknown mode; expected one of {', '.join(MODE_NAMES)}",
+                f"unknown mode; expected one of {', '.join(ALL_MODE_NAMES)}",
                 field="config.mode",
                 value=self.mode,
             )
@@ -709,10 +709,13 @@ def _parse_option(index: int, key: str, value: object) -> OptionValue:
         if (
             not isinstance(modes, list)
             or not modes
-            or any(not isinstance(m, str) or m not in MODE_NAMES for m in modes)
+            or any(not isinstance(m, str) or m not in ALL_MODE_NAMES for m in modes)
         ):
             raise ScenarioError(
-                f"modes lists some of {', '.join(MODE_NAMES)}", step=index, field=key, value=value
+                f"modes lists some of {', '.join(ALL_MODE_NAMES)}",
+                step=index,
+                field=key,
+                value=value,
             )
         return tuple(modes)
     raise ScenarioError("unknown option", step=index, field=key, value=value)

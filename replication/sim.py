@@ -41,6 +41,7 @@ from replication.invariants import (
     Invariant,
     InvariantChecker,
     log_matching,
+    majority_invariants,
     select_invariants,
 )
 from replication.log import LogStorage, ReplicaLog
@@ -171,6 +172,8 @@ class Cluster:
             eligible_leader_replicas=mode.eligible_leader_replicas,
             bump_epoch_on_isr_change=mode.truncation != "diverging-epoch",
             brokers=config.brokers,
+            quorum_votes=self._vote_positions if mode.commit_rule == "majority" else None,
+            vote_log_check=mode.vote_log_check,
         )
         self.brokers: dict[int, Broker] = {}
         for broker_id in config.replicas:
@@ -214,6 +217,17 @@ class Cluster:
         if replica.role != "leader" or replica.leader_epoch != registration.leader_epoch:
             return None
         return broker
+
+    def _vote_positions(self) -> dict[int, tuple[int, int]]:
+        """Majority mode: (epoch of the last record, LEO) of every running replica the
+        controller hears from, the position a Raft vote compares (Raft 5.4.1)."""
+        positions: dict[int, tuple[int, int]] = {}
+        for broker_id, broker in self.brokers.items():
+            if broker.online and self.connected(broker_id, CONTROLLER):
+                records = broker.replica.log.records
+                last_epoch = records[-1].leader_epoch if records else -1
+                positions[broker_id] = (last_epoch, broker.replica.log.log_end_offset)
+        return positions
 
     def reachable(self, broker_id: int) -> bool:
         broker = self.brokers[broker_id]
@@ -842,6 +856,8 @@ class Runner:
         storage_factory: StorageFactory | None = None,
     ) -> None:
         self.cluster = Cluster(config, mode, storage_factory)
+        if mode.commit_rule == "majority":
+            invariants = majority_invariants(invariants)
         self.checker = InvariantChecker(invariants)
         self.steps_run = 0
 
@@ -964,7 +980,7 @@ def run_scenario(
         expect_failures=tuple(expect_failures),
         scenario=scenario,
         expectations_checked=expectations_checked,
-        invariants=tuple(invariant.name for invariant in chosen),
+        invariants=tuple(invariant.name for invariant in runner.checker.invariants),
     )
 
 

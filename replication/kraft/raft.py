@@ -66,6 +66,7 @@ from replication.kraft.snapshot import (
     snapshot_name,
     write_snapshot,
 )
+from replication.raft_rules import is_majority, log_at_least, majority_high_watermark
 
 __all__ = [
     "BeginQuorumEpoch",
@@ -406,7 +407,7 @@ class RaftNode:
 
     def _majority(self, ids: set[int]) -> bool:
         voters = self.voters
-        return sum(1 for v in voters if v in ids) > len(voters) // 2
+        return is_majority(sum(1 for v in voters if v in ids), len(voters))
 
     def _become_leader(self, now: int) -> Outbox:
         self.role = LEADER
@@ -462,9 +463,11 @@ class RaftNode:
         own = self.flushed_end if self.rules.flush_before_ack else self.end_offset
         offsets = [own if v == self.node_id else self.replica_end.get(v, 0) for v in voters]
         if self.rules.count_observers:
+            # the bug explored: observers join the list, the index stays half the voters
             offsets += [o for r, o in self.replica_end.items() if r not in voters]
-        offsets.sort(reverse=True)
-        candidate = offsets[len(voters) // 2]
+            candidate = sorted(offsets, reverse=True)[len(voters) // 2]
+        else:
+            candidate = majority_high_watermark(offsets)
         if self.rules.epoch_start_commit and candidate <= self.epoch_start_offset:
             return
         self._set_high_watermark(min(candidate, self.end_offset))
@@ -664,7 +667,7 @@ class RaftNode:
     def _log_up_to_date(self, last_epoch: int, end_offset: int) -> bool:
         if not self.rules.vote_log_check:
             return True
-        return (last_epoch, end_offset) >= (self.last_epoch, self.end_offset)
+        return log_at_least((last_epoch, end_offset), (self.last_epoch, self.end_offset))
 
     def _on_vote(self, request: VoteRequest, now: int) -> Outbox:
         if request.pre_vote:
