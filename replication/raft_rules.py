@@ -11,7 +11,9 @@ every entry a majority held, which is every committed entry:
 3
 >>> votes = {1: (2, 5), 2: (2, 3), 3: (1, 7)}  # broker -> (last epoch, end offset)
 >>> [candidate for candidate in votes if wins_vote(votes[candidate], votes.values(), voters=3)]
-[1]
+[1, 2]
+
+Replica 3 has the longest log but the oldest last epoch: only its own vote, so it cannot lead.
 
 This module imports nothing of ktk, so both the metadata quorum and the data plane depend on it
 and neither on the other.

@@ -45,7 +45,11 @@ HELP = (
     "violation class found is shrunk to a minimal scenario file that ktk replicate replays. "
     "ktk replicate explore --quorum 3 [--rule-off vote_log_check|pre_vote|...] [--rule-on "
     "count_observers]: the same for a KRaft controller quorum. A scenario file with a "
-    "top-level quorum runs the controller quorum and prints its timeline. " + EXIT_CODES_EXPLORE
+    "top-level quorum runs the controller quorum and prints its timeline. "
+    + EXIT_CODES_EXPLORE
+    + "\n\n"
+    "ktk replicate compare [--schedules N] [--seed S] [--link-cuts] [--format table|json|csv]: "
+    "ISR against a majority quorum on the same seeded schedules."
 )
 RUN_HELP = (
     "Run a scenario file (JSON or YAML) and print its timeline and verdict.\n\n" + EXIT_CODES_RUN
@@ -92,7 +96,10 @@ INVARIANTS_HELP = (
 def run_command(
     path: str = typer.Argument(..., metavar="FILE", help="A scenario file (JSON or YAML)."),
     mode: str | None = typer.Option(
-        None, "--mode", "-m", help="pre-0.11, kip-101, kip-279 or current (default: the file's)."
+        None,
+        "--mode",
+        "-m",
+        help="pre-0.11, kip-101, kip-279, current or majority (default: the file's).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result document as JSON."),
     html: str | None = typer.Option(None, "--html", help="Also write the timeline page here."),
@@ -281,7 +288,7 @@ def _print_verdict(document: dict[str, Any], result: ScenarioResult) -> None:
 @replicate_app.command("explore", help=EXPLORE_HELP)
 def explore_command(
     mode: str = typer.Option(
-        "current", "--mode", "-m", help="pre-0.11, kip-101, kip-279 or current."
+        "current", "--mode", "-m", help="pre-0.11, kip-101, kip-279, current or majority."
     ),
     min_isr: int = typer.Option(2, "--min-isr", help="min.insync.replicas."),
     acks: str = typer.Option("all", "--acks", help="Producer acks: 0, 1 or all."),
@@ -419,6 +426,58 @@ def _progress(total: int) -> Iterator[Callable[[int, int], None] | None]:
             bar.update(task, completed=done)
 
         yield update
+
+
+COMPARE_HELP = (
+    "ISR against a majority quorum: run the same seeded fault schedules through current (min "
+    "ISR 1 and 2, acks all and 1, unclean election off and on) and the majority mode, and print "
+    "per configuration the acknowledged writes lost, the writes refused and the steps without "
+    "a leader. Deterministic for a seed.\n\n"
+    "Exit status: 0 the comparison ran; 2 an option is invalid."
+)
+
+
+@replicate_app.command("compare", help=COMPARE_HELP)
+def compare_command(
+    schedules: int = typer.Option(1000, "--schedules", help="How many schedules to run."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the schedule generator."),
+    max_steps: int = typer.Option(
+        24, "--max-steps", help="Random steps per schedule (then a settle phase)."
+    ),
+    lossy_crashes: int = typer.Option(
+        1, "--lossy-crashes", help="At most this many crashes per schedule lose unflushed data."
+    ),
+    link_cuts: bool = typer.Option(
+        False, "--link-cuts", help="Also draw network link cuts and heals (one way or both)."
+    ),
+    output_format: str = typer.Option(
+        "table", "--format", metavar="table|json|csv", help="table, json or csv."
+    ),
+) -> None:
+    from ktk.output_formats import checked_format, csv_text, json_text, print_plain, print_table
+    from replication.compare import HEADERS, compare
+
+    output_format = checked_format(output_format)
+    with reported_errors(), _progress(schedules) as progress:
+        report = compare(
+            schedules=schedules,
+            seed=seed,
+            max_steps=max_steps,
+            max_lossy_crashes=lossy_crashes,
+            link_cuts=link_cuts,
+            progress=progress,
+        )
+    if output_format == "json":
+        print_plain(json_text(report.to_json()))
+    elif output_format == "csv":
+        print_plain(csv_text(HEADERS, report.rows()))
+    else:
+        title = (
+            f"{report.schedules:,} schedules, seed {report.seed}, brokers "
+            f"{list(report.brokers)}, at most {report.max_lossy_crashes} lossy crash(es)"
+            + (", link cuts" if report.link_cuts else "")
+        )
+        print_table(title, HEADERS, report.rows())
 
 
 def register(app: typer.Typer) -> None:
