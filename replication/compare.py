@@ -1,5 +1,6 @@
 """ISR against a majority quorum: the same seeded fault schedules through Kafka's ISR rules
-(``current`` with min.insync.replicas 1 or 2, acks=all or 1, unclean election off or on) and
+(``current`` with min.insync.replicas 1 or 2, acks=all or 1, unclean election off or on, and
+min.insync.replicas 2 with KIP-966's eligible leader replicas) and
 through the ``majority`` mode, counting per configuration what a user of the partition sees:
 acknowledged writes lost, writes refused (unavailability) and steps without a leader.
 
@@ -71,6 +72,8 @@ class CompareConfig:
     acks: str | int = "all"
     min_insync_replicas: int = 1
     unclean: bool = False
+    # KIP-966 eligible leader replicas (current only)
+    elr: bool = False
     # protocol switches turned off (e.g. the majority mode without flush_before_ack)
     switches_off: tuple[str, ...] = ()
 
@@ -82,11 +85,16 @@ class CompareConfig:
         parts.append(f"acks={self.acks}")
         if self.unclean:
             parts.append("unclean")
+        if self.elr:
+            parts.append("ELR")
         parts += [f"no {name}" for name in self.switches_off]
         return " ".join(parts)
 
     def protocol(self) -> ProtocolMode:
-        return get_mode(self.mode).with_switches(**dict.fromkeys(self.switches_off, False))
+        switches = dict.fromkeys(self.switches_off, False)
+        if self.elr:
+            switches["eligible_leader_replicas"] = True
+        return get_mode(self.mode).with_switches(**switches)
 
 
 DEFAULT_CONFIGS: tuple[CompareConfig, ...] = (
@@ -96,6 +104,7 @@ DEFAULT_CONFIGS: tuple[CompareConfig, ...] = (
         for acks in ("all", 1)
         for unclean in (False, True)
     ),
+    CompareConfig("current", "all", 2, elr=True),
     CompareConfig("majority", "all"),
     CompareConfig("majority", "all", switches_off=("flush_before_ack",)),
     CompareConfig("majority", 1),
@@ -143,6 +152,7 @@ class CompareRow:
             if config.mode != "majority"
             else None,
             "unclean_leader_election": config.unclean,
+            "eligible_leader_replicas": config.elr,
             "switches_off": list(config.switches_off),
             "schedules": self.schedules,
             "writes": self.writes,
@@ -237,6 +247,7 @@ def compare(
             mode=config.mode,
             min_insync_replicas=config.min_insync_replicas,
             unclean_leader_election=config.unclean,
+            eligible_leader_replicas=config.elr,
         )
         prepared.append((config.protocol(), scenario_config, CompareRow(config)))
     for index in range(schedules):
