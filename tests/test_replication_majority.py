@@ -271,3 +271,39 @@ def test_cli_replicate_runs_a_file_under_the_majority_mode(tmp_path):
     )
     outcome = CliRunner().invoke(app, ["replicate", str(path), "--mode", "majority"])
     assert outcome.exit_code == 0, outcome.output
+
+
+FIGURE_8 = """
+name: raft-figure-8
+description: >-
+  Raft's figure 8 on three replicas: leader 1 of epoch 2 copies x (epoch 0) to 2, which makes x
+  a majority's; counting it committed then lets 3, whose last record y has the later epoch 1, win
+  the next election and truncate x.
+config: {brokers: [1, 2, 3], replicas: [1, 3, 2], mode: majority}
+steps:
+  - {produce: x}
+  - {crash: 1, detected: true}
+  - {produce: y}
+  - {crash: 3, detected: true}
+  - {restart: 1}
+  - {fetch: 2}
+  - {fetch: 2}
+  - {consume: c1}
+  - {crash: 1, detected: true}
+  - {restart: 3}
+  - {fetch: 2}
+  - {consume: c1}
+"""
+
+
+def test_majority_commits_earlier_epochs_only_with_a_record_of_its_own_epoch():
+    scenario = load_scenario(FIGURE_8)
+    result = run_scenario(scenario)
+    assert result.violations == ()
+    assert result.final.consumed == (("c1", ()),)  # nothing was committed to read
+    broken = run_scenario(scenario, mode=MAJORITY.with_switches(epoch_start_commit=False))
+    assert result.final.leader == broken.final.leader == 3
+    assert broken.violation_names() == ["LeaderCompleteness"]
+    # c1 read x while it counted as committed; the next read finds it truncated (KIP-320)
+    assert broken.final.consumed == (("c1", ("x",)),)
+    assert broken.final.truncation_detected == (("c1", True),)
