@@ -430,7 +430,8 @@ def _progress(total: int) -> Iterator[Callable[[int, int], None] | None]:
 
 COMPARE_HELP = (
     "ISR against a majority quorum: run the same seeded fault schedules through current (min "
-    "ISR 1 and 2, acks all and 1, unclean election off and on) and the majority mode, and print "
+    "ISR 1 and 2, acks all and 1, unclean election off and on; min ISR 2 with eligible leader "
+    "replicas) and the majority mode (with and without flush before ack), and print "
     "per configuration the acknowledged writes lost, the writes refused and the steps without "
     "a leader. Deterministic for a seed.\n\n"
     "Exit status: 0 the comparison ran; 2 an option is invalid."
