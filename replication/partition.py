@@ -286,6 +286,9 @@ class PartitionReplica:
         >>> leader.maybe_increment_high_watermark(0), leader.log.high_watermark
         (True, 1)
         """
+        if self.mode.flush_before_ack:
+            # the leader counts only what it flushed (KRaft): flush what it appended first
+            self.log.flush()
         offsets = [
             self.log.log_end_offset
             if replica_id == self.broker_id
@@ -396,12 +399,9 @@ class PartitionReplica:
         if self.role != "leader":
             return NOT_LEADER_OR_FOLLOWER, -1
         effective_min_isr = min(self.min_insync_replicas, len(self.replicas))
-        majority = self.mode.commit_rule == "majority"
-        if acks == "all" and not majority and len(self.isr) < effective_min_isr:
+        if acks == "all" and self.mode.commit_rule == "isr" and len(self.isr) < effective_min_isr:
             return NOT_ENOUGH_REPLICAS, -1
         offset = self.log.append(self.leader_epoch, value)
-        if self.mode.flush_before_ack:
-            self.log.flush()
         self.maybe_increment_high_watermark(now_ms)
         return NONE, offset
 
