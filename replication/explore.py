@@ -59,7 +59,7 @@ from pathlib import Path
 
 from replication.errors import InputError
 from replication.invariants import select_invariants
-from replication.modes import ALL_MODE_NAMES
+from replication.modes import ALL_MODE_NAMES, get_mode
 from replication.scenario import (
     MAX_CLOCK_TICKS,
     MAX_TIME_MS,
@@ -252,13 +252,17 @@ class ExploreReport:
     def summary(self) -> str:
         """A few human lines: what ran, what was found, where the minimal scenarios are."""
         config = self.config
+        if get_mode(self.mode).commit_rule == "majority":  # no ISR: its settings do nothing
+            settings = f"acks {self.acks}"
+        else:
+            settings = (
+                f"min.insync.replicas {config.min_insync_replicas}, acks {self.acks}, unclean "
+                f"election {'on' if config.unclean_leader_election else 'off'}, "
+                f"ELR {'on' if config.eligible_leader_replicas else 'off'}"
+            )
         lines = [
             f"{self.schedules} schedules of mode {self.mode} (seed {self.seed}, brokers "
-            f"{list(config.brokers)}, min.insync.replicas {config.min_insync_replicas}, acks "
-            f"{self.acks}, unclean election {'on' if config.unclean_leader_election else 'off'}, "
-            f"ELR {'on' if config.eligible_leader_replicas else 'off'}"
-            + (", link cuts" if self.link_cuts else "")
-            + ")"
+            f"{list(config.brokers)}, {settings}" + (", link cuts" if self.link_cuts else "") + ")"
         ]
         rate = self.schedules_per_second
         if rate is not None:

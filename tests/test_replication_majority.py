@@ -307,3 +307,11 @@ def test_majority_commits_earlier_epochs_only_with_a_record_of_its_own_epoch():
     # c1 read x while it counted as committed; the next read finds it truncated (KIP-320)
     assert broken.final.consumed == (("c1", ("x",)),)
     assert broken.final.truncation_detected == (("c1", True),)
+
+
+def test_majority_explore_summary_names_no_isr_settings():
+    first_line = explore("majority", schedules=5, seed=1).summary().splitlines()[0]
+    assert "5 schedules of mode majority" in first_line and "acks all" in first_line
+    assert "min.insync.replicas" not in first_line and "unclean" not in first_line
+    isr_line = explore("current", schedules=5, seed=1).summary().splitlines()[0]
+    assert "min.insync.replicas 1" in isr_line
