@@ -30,11 +30,72 @@ UNDEFINED_OFFSET = -1
 
 
 class LogRecord(NamedTuple):
-    """One record of a replica log, stamped with the leader epoch it was appended under."""
+    """One record of a replica log, stamped with the leader epoch it was appended under, and
+    with the producer id, producer epoch and sequence number of an idempotent producer (-1
+    for a producer that is not idempotent, as Kafka's batch header has them)."""
 
     offset: int
     leader_epoch: int
     value: str
+    producer_id: int = -1
+    producer_epoch: int = -1
+    sequence: int = -1
+
+
+class ProducerFields(NamedTuple):
+    """The producer fields of a batch header; -1/-1/-1 for a producer that is not idempotent."""
+
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+
+
+NO_PRODUCER = ProducerFields()
+
+# Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN: the batches per producer a broker keeps
+# to answer a retried batch as a duplicate
+NUM_BATCHES_TO_RETAIN = 5
+
+
+class ProducerEntry:
+    """What a replica knows of one producer id, rebuilt from its log (Kafka's
+    ProducerStateEntry): the producer epoch and the (sequence, offset) of its last five
+    batches (one record per batch here).
+
+    >>> entry = ProducerEntry(0)
+    >>> for seq in range(7):
+    ...     entry.add(0, seq, 10 + seq)
+    >>> entry.last_sequence, entry.duplicate_of(0, 1), entry.duplicate_of(0, 5)
+    (6, None, 15)
+    """
+
+    __slots__ = ("batches", "epoch")
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.batches: list[tuple[int, int]] = []
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1][0] if self.batches else -1
+
+    def add(self, epoch: int, sequence: int, offset: int) -> None:
+        """``ProducerStateEntry.addBatch``: a new epoch clears the batches, at most five kept."""
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
+        if len(self.batches) == NUM_BATCHES_TO_RETAIN:
+            del self.batches[0]
+        self.batches.append((sequence, offset))
+
+    def duplicate_of(self, epoch: int, sequence: int) -> int | None:
+        """``findDuplicateBatch``: the offset of a retained batch with this epoch and sequence."""
+        if epoch != self.epoch:
+            return None
+        for batch_sequence, offset in self.batches:
+            if batch_sequence == sequence:
+                return offset
+        return None
 
 
 class EpochEntry(NamedTuple):
@@ -47,7 +108,7 @@ class EpochEntry(NamedTuple):
 class LogStorage(Protocol):
     """Where a replica log keeps its data across a crash (the on-disk seam).
 
-    ``ReplicaLog`` calls ``append`` for every record, ``truncate_to`` whenever its suffix is
+    ``ReplicaLog`` calls ``append`` for every record (with its producer fields), ``truncate_to`` whenever its suffix is
     removed (offsets >= ``end_offset`` go away), ``flush`` when the page cache is forced to disk,
     and ``write_checkpoints`` whenever the high watermark or the epoch cache changes. After a
     crash, ``recover(lose_unflushed)`` returns what a restarted broker finds: the records (all
@@ -55,7 +116,14 @@ class LogStorage(Protocol):
     checkpointed high watermark and the checkpointed epoch entries.
     """
 
-    def append(self, offset: int, leader_epoch: int, value: str) -> None: ...
+    def append(
+        self,
+        offset: int,
+        leader_epoch: int,
+        value: str,
+        timestamp_ms: int | None = None,
+        producer: ProducerFields = NO_PRODUCER,
+    ) -> None: ...
 
     def truncate_to(self, end_offset: int) -> None: ...
 
@@ -185,6 +253,7 @@ class ReplicaLog:
         "_snapshot",
         "epoch_cache",
         "log_start_offset",
+        "producers",
         "storage",
     )
 
@@ -202,6 +271,9 @@ class ReplicaLog:
         self.log_start_offset = 0
         self.storage = storage
         self.epoch_cache = LeaderEpochCache()
+        # producer id -> what the log holds of it (Kafka's ProducerStateManager); empty while
+        # no idempotent producer wrote
+        self.producers: dict[int, ProducerEntry] = {}
         for record in records:
             self._store(record)
         if epoch_entries is None:
@@ -266,10 +338,12 @@ class ReplicaLog:
         """Every record at or after ``fetch_offset``."""
         return self._records[max(fetch_offset - self.log_start_offset, 0) :]
 
-    def append(self, leader_epoch: int, value: str) -> int:
+    def append(
+        self, leader_epoch: int, value: str, producer: ProducerFields = NO_PRODUCER
+    ) -> int:
         """Append as leader under ``leader_epoch``; returns the offset the record got."""
         offset = self.log_end_offset
-        self.append_record(LogRecord(offset, leader_epoch, value))
+        self.append_record(LogRecord(offset, leader_epoch, value, *producer))
         return offset
 
     def append_record(self, record: LogRecord) -> None:
@@ -294,6 +368,8 @@ class ReplicaLog:
             return
         del self._records[end_offset - self.log_start_offset :]
         self._snapshot = None
+        if self.producers:
+            self._rebuild_producers()
         self._flushed = min(self._flushed, end_offset)
         if self.storage is not None:
             self.storage.truncate_to(end_offset)
@@ -326,6 +402,7 @@ class ReplicaLog:
             entries = list(self.epoch_cache.entries)
         self._records = list(records)
         self._snapshot = None
+        self._rebuild_producers()
         end = self.log_end_offset
         self.epoch_cache = LeaderEpochCache(entry for entry in entries if entry.start_offset < end)
         self._flushed = end
@@ -334,8 +411,31 @@ class ReplicaLog:
     def _store(self, record: LogRecord) -> None:
         self._records.append(record)
         self._snapshot = None
+        producer_id = record.producer_id
+        if producer_id >= 0:
+            self._note_producer(record)
         if self.storage is not None:
-            self.storage.append(record.offset, record.leader_epoch, record.value)
+            if producer_id >= 0:
+                fields = ProducerFields(producer_id, record.producer_epoch, record.sequence)
+                self.storage.append(
+                    record.offset, record.leader_epoch, record.value, producer=fields
+                )
+            else:
+                self.storage.append(record.offset, record.leader_epoch, record.value)
+
+    def _note_producer(self, record: LogRecord) -> None:
+        entry = self.producers.get(record.producer_id)
+        if entry is None:
+            entry = self.producers[record.producer_id] = ProducerEntry(record.producer_epoch)
+        entry.add(record.producer_epoch, record.sequence, record.offset)
+
+    def _rebuild_producers(self) -> None:
+        """Producer state from the log as it is now, as Kafka reloads it after a truncation
+        or a restart (``UnifiedLog.loadProducerState``)."""
+        self.producers = {}
+        for record in self._records:
+            if record.producer_id >= 0:
+                self._note_producer(record)
 
     def _write_checkpoints(self) -> None:
         if self.storage is not None:

@@ -27,7 +27,14 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from replication.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LogRecord, ReplicaLog
+from replication.log import (
+    NO_PRODUCER,
+    UNDEFINED_EPOCH,
+    UNDEFINED_OFFSET,
+    LogRecord,
+    ProducerFields,
+    ReplicaLog,
+)
 from replication.modes import ProtocolMode
 from replication.raft_rules import majority_high_watermark
 
@@ -41,6 +48,10 @@ OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
 NOT_ENOUGH_REPLICAS = "NOT_ENOUGH_REPLICAS"
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 REQUEST_TIMED_OUT = "REQUEST_TIMED_OUT"
+OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
+# not an error code: the batch was already in the log (Kafka answers success with its offset)
+DUPLICATE = "DUPLICATE"
 OK = "ok"
 # "never": older than any simulated time, so a follower never heard from is not caught up
 NEVER_MS = -(2**62)
@@ -394,14 +405,32 @@ class PartitionReplica:
 
     # ---------------------------------------------------------------- leader: requests
 
-    def append_as_leader(self, value: str, *, acks: str, now_ms: int = 0) -> tuple[str, int]:
-        """R3.2-R3.3: (error, offset). acks=all checks the committed ISR against min ISR first."""
+    def append_as_leader(
+        self,
+        value: str,
+        *,
+        acks: str,
+        now_ms: int = 0,
+        producer: ProducerFields = NO_PRODUCER,
+    ) -> tuple[str, int]:
+        """R3.2-R3.3: (error, offset). acks=all checks the committed ISR against min ISR first.
+
+        A batch of an idempotent producer is checked against what this replica's log holds of
+        the producer id first: a retry of one of its last five batches is answered as
+        ``DUPLICATE`` with the offset it has (nothing appended), an older producer epoch is
+        ``INVALID_PRODUCER_EPOCH`` and a sequence that does not follow the last one is
+        ``OUT_OF_ORDER_SEQUENCE_NUMBER`` (``producer_check``).
+        """
         if self.role != "leader":
             return NOT_LEADER_OR_FOLLOWER, -1
         effective_min_isr = min(self.min_insync_replicas, len(self.replicas))
         if acks == "all" and self.mode.commit_rule == "isr" and len(self.isr) < effective_min_isr:
             return NOT_ENOUGH_REPLICAS, -1
-        offset = self.log.append(self.leader_epoch, value)
+        if producer.producer_id >= 0:
+            error, offset = producer_check(self.log, producer)
+            if error != NONE:
+                return error, offset
+        offset = self.log.append(self.leader_epoch, value, producer)
         self.maybe_increment_high_watermark(now_ms)
         return NONE, offset
 
@@ -560,6 +589,43 @@ def truncation_offset(log: ReplicaLog, epoch: int, end_offset: int) -> tuple[int
     if own_epoch != epoch:
         return min(own_end_offset, log_end_offset), False
     return min(own_end_offset, end_offset, log_end_offset), True
+
+
+def producer_check(log: ReplicaLog, producer: ProducerFields) -> tuple[str, int]:
+    """The broker's checks of a client batch against the producer state of ``log``:
+    ``(NONE, -1)`` to append, ``(DUPLICATE, offset)`` or ``(error, -1)``.
+
+    As trunk has them: ``UnifiedLog.analyzeAndValidateProducerState`` looks for a duplicate
+    among the last five batches first (``ProducerStateEntry.findDuplicateBatch``), then
+    ``ProducerAppendInfo.checkProducerEpoch`` and ``checkSequence``: a new epoch must start at
+    sequence 0 unless the producer is unknown; in the same epoch the sequence must be the last
+    one plus 1; a producer id the log holds nothing of (never seen, or its records truncated
+    or removed) is accepted with any sequence.
+
+    >>> from replication.log import ReplicaLog
+    >>> log = ReplicaLog()
+    >>> producer_check(log, ProducerFields(7, 0, 3))  # unknown producer: any sequence
+    ('NONE', -1)
+    >>> _ = log.append(0, "a", ProducerFields(7, 0, 0))
+    >>> producer_check(log, ProducerFields(7, 0, 0)), producer_check(log, ProducerFields(7, 0, 2))
+    (('DUPLICATE', 0), ('OUT_OF_ORDER_SEQUENCE_NUMBER', -1))
+    >>> producer_check(log, ProducerFields(7, 1, 5)), producer_check(log, ProducerFields(7, 1, 0))
+    (('OUT_OF_ORDER_SEQUENCE_NUMBER', -1), ('NONE', -1))
+    """
+    entry = log.producers.get(producer.producer_id)
+    if entry is None:
+        return NONE, -1
+    duplicate = entry.duplicate_of(producer.producer_epoch, producer.base_sequence)
+    if duplicate is not None:
+        return DUPLICATE, duplicate
+    if producer.producer_epoch < entry.epoch:
+        return INVALID_PRODUCER_EPOCH, -1
+    if producer.producer_epoch != entry.epoch:
+        if producer.base_sequence != 0:
+            return OUT_OF_ORDER_SEQUENCE_NUMBER, -1
+    elif producer.base_sequence != entry.last_sequence + 1:
+        return OUT_OF_ORDER_SEQUENCE_NUMBER, -1
+    return NONE, -1
 
 
 def ordered(broker_ids: Collection[int], assignment: tuple[int, ...]) -> tuple[int, ...]:

@@ -34,14 +34,17 @@ from typing import Any, TypeAlias
 
 import yaml
 
+from replication.checks import ANOMALY_NAMES
 from replication.errors import ScenarioError
 from replication.invariants import INVARIANT_NAMES
 from replication.modes import ALL_MODE_NAMES
+from replication.producer import SETTING_FIELDS, ProducerSettings
 from replication.view import JsonObject, JsonValue
 
 ELECT_KINDS = ("auto", "preferred", "unclean")
 EXPECT_KEYS = (
     "acked",
+    "anomalies",
     "acked_lost",
     "consumed",
     "diverged",
@@ -62,7 +65,19 @@ BROKER_OPS = ("fetch", "crash", "restart", "shutdown", "flush", "isolate", "heal
 LINK_OPS = ("cut", "heal")
 # link endpoints besides broker ids: the controller, and the clients (producers, consumers)
 LINK_ENDPOINTS = ("controller", "clients")
-OPS = (*BROKER_OPS, "cut", "produce", "advance_ms", "elect", "consume", "expect")
+OPS = (
+    *BROKER_OPS,
+    "cut",
+    "produce",
+    "producer",
+    "send",
+    "advance_ms",
+    "elect",
+    "consume",
+    "expect",
+)
+# the settings a ``producer`` step takes (replication.producer.ProducerSettings)
+PRODUCER_OPTIONS = tuple(SETTING_FIELDS)
 
 # Documented limits (docs/replication.md), checked before anything runs.
 MAX_FILE_BYTES = 1_000_000
@@ -88,6 +103,9 @@ StepTarget: TypeAlias = "int | str | ExpectFields | LinkTarget"
 
 _OP_OPTIONS: dict[str, dict[str, OptionValue]] = {
     "produce": {"acks": "all", "timeout_ms": None, "to": None},
+    # every setting optional; only those given are kept (Kafka's defaults otherwise)
+    "producer": {name: None for name in SETTING_FIELDS},
+    "send": {"producer": None},
     "fetch": {"response": "ok"},
     "crash": {"unflushed": "keep", "detected": False},
     "expect": {"modes": None},
@@ -460,8 +478,12 @@ def _parse(document: object, source: str | None) -> Scenario:
         raise ScenarioError(f"more than {MAX_STEPS:,} steps", field="steps", value=len(raw_steps))
     steps = []
     clock_ms = 0
+    producers: list[str] = []
+    sent: set[str] = set()
     for index, raw in enumerate(raw_steps):
         step = _parse_step(index, raw, config)
+        if step.op in ("producer", "send"):
+            step = _check_producer_use(index, step, producers, sent)
         at_ms = step.option("at_ms")
         if isinstance(at_ms, int):
             if at_ms < clock_ms:
@@ -484,6 +506,46 @@ def _parse(document: object, source: str | None) -> Scenario:
         description=description,
         invariants=invariants,
     )
+
+
+def _check_producer_use(index: int, step: Step, producers: list[str], sent: set[str]) -> Step:
+    """A producer is declared once, before its sends; each value is sent once (so that a
+    duplicate in the log is the producer's doing); a ``send`` without ``producer`` names the
+    only producer declared so far."""
+    name = str(step.target)
+    if step.op == "producer":
+        if name in producers:
+            raise ScenarioError("producer declared twice", step=index, field="producer", value=name)
+        producers.append(name)
+        return step
+    if name in sent:
+        raise ScenarioError(
+            "each value is sent once (a retry is the producer's job)",
+            step=index,
+            field="send",
+            value=name,
+        )
+    sent.add(name)
+    producer = step.option("producer")
+    if producer is None:
+        if len(producers) != 1:
+            raise ScenarioError(
+                "send needs producer: NAME (declare one with a producer step first)"
+                if not producers
+                else "send needs producer: NAME when several producers are declared",
+                step=index,
+                field="producer",
+                value=None,
+            )
+        return Step(step.op, step.target, (*step.options, ("producer", producers[0])))
+    if producer not in producers:
+        raise ScenarioError(
+            "unknown producer (declare it with a producer step first)",
+            step=index,
+            field="producer",
+            value=producer,
+        )
+    return step
 
 
 def _check_clock(clock_ms: int, config: ScenarioConfig, index: int, field: str) -> None:
@@ -558,6 +620,16 @@ def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
             )
     target = _parse_target(index, op, raw[op], config)
     options: list[tuple[str, OptionValue]] = []
+    if op == "producer":
+        options = _producer_options(index, raw)
+        allowed = {}
+    elif op == "send":
+        name = raw.get("producer")
+        if name is not None:
+            if not isinstance(name, str) or not name:
+                raise ScenarioError("a producer name", step=index, field="producer", value=name)
+            options.append(("producer", _identifier(name, "producer", index)))
+        allowed = {}
     for key, default in allowed.items():
         if key == "to":
             value = raw.get(key)
@@ -575,6 +647,23 @@ def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
             raise ScenarioError("must be text", step=index, field="comment", value=comment)
         options.append(("comment", comment))
     return Step(op=op, target=target, options=tuple(options))
+
+
+def _producer_options(index: int, raw: Mapping[Any, Any]) -> list[tuple[str, OptionValue]]:
+    """The settings of a ``producer`` step, checked together as Kafka's ProducerConfig does."""
+    given: dict[str, Any] = {key: raw[key] for key in SETTING_FIELDS if key in raw}
+    if "acks" in given:
+        given["acks"] = _parse_option(index, "acks", given["acks"])
+    try:
+        ProducerSettings(**given)
+    except ScenarioError as error:
+        raise ScenarioError(
+            error.message,
+            step=index,
+            field=error.field,
+            **({"value": error.value} if error.has_value else {}),
+        ) from None
+    return [(key, given[key]) for key in SETTING_FIELDS if key in given]
 
 
 def _options_of_any() -> set[str]:
@@ -661,6 +750,14 @@ def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) ->
         if not isinstance(value, str) or not value:
             raise ScenarioError("consume needs a consumer id", step=index, field=op, value=value)
         return _identifier(value, op, index)
+    if op == "producer":
+        if not isinstance(value, str) or not value:
+            raise ScenarioError("producer needs a name", step=index, field=op, value=value)
+        return _identifier(value, op, index)
+    if op == "send":
+        if not isinstance(value, str | int) or isinstance(value, bool) or value == "":
+            raise ScenarioError("send needs a record value", step=index, field=op, value=value)
+        return _identifier(str(value), op, index)
     if op == "advance_ms":
         return _integer(value, op, 0, MAX_TIME_MS, step=index)
     if op == "elect":
@@ -742,6 +839,10 @@ def _mapping_of(value: object, check: Callable[[object], bool]) -> bool:
 # what each expect field holds, and how to say it
 _EXPECT_TYPES: dict[str, tuple[Callable[[object], bool], str]] = {
     "acked": (lambda v: _list_of(v, _scalar), "a list of record values"),
+    "anomalies": (
+        lambda v: _list_of(v, lambda item: isinstance(item, str) and item in ANOMALY_NAMES),
+        f"a list of anomaly names ({', '.join(ANOMALY_NAMES)})",
+    ),
     "acked_lost": (lambda v: _list_of(v, _scalar), "a list of record values"),
     "consumed": (
         lambda v: _mapping_of(v, lambda item: _list_of(item, _scalar)),

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
+from replication.checks import AnomalyFound, History, find_anomalies, final_log
 from replication.controller import Controller
 from replication.invariants import (
     INVARIANT_NAMES,
@@ -47,6 +48,7 @@ from replication.invariants import (
 from replication.log import LogStorage, ReplicaLog
 from replication.modes import ProtocolMode, get_mode
 from replication.partition import (
+    DUPLICATE,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     OK,
@@ -54,7 +56,9 @@ from replication.partition import (
     AlterPartitionRequest,
     PartitionReplica,
 )
+from replication.producer import FIRST_PRODUCER_ID, Batch, ProducerClient, ProducerSettings
 from replication.scenario import (
+    PRODUCER_OPTIONS,
     Scenario,
     ScenarioConfig,
     Step,
@@ -117,6 +121,8 @@ class ProduceRequest:
     required_offset: int
     deadline_ms: int
     result: str = PENDING
+    # the producer (and its batch) waiting for this answer; None for a ``produce`` step
+    owner: tuple[ProducerClient, Batch] | None = None
 
 
 @dataclass(slots=True)
@@ -203,6 +209,9 @@ class Cluster:
         self.cuts: set[tuple[Endpoint, Endpoint]] = set()
         # no broker isolated and no link cut: ``hears`` answers without looking (most steps)
         self._links_intact = True
+        # producers declared by ``producer`` steps, by name, in declaration order
+        self.producers: dict[str, ProducerClient] = {}
+        self._acked_values: set[str] = set()
         self._propagate()
 
     # ------------------------------------------------------------------ queries
@@ -307,6 +316,7 @@ class Cluster:
             broker = self.brokers[request.leader_id]
             replica = broker.replica
             if not broker.online:
+                # no answer comes: a producer finds out by its own request timeout
                 request.result = REQUEST_TIMED_OUT
                 continue
             # no leader-epoch check: a leader whose epoch was bumped while it stayed leader
@@ -314,6 +324,7 @@ class Cluster:
             # Partition.checkEnoughReplicasReachOffset; makeLeader keeps the followers' LEOs)
             if replica.role != "leader":
                 request.result = NOT_LEADER_OR_FOLLOWER
+                self._answer_owner(request)
                 continue
             if not self.hears(request.leader_id, CLIENTS):
                 if self.now_ms >= request.deadline_ms:
@@ -322,11 +333,105 @@ class Cluster:
             outcome = replica.produce_completion(request.required_offset)
             if outcome is not None:
                 request.result = outcome
-                if outcome == OK:
+                if request.owner is not None:
+                    self._answer_owner(request)
+                elif outcome == OK:
                     self.acked.append(request.value)
                     self.acked_all.append(request.value)
             elif self.now_ms >= request.deadline_ms:
                 request.result = REQUEST_TIMED_OUT
+                self._answer_owner(request)
+
+    def _answer_owner(self, request: ProduceRequest) -> None:
+        """Hand a producer-owned request's answer to its producer (sent while the broker
+        runs and its link to the clients is up)."""
+        if request.owner is None or not self.hears(request.leader_id, CLIENTS):
+            return
+        client, batch = request.owner
+        self._answer(client, batch, request.result)
+
+    # ------------------------------------------------------------------ producers
+
+    def add_producer(self, name: str, settings: ProducerSettings) -> str:
+        """A producer with Kafka's client rules (``replication.producer``); an idempotent one
+        gets a producer id (InitProducerId) and epoch 0."""
+        producer_id = FIRST_PRODUCER_ID + len(self.producers) if settings.idempotence else -1
+        self.producers[name] = ProducerClient(name, settings, producer_id)
+        if producer_id >= 0:
+            return f"producer id {producer_id}, epoch 0"
+        return "producer ready (not idempotent)"
+
+    def send(self, value: str, producer: str) -> str:
+        """The application hands ``value`` to ``producer``; the sender drains it at the end of
+        the step when a request slot is free."""
+        self.producers[producer].send(value, self.now_ms)
+        return "queued"
+
+    def _answer(self, client: ProducerClient, batch: Batch, error: str) -> None:
+        if not any(flight.batch is batch for flight in client.in_flight):
+            return  # the producer stopped waiting for this request
+        if client.answer(batch, error, self.now_ms) == "ok" and batch.value not in self._acked_values:
+            self._acked_values.add(batch.value)
+            self.acked.append(batch.value)
+            if client.settings.acks == "all":
+                self.acked_all.append(batch.value)
+
+    def _pump(self) -> None:
+        """Every producer sends what it may now (after a step, after each simulated event)."""
+        for client in self.producers.values():
+            while (batch := client.next_to_send(self.now_ms)) is not None:
+                self._dispatch(client, batch)
+
+    def _dispatch(self, client: ProducerClient, batch: Batch) -> None:
+        """One produce request to the leader the (fresh) metadata names: lost if the broker is
+        down or the clients' link to it cut (the producer times out), else handled at once."""
+        client.dispatched(batch, self.now_ms)
+        acks = client.settings.acks
+        target = self.controller.registration.leader
+        if target == -1:
+            self._answer(client, batch, NOT_LEADER_OR_FOLLOWER)
+            return
+        if not self.brokers[target].online or not self.hears(CLIENTS, target):
+            return
+        leader = self.brokers[target].replica
+        error, offset = leader.append_as_leader(
+            batch.value,
+            acks="all" if acks == "all" else str(acks),
+            now_ms=self.now_ms,
+            producer=client.fields(batch),
+        )
+        answered = self.hears(target, CLIENTS)
+        if error not in (NONE, DUPLICATE):
+            if answered:
+                self._answer(client, batch, error)
+            return
+        if acks == 0:
+            return
+        if acks == 1:
+            if answered:
+                self._answer(client, batch, OK)
+            return
+        request = ProduceRequest(
+            batch.value,
+            self.step_index,
+            acks,
+            leader.broker_id,
+            leader.leader_epoch,
+            offset + 1,
+            self.now_ms + client.settings.request_timeout_ms,
+            owner=(client, batch),
+        )
+        self.produces.append(request)
+        self._complete_produces()
+
+    def _producer_events(self) -> None:
+        """Request timeouts and delivery timeouts that are due, then whatever may be sent."""
+        now = self.now_ms
+        for client in self.producers.values():
+            for batch in client.timed_out(now):
+                self._answer(client, batch, REQUEST_TIMED_OUT)
+            client.expire(now)
+        self._pump()
 
     def consume(self, consumer_id: str) -> str:
         """Read committed records from the leader; ``current`` validates the position against
@@ -614,6 +719,8 @@ class Cluster:
                 break
             self.now_ms = next_time
             events.extend(self._fire_events())
+            if self.producers:
+                self._producer_events()
         self.now_ms = target
         self._complete_produces()
         return "; ".join(events) if events else f"clock at {self.now_ms} ms"
@@ -637,6 +744,11 @@ class Cluster:
         for request in self.produces:
             if request.result == PENDING and request.deadline_ms > self.now_ms:
                 candidates.append(request.deadline_ms)
+        for client in self.producers.values():
+            if client.busy:
+                event_ms = client.next_event_ms(self.now_ms)
+                if event_ms is not None:
+                    candidates.append(event_ms)
         due = [time for time in candidates if time <= target]
         return min(due) if due else None
 
@@ -761,17 +873,49 @@ class Cluster:
             truncation_detected=tuple(
                 (c.consumer_id, c.truncation_detected) for c in view.consumers
             ),
-            results=tuple({r.value: r.result for r in self.produces}.items()),
+            results=tuple(self._results().items()),
             unclean_elections=self.controller.unclean_elections,
+            anomalies=self.anomalies(view),
         )
+
+    def _results(self) -> dict[str, str]:
+        """Record value -> the last answer of a ``produce`` step, or how a ``send`` ended."""
+        results = {r.value: r.result for r in self.produces if r.owner is None}
+        for client in self.producers.values():
+            results.update(client.results)
+        return results
+
+    def history(self, view: ClusterView | None = None) -> History:
+        """The run as the queue checks read it (``replication.checks``)."""
+        view = view if view is not None else self.view()
+        return History(
+            final_log(view),
+            view.acked,
+            tuple((name, tuple(client.sent_order)) for name, client in self.producers.items()),
+            tuple((c.consumer_id, c.records) for c in view.consumers),
+        )
+
+    def anomalies(self, view: ClusterView | None = None) -> tuple[AnomalyFound, ...]:
+        """Lost, duplicated and reordered writes and truncated reads (Jepsen's queue checks)."""
+        return find_anomalies(self.history(view))
 
     def apply(self, step: Step) -> str:
         """Run one scenario step (``expect`` steps are checked by the caller)."""
         at_ms = step.option("at_ms")
         if isinstance(at_ms, int):
             self.advance_to(at_ms)
+        result = self._apply(step)
+        if self.producers:
+            self._pump()
+        return result
+
+    def _apply(self, step: Step) -> str:
         op, target = step.op, step.target
         # a parsed (or generated) step's target has the type its op takes
+        if op == "send":
+            return self.send(cast(str, target), cast(str, step.option("producer")))
+        if op == "producer":
+            return self.add_producer(cast(str, target), producer_settings(step))
         if op == "produce":
             return self.produce(
                 cast(str, target),
@@ -801,6 +945,12 @@ class Cluster:
             return "expect"
         handler: Callable[[str | int], str] = getattr(self, op)
         return handler(cast("str | int", target))
+
+
+def producer_settings(step: Step) -> ProducerSettings:
+    """The settings a ``producer`` step gives (checked when the scenario was parsed)."""
+    options = {key: value for key, value in step.options if key in PRODUCER_OPTIONS}
+    return ProducerSettings(**options)  # type: ignore[arg-type]
 
 
 def _link_text(source: Endpoint, target: Endpoint, both: bool) -> str:
@@ -995,7 +1145,10 @@ def check_expect(
     document = state.to_json()
     for key, want in expected.items():
         got: object
-        if key == "violations":
+        if key == "anomalies":
+            got = sorted(found.anomaly for found in state.anomalies)
+            want = sorted(str(name) for name in want) if isinstance(want, list) else want
+        elif key == "violations":
             got = sorted({v.invariant for v in violations})
             want = sorted({str(name) for name in want}) if isinstance(want, list) else want
         elif key == "logs":

@@ -100,7 +100,7 @@ from kafka_format.model import NewRecord
 from kafka_format.partition_dir import segment_file_name
 from kafka_format.segment import Batch, iter_batches, recover_segment
 from replication.errors import InputError, ReplicationError
-from replication.log import EpochEntry, LogRecord
+from replication.log import NO_PRODUCER, EpochEntry, LogRecord, ProducerFields
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -139,12 +139,16 @@ class AppendOutOfOrderError(StorageError, ValueError):
 
 
 class StoredRecord(NamedTuple):
-    """One record as stored: its offset, the leader epoch it was appended in, its timestamp."""
+    """One record as stored: its offset, the leader epoch it was appended in, its timestamp,
+    and its batch's producer fields (-1 for a producer that is not idempotent)."""
 
     offset: int
     leader_epoch: int
     timestamp_ms: int
     value: str
+    producer_id: int = -1
+    producer_epoch: int = -1
+    sequence: int = -1
 
 
 class SegmentPosition(NamedTuple):
@@ -152,17 +156,6 @@ class SegmentPosition(NamedTuple):
 
     base_offset: int
     position: int
-
-
-class ProducerFields(NamedTuple):
-    """The producer fields of a batch header; -1/-1/-1 for a producer that is not idempotent."""
-
-    producer_id: int = -1
-    producer_epoch: int = -1
-    base_sequence: int = -1
-
-
-NO_PRODUCER = ProducerFields()
 
 
 def encode_record(record: StoredRecord, producer: ProducerFields = NO_PRODUCER) -> bytes:
@@ -189,16 +182,24 @@ def _stored_records(batch: Batch) -> list[StoredRecord]:
     """The records of one batch ``encode_record`` wrote, read back: the value from UTF-8 (a
     lone surrogate as written, a null value as ""), the leader epoch from the batch header.
 
-    >>> _stored_records(next(iter_batches(encode_record(StoredRecord(7, 2, 1000, "hi")))))
-    [StoredRecord(offset=7, leader_epoch=2, timestamp_ms=1000, value='hi')]
+    >>> _stored_records(next(iter_batches(encode_record(StoredRecord(7, 2, 1000, "hi")))))[0][:4]
+    (7, 2, 1000, 'hi')
+    >>> idempotent = encode_record(StoredRecord(7, 2, 1000, "hi"), ProducerFields(4000, 1, 9))
+    >>> _stored_records(next(iter_batches(idempotent)))[0][4:]
+    (4000, 1, 9)
     """
     epoch = batch.partition_leader_epoch
+    producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
+    base_sequence = batch.base_sequence
     return [
         StoredRecord(
             record.offset,
             epoch,
             record.timestamp,
             (record.value or b"").decode("utf-8", "surrogatepass"),
+            producer_id,
+            producer_epoch,
+            base_sequence + (record.offset - batch.base_offset) if base_sequence >= 0 else -1,
         )
         for record in batch.records()
     ]
@@ -733,7 +734,15 @@ class DiskLogStorage:
         self._load()
         self._move_recovery_point(self.log_end_offset)
         records = [
-            LogRecord(record.offset, record.leader_epoch, record.value) for record in self.read()
+            LogRecord(
+                record.offset,
+                record.leader_epoch,
+                record.value,
+                record.producer_id,
+                record.producer_epoch,
+                record.sequence,
+            )
+            for record in self.read()
         ]
         high_watermark, epoch_entries = self._read_high_watermark(), self._read_epoch_entries()
         # what Kafka writes back once the log is loaded: the HW clamped to the log end, the

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 from replication.controller import PartitionRegistration
 from replication.log import EpochEntry, LogRecord, ReplicaLog
+
+if TYPE_CHECKING:
+    from replication.checks import AnomalyFound
 
 JsonValue: TypeAlias = (
     "bool | int | float | str | Sequence[JsonValue] | Mapping[str, JsonValue] | None"
@@ -217,6 +220,8 @@ class ClusterState:
     # record value -> produce result, in the order first produced
     results: tuple[tuple[str, str], ...]
     unclean_elections: int
+    # queue anomalies of the run so far (``replication.checks``)
+    anomalies: tuple[AnomalyFound, ...] = ()
 
     def replica(self, broker_id: int) -> ReplicaView:
         for replica in self.replicas:
@@ -239,4 +244,5 @@ class ClusterState:
             "truncation_detected": dict(self.truncation_detected),
             "results": dict(self.results),
             "unclean_elections": self.unclean_elections,
+            "anomalies": [found.to_json() for found in self.anomalies],
         }
