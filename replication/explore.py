@@ -57,9 +57,11 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from replication.checks import AnomalyFound
 from replication.errors import InputError
 from replication.invariants import select_invariants
 from replication.modes import ALL_MODE_NAMES, get_mode
+from replication.producer import ProducerSettings
 from replication.scenario import (
     MAX_CLOCK_TICKS,
     MAX_TIME_MS,
@@ -82,8 +84,18 @@ CLASS_DESCRIPTIONS: dict[str, str] = {
     "S4": "unclean election: a replica outside the ISR became leader",
     "S5": "ISR shrank to one replica and that last replica was lost",
 }
+# the queue anomalies the explorer looks for when it runs a producer (a lost acknowledged
+# write is already what the S classes are about)
+ANOMALY_CLASSES: tuple[str, ...] = ("DuplicateWrite", "ReorderedWrite", "TruncatedRead")
+ANOMALY_DESCRIPTIONS: dict[str, str] = {
+    "DuplicateWrite": "a record sent once is in the log twice (a retry after a lost answer)",
+    "ReorderedWrite": "a producer's records are in the log out of the order sent (a retry "
+    "behind a later batch)",
+    "TruncatedRead": "a consumer read a record that was truncated later",
+}
 DEFAULT_MAX_STEPS = 24
 CONSUMER_ID = "c1"
+PRODUCER_NAME = "p1"
 # documented limits of one exploration (docs/replication-explore.md)
 MAX_SCHEDULES = 10_000_000
 MAX_SCHEDULE_STEPS = 1_000
@@ -122,6 +134,9 @@ class ExploreSettings:
     # draw link cuts and heals (one direction or both) as faults too; off by default, so the
     # schedules of a seed stay what they were
     link_cuts: bool = False
+    # records go through a producer with these settings (retries, in-flight, idempotence)
+    # instead of single produce requests, and the queue anomalies are looked for too
+    producer: ProducerSettings | None = None
 
     def __post_init__(self) -> None:
         acks = self.acks
@@ -137,8 +152,10 @@ class ExploreSettings:
         if self.max_crashes is not None:
             _check_int(self.max_crashes, "max_crashes", 0, MAX_SCHEDULE_STEPS)
         _check_int(self.shrink_per_class, "shrink_per_class", 0, MAX_SCHEDULES)
+        if self.producer is not None and not isinstance(self.producer, ProducerSettings):
+            raise InputError("must be producer settings", field="producer", value=self.producer)
         for name in self.stop_when_found:
-            if name not in CLASS_NAMES:
+            if name not in CLASS_NAMES + ANOMALY_CLASSES:
                 raise InputError("unknown violation class", field="stop_when_found", value=name)
         if not isinstance(self.link_cuts, bool):
             raise InputError("must be true or false", field="link_cuts", value=self.link_cuts)
@@ -170,6 +187,8 @@ class Finding:
     original_steps: int
     scenario: Scenario
     file_name: str
+    # queue anomalies the shrunk scenario shows (an anomaly finding: its class is one)
+    anomalies: tuple[str, ...] = ()
 
     @property
     def shrunk_steps(self) -> int:
@@ -179,6 +198,7 @@ class Finding:
     def to_json(self) -> JsonObject:
         return {
             "class": self.violation_class,
+            **({"anomalies": list(self.anomalies)} if self.anomalies else {}),
             "schedule": self.schedule,
             "violations": list(self.violations),
             "acked_lost": list(self.acked_lost),
@@ -211,6 +231,10 @@ class ExploreReport:
     # the invariants checked (None: all of them)
     invariants: tuple[str, ...] | None = None
     link_cuts: bool = False
+    producer: ProducerSettings | None = None
+    # schedules showing each queue anomaly (only with a producer), and the first of each
+    anomaly_counts: dict[str, int] = field(default_factory=dict)
+    first_anomaly: dict[str, int] = field(default_factory=dict)
 
     @property
     def schedules_per_second(self) -> float | None:
@@ -243,6 +267,16 @@ class ExploreReport:
             },
             "findings": [finding.to_json() for finding in self.findings],
         }
+        if self.producer is not None:
+            document["producer"] = dict(self.producer.to_options())
+            document["anomalies"] = {
+                name: {
+                    "count": self.anomaly_counts[name],
+                    "first_schedule": self.first_anomaly[name],
+                    "description": ANOMALY_DESCRIPTIONS[name],
+                }
+                for name in sorted(self.anomaly_counts)
+            }
         if include_timing and self.elapsed_seconds is not None:
             document["elapsed_seconds"] = round(self.elapsed_seconds, 3)
             rate = self.schedules_per_second
@@ -262,13 +296,23 @@ class ExploreReport:
             )
         lines = [
             f"{self.schedules} schedules of mode {self.mode} (seed {self.seed}, brokers "
-            f"{list(config.brokers)}, {settings}" + (", link cuts" if self.link_cuts else "") + ")"
+            f"{list(config.brokers)}, {settings}"
+            + (", link cuts" if self.link_cuts else "")
+            + (f", producer {_producer_text(self.producer)}" if self.producer is not None else "")
+            + ")"
         ]
         rate = self.schedules_per_second
         if rate is not None:
             lines[0] += f": {rate:,.0f} schedules/s"
         if not self.class_counts:
             lines.append("no violation found")
+        if self.producer is not None and not self.anomaly_counts:
+            lines.append("no duplicate, reordering or truncated read found")
+        for name in sorted(self.anomaly_counts):
+            lines.append(
+                f"{name}: {self.anomaly_counts[name]} schedules (first: "
+                f"#{self.first_anomaly[name]}) - {ANOMALY_DESCRIPTIONS[name]}"
+            )
         for name in sorted(self.class_counts):
             lines.append(
                 f"{name}: {self.class_counts[name]} schedules (first: #{self.first_schedule[name]})"
@@ -276,7 +320,7 @@ class ExploreReport:
             )
         for finding in self.findings:
             what = ", ".join(
-                [*finding.violations]
+                [*finding.violations, *finding.anomalies]
                 + ([f"acked lost {list(finding.acked_lost)}"] if finding.acked_lost else [])
                 + (["logs diverged"] if finding.diverged else [])
             )
@@ -285,6 +329,14 @@ class ExploreReport:
                 f" steps; {what}"
             )
         return "\n".join(lines)
+
+
+def _producer_text(settings: ProducerSettings) -> str:
+    """``idempotence on, max.in.flight 5, retries 2147483647, acks all``."""
+    return (
+        f"idempotence {'on' if settings.idempotence else 'off'}, max.in.flight "
+        f"{settings.max_in_flight}, retries {settings.retries}, acks {settings.acks}"
+    )
 
 
 # ------------------------------------------------------------------------- classification
@@ -297,7 +349,23 @@ def lost_acks_all(result: ScenarioResult) -> list[str]:
         for step in result.scenario.steps
         if step.op == "produce" and step.option("acks", "all") == "all"
     }
+    producers_all = {
+        step.target
+        for step in result.scenario.steps
+        if step.op == "producer" and step.option("acks", "all") == "all"
+    }
+    all_acks |= {
+        step.target
+        for step in result.scenario.steps
+        if step.op == "send" and step.option("producer") in producers_all
+    }
     return [value for value in result.acked_lost if value in all_acks]
+
+
+def anomaly_classes(anomalies: Iterable[AnomalyFound]) -> list[str]:
+    """The explorer's anomaly classes among a run's queue anomalies."""
+    names = {found.anomaly for found in anomalies}
+    return [name for name in ANOMALY_CLASSES if name in names]
 
 
 def is_violation(result: ScenarioResult) -> bool:
@@ -371,6 +439,7 @@ class _Generator:
     max_crashes: int | None = None
     invariants: tuple[str, ...] | None = None
     link_cuts: bool = False
+    producer: ProducerSettings | None = None
     runner: Runner = field(init=False)
     steps: list[Step] = field(default_factory=list)
     lossy_crashes: int = 0
@@ -387,6 +456,11 @@ class _Generator:
         return self.runner.cluster
 
     def run(self, max_steps: int) -> list[JsonObject]:
+        if self.producer is not None:
+            # declaring the producer changes nothing the invariants read: applied unchecked
+            declare = _step("producer", PRODUCER_NAME, **self.producer.to_options())
+            self.steps.append(declare)
+            self.cluster.apply(declare)
         for _ in range(max_steps):
             self._do(self._random_step())
         self._settle()
@@ -395,6 +469,13 @@ class _Generator:
     def suspicious(self) -> bool:
         """Did the run break an invariant, lose an acknowledged record or diverge?"""
         return self.runner.suspicious()
+
+    def anomalies(self) -> list[str]:
+        """With a producer: the anomaly classes the run shows (duplicates, reorderings,
+        truncated reads); the same a replay's result shows."""
+        if self.producer is None:
+            return []
+        return anomaly_classes(self.cluster.anomalies())
 
     def _do(self, step: Step) -> None:
         # the runner of run_scenario, so the verdict here is the verdict of a replay
@@ -448,6 +529,8 @@ class _Generator:
         replicas = list(config.replicas)
         if kind == "produce":
             self.produced += 1
+            if self.producer is not None:
+                return _step("send", f"m{self.produced}", producer=PRODUCER_NAME)
             return _step("produce", f"m{self.produced}", acks=self.acks)
         if kind == "fetch":
             broker = rng.choice(replicas)
@@ -540,6 +623,12 @@ class _Generator:
         for _ in range(3):
             for broker_id in self.config.replicas:
                 self._do(_step("fetch", broker_id))
+        producer = self.producer
+        if producer is not None and any(c.busy for c in self.cluster.producers.values()):
+            # let lost requests time out and their first retries land (a duplicate or a
+            # reordering is in the leader's log from then on)
+            wait = producer.request_timeout_ms + producer.retry_backoff_max_ms + 1
+            self._do(_step("advance_ms", wait))
         self._do(_step("consume", CONSUMER_ID))
 
 
@@ -563,10 +652,19 @@ def generate_schedule(
     max_lossy_crashes: int = 1,
     max_crashes: int | None = None,
     link_cuts: bool = False,
+    producer: ProducerSettings | None = None,
 ) -> list[JsonObject]:
     """Schedule ``index`` of the exploration with ``seed``, as scenario step dicts."""
     return _generate(
-        config, seed, index, max_steps, acks, max_lossy_crashes, max_crashes, link_cuts=link_cuts
+        config,
+        seed,
+        index,
+        max_steps,
+        acks,
+        max_lossy_crashes,
+        max_crashes,
+        link_cuts=link_cuts,
+        producer=producer,
     )[0]
 
 
@@ -581,15 +679,24 @@ def _generate(
     invariants: tuple[str, ...] | None = None,
     *,
     link_cuts: bool = False,
-) -> tuple[list[JsonObject], bool]:
-    """A schedule and whether running it broke anything (checked while generating)."""
+    producer: ProducerSettings | None = None,
+) -> tuple[list[JsonObject], bool, list[str]]:
+    """A schedule, whether running it broke anything and the anomaly classes it shows
+    (checked while generating)."""
     # string seeds hash the same on every platform and Python run
     rng = random.Random(f"ktk-explore/{seed}/{index}")
     generator = _Generator(
-        config, rng, acks, max_lossy_crashes, max_crashes, invariants, link_cuts=link_cuts
+        config,
+        rng,
+        acks,
+        max_lossy_crashes,
+        max_crashes,
+        invariants,
+        link_cuts=link_cuts,
+        producer=producer,
     )
     steps = generator.run(max_steps)
-    return steps, generator.suspicious()
+    return steps, generator.suspicious(), generator.anomalies()
 
 
 def build_scenario(
@@ -678,10 +785,11 @@ def _renumber(
     names: dict[str, str] = {}
     renamed = []
     for step in steps:
-        value = step.get("produce")
-        if isinstance(value, str):
-            names.setdefault(value, f"m{len(names) + 1}")
-            step = {**step, "produce": names[value]}
+        for op in ("produce", "send"):
+            value = step.get(op)
+            if isinstance(value, str):
+                names.setdefault(value, f"m{len(names) + 1}")
+                step = {**step, op: names[value]}
         renamed.append(step)
     if renamed != steps and holds(renamed):
         return renamed
@@ -711,6 +819,7 @@ def explore(
     stop_when_found: Collection[str] = (),
     invariants: Collection[str] | None = None,
     link_cuts: bool = False,
+    producer: ProducerSettings | None = None,
     out_dir: str | Path | None = None,
     timer: Callable[[], float] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -722,7 +831,10 @@ def explore(
     ``stop_when_found`` ends the search once every named class was seen. ``invariants`` names
     the invariants to check (default: all); the shrunk scenarios name them too. ``out_dir`` receives
     the shrunk scenarios as ``<class>-<n>.json``. ``link_cuts`` adds link cuts and heals to the
-    faults drawn (off: the same schedules as without the setting). ``timer`` (e.g.
+    faults drawn (off: the same schedules as without the setting). ``producer`` sends the
+    records through a producer with those settings (``producer`` and ``send`` steps) and looks
+    for duplicates, reorderings and truncated reads too: each is counted and shrunk like a
+    class, the shrunk scenario expecting the anomaly. ``timer`` (e.g.
     ``time.perf_counter``) is read at start and end only, to report schedules per second.
     ``progress(done, total)`` is called every 100 schedules.
     """
@@ -756,6 +868,7 @@ def explore(
         stop_when_found=tuple(stop_when_found),
         invariants=None if invariants is None else tuple(invariants),
         link_cuts=link_cuts,
+        producer=producer,
     )
     acks = settings.acks
     lossy_budget = settings.max_lossy_crashes
@@ -764,12 +877,14 @@ def explore(
 
     class_counts: dict[str, int] = {}
     first_schedule: dict[str, int] = {}
+    anomaly_counts: dict[str, int] = {}
+    first_anomaly: dict[str, int] = {}
     findings: list[Finding] = []
     shrunk_seen: set[str] = set()
     violating = 0
     done = 0
     for index in range(schedules):
-        steps, suspicious = _generate(
+        steps, suspicious, anomalies = _generate(
             config,
             seed,
             index,
@@ -779,15 +894,30 @@ def explore(
             max_crashes,
             chosen,
             link_cuts=settings.link_cuts,
+            producer=settings.producer,
         )
         done = index + 1
         if progress is not None and done % 100 == 0:
             progress(done, schedules)
+        for name in anomalies:
+            anomaly_counts[name] = anomaly_counts.get(name, 0) + 1
+            first_anomaly.setdefault(name, index)
+            shrunk_so_far = sum(1 for f in findings if f.violation_class == name)
+            if shrunk_so_far < shrink_per_class:
+                finding = _shrink_anomaly(config, steps, index, name, shrunk_so_far + 1, chosen)
+                key = json.dumps(scenario_to_dict(finding.scenario)["steps"])
+                if key not in shrunk_seen:
+                    shrunk_seen.add(key)
+                    findings.append(finding)
         if not suspicious:
+            if _all_found(stop_when_found, {**class_counts, **anomaly_counts}):
+                break
             continue
         result = run_scenario(build_scenario(f"schedule-{index}", config, steps, chosen))
         violation_class = classify(result)
         if violation_class is None:
+            if _all_found(stop_when_found, {**class_counts, **anomaly_counts}):
+                break
             continue
         violating += 1
         class_counts[violation_class] = class_counts.get(violation_class, 0) + 1
@@ -801,7 +931,7 @@ def explore(
             if key not in shrunk_seen:
                 shrunk_seen.add(key)
                 findings.append(finding)
-        if _all_found(stop_when_found, class_counts):
+        if _all_found(stop_when_found, {**class_counts, **anomaly_counts}):
             break
     elapsed = timer() - started if timer is not None and started is not None else None
     report = ExploreReport(
@@ -821,6 +951,9 @@ def explore(
         elapsed_seconds=elapsed,
         invariants=chosen,
         link_cuts=settings.link_cuts,
+        producer=settings.producer,
+        anomaly_counts=dict(sorted(anomaly_counts.items())),
+        first_anomaly=dict(sorted(first_anomaly.items())),
     )
     if out_dir is not None:
         write_scenarios(report, out_dir)
@@ -884,6 +1017,49 @@ def _shrink_finding(
         original_steps=len(steps),
         scenario=scenario,
         file_name=f"{name}.json",
+    )
+
+
+def _shrink_anomaly(
+    config: ScenarioConfig,
+    steps: list[JsonObject],
+    index: int,
+    anomaly: str,
+    number: int,
+    invariants: tuple[str, ...] | None = None,
+) -> Finding:
+    """Shrink a schedule for as long as it still shows ``anomaly``; the minimal scenario
+    expects it (and whatever else the minimal run shows)."""
+
+    def shows(candidate: list[JsonObject]) -> bool:
+        try:
+            scenario = build_scenario("candidate", config, candidate, invariants)
+        except InputError:
+            return False
+        return anomaly in anomaly_classes(run_scenario(scenario).final.anomalies)
+
+    minimal = shrink(steps, shows)
+    name = f"{anomaly}-{number}"
+    result = run_scenario(build_scenario(name, config, minimal, invariants))
+    shown = tuple(sorted(found.anomaly for found in result.final.anomalies))
+    expect: JsonObject = {
+        "anomalies": list(shown),
+        "acked_lost": list(result.acked_lost),
+        "violations": result.violation_names(),
+    }
+    scenario = build_scenario(
+        f"{name.lower()}-{config.mode}", config, [*minimal, {"expect": expect}], invariants
+    )
+    return Finding(
+        violation_class=anomaly,
+        schedule=index,
+        violations=tuple(result.violation_names()),
+        acked_lost=tuple(lost_acks_all(result)),
+        diverged=result.diverged,
+        original_steps=len(steps),
+        scenario=scenario,
+        file_name=f"{name}.json",
+        anomalies=shown,
     )
 
 

@@ -603,6 +603,8 @@ def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
             "a step is a mapping like {fetch: 1}", step=index, field="step", value=raw
         )
     ops = [key for key in raw if key in OPS]
+    if "send" in ops and "producer" in ops:
+        ops.remove("producer")  # {send: m1, producer: p1}: here an option of send
     if len(ops) != 1:
         unknown = [key for key in raw if key not in OPS and key not in _options_of_any()]
         if unknown:

@@ -379,6 +379,8 @@ class Cluster:
     def _pump(self) -> None:
         """Every producer sends what it may now (after a step, after each simulated event)."""
         for client in self.producers.values():
+            if not client.queue:
+                continue
             while (batch := client.next_to_send(self.now_ms)) is not None:
                 self._dispatch(client, batch)
 

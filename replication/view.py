@@ -12,8 +12,8 @@ costs several times more to construct; both are immutable).
 >>> from replication.log import ReplicaLog
 >>> log = ReplicaLog.from_records([(0, "m1"), (1, "m2")], high_watermark=1)
 >>> replica = ReplicaView.of_log(2, log)
->>> replica.log_end_offset, replica.values(), replica.prefix(1)
-(2, ['m1', 'm2'], (LogRecord(offset=0, leader_epoch=0, value='m1'),))
+>>> replica.log_end_offset, replica.values(), replica.prefix(1)[0][:3]
+(2, ['m1', 'm2'], (0, 0, 'm1'))
 >>> replica.timeline_json()
 {'leo': 2, 'hw': 1, 'epoch': -1, 'online': True}
 >>> Violation("StrongIsr", 8, "replica 1 lacks offset 1").to_json()
