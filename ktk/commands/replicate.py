@@ -55,7 +55,8 @@ RUN_HELP = (
     "Run a scenario file (JSON or YAML) and print its timeline and verdict.\n\n" + EXIT_CODES_RUN
 )
 EXPLORE_HELP = (
-    "Run seeded random fault schedules; classify what breaks (S1-S5) and shrink each class to "
+    "Run seeded random fault schedules; classify what breaks (S1-S5; with --producer also "
+    "duplicates, reorderings and truncated reads) and shrink each class to "
     "a minimal scenario file that `ktk replicate FILE` replays.\n\n" + EXIT_CODES_EXPLORE
 )
 
@@ -297,6 +298,23 @@ def explore_command(
     link_cuts: bool = typer.Option(
         False, "--link-cuts", help="Also draw network link cuts and heals (one way or both)."
     ),
+    producer: bool = typer.Option(
+        False,
+        "--producer",
+        help="Send records through Kafka's producer (retries, requests in flight, idempotence) "
+        "and look for duplicates, reorderings and truncated reads too; implied by the options "
+        "below.",
+    ),
+    idempotence: bool | None = typer.Option(
+        None, "--idempotence/--no-idempotence", help="enable.idempotence (default off)."
+    ),
+    max_in_flight: int | None = typer.Option(
+        None, "--max-in-flight", help="max.in.flight.requests.per.connection (default 5)."
+    ),
+    retries: int | None = typer.Option(None, "--retries", help="retries (default 2147483647)."),
+    delivery_timeout_ms: int | None = typer.Option(
+        None, "--delivery-timeout-ms", help="delivery.timeout.ms (default 120000)."
+    ),
     schedules: int = typer.Option(1000, "--schedules", help="How many schedules to run."),
     seed: int = typer.Option(0, "--seed", help="Seed of the schedule generator."),
     invariants: str | None = typer.Option(None, "--invariants", help=INVARIANTS_HELP),
@@ -364,6 +382,18 @@ def explore_command(
             raise fail(f"--acks: must be 0, 1 or all (got {acks!r})")
         acks_value = int(acks)
     with reported_errors(), _progress(schedules) as progress:
+        settings = None
+        chosen = {
+            "idempotence": idempotence,
+            "max_in_flight": max_in_flight,
+            "retries": retries,
+            "delivery_timeout_ms": delivery_timeout_ms,
+        }
+        given = {name: value for name, value in chosen.items() if value is not None}
+        if producer or given:
+            from replication.producer import ProducerSettings
+
+            settings = ProducerSettings(acks=acks_value, **given)  # type: ignore[arg-type]
         if out_dir is not None:
             # refuse a foreign directory before running anything
             from ktkbase.outputs import plan_output_directory
@@ -378,6 +408,7 @@ def explore_command(
             unclean_leader_election=unclean,
             eligible_leader_replicas=elr,
             link_cuts=link_cuts,
+            producer=settings,
             schedules=schedules,
             seed=seed,
             invariants=_invariant_names(invariants),
@@ -396,7 +427,7 @@ def explore_command(
             for finding in report.findings:
                 out.print(f"\n# {escape(finding.file_name)}")
                 typer.echo(scenario_to_text(finding.scenario, "json"), nl=False)
-    if report.violating_schedules:
+    if report.violating_schedules or report.anomaly_counts:
         raise typer.Exit(EXIT_VIOLATIONS_FOUND)
 
 
