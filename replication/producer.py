@@ -303,19 +303,31 @@ class ProducerClient:
         self.queue.insert(position, batch)
 
     def expire(self, now_ms: int) -> list[Batch]:
-        """Queued batches past ``delivery.timeout.ms`` fail (``RecordAccumulator.expiredBatches``)."""
+        """Batches past ``delivery.timeout.ms`` fail, queued ones
+        (``RecordAccumulator.expiredBatches``) and in-flight ones
+        (``Sender.getExpiredInflightBatches``); an answer arriving later is ignored."""
         limit = self.settings.delivery_timeout_ms
         expired = [batch for batch in self.queue if now_ms >= batch.created_ms + limit]
         for batch in expired:
             self.queue.remove(batch)
             self.results[batch.value] = DELIVERY_TIMEOUT
-        return expired
+        late = [f.batch for f in self.in_flight if now_ms >= f.batch.created_ms + limit]
+        if late:
+            self.in_flight = [f for f in self.in_flight if f.batch not in late]
+            for batch in late:
+                self.results[batch.value] = DELIVERY_TIMEOUT
+        return expired + late
 
     def next_event_ms(self, now_ms: int) -> int | None:
         """The next time something happens on the client alone: a backoff ends, a request or a
         queued batch times out."""
-        times = [flight.deadline_ms for flight in self.in_flight if flight.deadline_ms > now_ms]
         limit = self.settings.delivery_timeout_ms
+        times = [flight.deadline_ms for flight in self.in_flight if flight.deadline_ms > now_ms]
+        times += [
+            flight.batch.created_ms + limit
+            for flight in self.in_flight
+            if flight.batch.created_ms + limit > now_ms
+        ]
         for batch in self.queue:
             if batch.retry_at_ms > now_ms:
                 times.append(batch.retry_at_ms)

@@ -70,6 +70,12 @@ VERDICTS: dict[str, dict[str, tuple[bool, bool]]] = {
     "s13-zombie-leader": dict.fromkeys(MODE_NAMES, (True, False)),
     # a lost produce answer and a retry: m1 twice in the log, nothing lost
     "s15-lost-produce-response": dict.fromkeys(MODE_NAMES, (False, False)),
+    # producers: duplicates and reordering lose nothing acknowledged
+    "s16-retry-duplicates": dict.fromkeys(MODE_NAMES, (False, False)),
+    "s17-retries-reorder-in-flight": dict.fromkeys(MODE_NAMES, (False, False)),
+    # the unclean election loses m2; the crashed old leader still holds it (diverged)
+    "s18-out-of-order-sequence-after-loss": dict.fromkeys(MODE_NAMES, (True, True)),
+    "s19-consumer-read-truncated": dict.fromkeys(MODE_NAMES, (True, False)),
     # KIP-320: the stale follower's fetch is fenced in current; older modes serve it
     "s14-stale-follower-fenced": {
         "pre-0.11": (True, True),
