@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import NamedTuple
 
 from replication.log import LogRecord
@@ -72,7 +73,9 @@ def final_log(view: ClusterView) -> tuple[LogRecord, ...]:
 
 def _lost(history: History) -> list[str]:
     present = {record.value for record in history.log}
-    return [f"acknowledged {value} is not in the log" for value in history.acked if value not in present]
+    return [
+        f"acknowledged {value} is not in the log" for value in history.acked if value not in present
+    ]
 
 
 def _duplicates(history: History) -> list[str]:
@@ -94,7 +97,7 @@ def _reordered(history: History) -> list[str]:
     for producer, values in history.sent:
         landed = [(first_offset[value], value) for value in values if value in first_offset]
         # the first value sent earlier that landed later
-        for (earlier_offset, earlier), (later_offset, later) in zip(landed, landed[1:]):
+        for (earlier_offset, earlier), (later_offset, later) in pairwise(landed):
             if later_offset < earlier_offset:
                 problems.append(
                     f"{producer} sent {earlier} before {later}; the log has {later} at "

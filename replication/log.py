@@ -108,11 +108,12 @@ class EpochEntry(NamedTuple):
 class LogStorage(Protocol):
     """Where a replica log keeps its data across a crash (the on-disk seam).
 
-    ``ReplicaLog`` calls ``append`` for every record (with its producer fields), ``truncate_to`` whenever its suffix is
-    removed (offsets >= ``end_offset`` go away), ``flush`` when the page cache is forced to disk,
-    and ``write_checkpoints`` whenever the high watermark or the epoch cache changes. After a
-    crash, ``recover(lose_unflushed)`` returns what a restarted broker finds: the records (all
-    appended ones when ``lose_unflushed`` is false, otherwise only the flushed ones), the
+    ``ReplicaLog`` calls ``append`` for every record (with its producer fields),
+    ``truncate_to`` whenever its suffix is removed (offsets >= ``end_offset`` go away),
+    ``flush`` when the page cache is forced to disk, and ``write_checkpoints`` whenever the high
+    watermark or the epoch cache changes. After a crash, ``recover(lose_unflushed)`` returns
+    what a restarted broker finds: the records (all appended ones when ``lose_unflushed`` is
+    false, otherwise only the flushed ones), the
     checkpointed high watermark and the checkpointed epoch entries.
     """
 
@@ -338,9 +339,7 @@ class ReplicaLog:
         """Every record at or after ``fetch_offset``."""
         return self._records[max(fetch_offset - self.log_start_offset, 0) :]
 
-    def append(
-        self, leader_epoch: int, value: str, producer: ProducerFields = NO_PRODUCER
-    ) -> int:
+    def append(self, leader_epoch: int, value: str, producer: ProducerFields = NO_PRODUCER) -> int:
         """Append as leader under ``leader_epoch``; returns the offset the record got."""
         offset = self.log_end_offset
         self.append_record(LogRecord(offset, leader_epoch, value, *producer))

@@ -106,7 +106,9 @@ must be an integer from 1 to 2,147,483,647 (got 0)
             raise ScenarioError('acks must be 0, 1, -1 or "all"', field="acks", value=acks)
         object.__setattr__(self, "acks", "all" if acks in ("all", -1, "-1") else int(acks))
         if not isinstance(self.idempotence, bool):
-            raise ScenarioError("must be true or false", field="idempotence", value=self.idempotence)
+            raise ScenarioError(
+                "must be true or false", field="idempotence", value=self.idempotence
+            )
         _integer(self.max_in_flight, "max_in_flight", 1, MAX_INT)
         _integer(self.retries, "retries", 0, MAX_INT)
         _integer(self.request_timeout_ms, "request_timeout_ms", 1, MAX_TIME_MS)
@@ -295,10 +297,7 @@ class ProducerClient:
             self.queue.insert(0, batch)
             return
         position = 0
-        while (
-            position < len(self.queue)
-            and 0 <= self.queue[position].sequence < batch.sequence
-        ):
+        while position < len(self.queue) and 0 <= self.queue[position].sequence < batch.sequence:
             position += 1
         self.queue.insert(position, batch)
 

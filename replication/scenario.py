@@ -660,10 +660,7 @@ def _producer_options(index: int, raw: Mapping[Any, Any]) -> list[tuple[str, Opt
         ProducerSettings(**given)
     except ScenarioError as error:
         raise ScenarioError(
-            error.message,
-            step=index,
-            field=error.field,
-            **({"value": error.value} if error.has_value else {}),
+            error.message, step=index, field=error.field, value=error.value
         ) from None
     return [(key, given[key]) for key in SETTING_FIELDS if key in given]
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
-from replication.checks import AnomalyFound, History, find_anomalies, final_log
+from replication.checks import AnomalyFound, History, final_log, find_anomalies
 from replication.controller import Controller
 from replication.invariants import (
     INVARIANT_NAMES,
@@ -370,7 +370,10 @@ class Cluster:
     def _answer(self, client: ProducerClient, batch: Batch, error: str) -> None:
         if not any(flight.batch is batch for flight in client.in_flight):
             return  # the producer stopped waiting for this request
-        if client.answer(batch, error, self.now_ms) == "ok" and batch.value not in self._acked_values:
+        if (
+            client.answer(batch, error, self.now_ms) == "ok"
+            and batch.value not in self._acked_values
+        ):
             self._acked_values.add(batch.value)
             self.acked.append(batch.value)
             if client.settings.acks == "all":

@@ -70,7 +70,9 @@ def test_only_the_last_five_batches_answer_a_retry_as_duplicate() -> None:
     replica = leader()
     for sequence in range(6):
         replica.append_as_leader(f"m{sequence}", acks="1", producer=ProducerFields(5, 0, sequence))
-    assert replica.append_as_leader("m1", acks="1", producer=ProducerFields(5, 0, 1))[0] == DUPLICATE
+    assert (
+        replica.append_as_leader("m1", acks="1", producer=ProducerFields(5, 0, 1))[0] == DUPLICATE
+    )
     # sequence 0 fell out of the five kept: no longer recognised, and out of order
     assert replica.append_as_leader("m0", acks="1", producer=ProducerFields(5, 0, 0))[0] == (
         OUT_OF_ORDER_SEQUENCE_NUMBER
@@ -338,9 +340,9 @@ def test_explorer_finds_shrinks_and_replays_duplicates_and_reordering_without_id
         assert replay.expect_failures == ()
         assert name in {found.anomaly for found in replay.final.anomalies}
     document = report.to_json()
-    assert document["anomalies"]["ReorderedWrite"]["count"] == report.anomaly_counts[
-        "ReorderedWrite"
-    ]
+    assert (
+        document["anomalies"]["ReorderedWrite"]["count"] == report.anomaly_counts["ReorderedWrite"]
+    )
     json.dumps(document)
 
 
