@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from replication.explore import build_scenario, classify, explore, generate_schedule
+from replication.producer import ProducerSettings
 from replication.scenario import load_scenario
 from replication.sim import run_scenario
 
@@ -33,6 +34,28 @@ CONFIGURATIONS: list[tuple[str, str, dict[str, Any]]] = [
         "current",
         "RF 3, min ISR 2, no lossy crash",
         {"brokers": (1, 2, 3), "min_insync_replicas": 2, "max_lossy_crashes": 0},
+    ),
+    (
+        "current",
+        "RF 3, min ISR 2, cuts, idempotent",
+        {
+            "brokers": (1, 2, 3),
+            "min_insync_replicas": 2,
+            "max_lossy_crashes": 0,
+            "link_cuts": True,
+            "producer": ProducerSettings(idempotence=True),
+        },
+    ),
+    (
+        "current",
+        "RF 3, min ISR 2, cuts, 5 in flight",
+        {
+            "brokers": (1, 2, 3),
+            "min_insync_replicas": 2,
+            "max_lossy_crashes": 0,
+            "link_cuts": True,
+            "producer": ProducerSettings(max_in_flight=5),
+        },
     ),
 ]
 
@@ -58,7 +81,14 @@ def replay_everything(
     counts: dict[str, int] = {}
     started = time.perf_counter()
     for index in range(schedules):
-        steps = generate_schedule(config, seed, index, max_lossy_crashes=lossy)
+        steps = generate_schedule(
+            config,
+            seed,
+            index,
+            max_lossy_crashes=lossy,
+            link_cuts=arguments.get("link_cuts", False),
+            producer=arguments.get("producer"),
+        )
         found = classify(run_scenario(build_scenario(f"schedule-{index}", config, steps)))
         if found is not None:
             counts[found] = counts.get(found, 0) + 1
@@ -102,7 +132,10 @@ def main() -> None:
             raise SystemExit(f"{mode} {label}: explorer {prefix.class_counts} != {peer_counts}")
         rate = report.schedules_per_second or 0.0
         peer_rate = peer_schedules / peer_seconds
-        firsts = ", ".join(f"{name} #{index}" for name, index in report.first_schedule.items())
+        firsts = ", ".join(
+            f"{name} #{index}"
+            for name, index in {**report.first_schedule, **report.first_anomaly}.items()
+        )
         print(
             f"{mode:<9} {label:<32} {rate:>11,.0f} {peer_rate:>8,.0f} {rate / peer_rate:>5.1f}x "
             f"{report.violating_schedules:>9}  {firsts or 'none'}"
