@@ -396,7 +396,7 @@ def classify(result: ScenarioResult) -> str | None:
     lossy_crashes = [
         (index, step.target)
         for index, step in enumerate(steps)
-        if step.op == "crash" and step.option("unflushed") == "lose"
+        if step.op == "crash" and step.option("unflushed") in ("lose", "torn")
     ]
     if lost & acked_alone or any(isr_before[i] == (broker,) for i, broker in lossy_crashes):
         return "S5"
@@ -764,7 +764,7 @@ def _simplify(
 
 def _simpler_versions(step: JsonObject) -> list[JsonObject]:
     simpler: list[JsonObject] = []
-    if step.get("unflushed") == "lose":
+    if step.get("unflushed") in ("lose", "torn"):
         simpler.append({key: value for key, value in step.items() if key != "unflushed"})
     if step.get("detected"):
         simpler.append({key: value for key, value in step.items() if key != "detected"})

@@ -134,7 +134,9 @@ class LogStorage(Protocol):
         self, high_watermark: int, epoch_entries: Sequence[EpochEntry]
     ) -> None: ...
 
-    def recover(self, lose_unflushed: bool) -> tuple[list[LogRecord], int, list[EpochEntry]]: ...
+    def recover(
+        self, lose_unflushed: bool, *, torn_tail: bool = False
+    ) -> tuple[list[LogRecord], int, list[EpochEntry]]: ...
 
 
 class LeaderEpochCache:
@@ -248,12 +250,14 @@ class ReplicaLog:
     """
 
     __slots__ = (
+        "_checkpointed_high_watermark",
         "_flushed",
         "_high_watermark",
         "_records",
         "_snapshot",
         "epoch_cache",
         "log_start_offset",
+        "checkpoint_every_change",
         "producers",
         "storage",
     )
@@ -284,6 +288,10 @@ class ReplicaLog:
             self.epoch_cache = LeaderEpochCache(epoch_entries)
         self._flushed = 0
         self._high_watermark = min(max(high_watermark, 0), self.log_end_offset)
+        # the HW a restart reads back; written on every change unless the owner checkpoints
+        # periodically (replica.high.watermark.checkpoint.interval.ms)
+        self.checkpoint_every_change = True
+        self._checkpointed_high_watermark = self._high_watermark
         self._write_checkpoints()
 
     @classmethod
@@ -317,6 +325,20 @@ class ReplicaLog:
     @property
     def flushed(self) -> int:
         return self._flushed
+
+    @property
+    def checkpointed_high_watermark(self) -> int:
+        """The HW in the replication-offset-checkpoint file: what a restart reads back."""
+        return self._checkpointed_high_watermark
+
+    def checkpoint_high_watermark(self) -> None:
+        """Write the HW checkpoint now (Kafka's periodic ``checkpointHighWatermarks``, and on a
+        clean shutdown)."""
+        self._checkpointed_high_watermark = self._high_watermark
+        if self.storage is not None:
+            self.storage.write_checkpoints(
+                self._checkpointed_high_watermark, self.epoch_cache.entries
+            )
 
     @property
     def latest_epoch(self) -> int:
@@ -389,15 +411,25 @@ class ReplicaLog:
         if self.storage is not None:
             self.storage.flush()
 
-    def recover_after_crash(self, lose_unflushed: bool) -> None:
+    def recover_after_crash(self, lose_unflushed: bool, *, torn_tail: bool = False) -> None:
         """What a restarted broker finds: all records, or only the flushed ones when the page
-        cache was lost; the checkpointed HW clamped to the recovered LEO; epoch entries that
-        start at or beyond the recovered LEO dropped (as Kafka's log recovery does)."""
+        cache was lost; with ``torn_tail`` the last record, if not flushed, was half written
+        and recovery cuts the log there (its CRC fails); the checkpointed HW clamped to the
+        recovered LEO; epoch entries that start at or beyond the recovered LEO dropped (as
+        Kafka's log recovery does)."""
+        torn_tail = torn_tail and self.log_end_offset > self._flushed
         if self.storage is not None:
-            records, high_watermark, entries = self.storage.recover(lose_unflushed)
+            if torn_tail:
+                records, high_watermark, entries = self.storage.recover(
+                    lose_unflushed, torn_tail=True
+                )
+            else:
+                records, high_watermark, entries = self.storage.recover(lose_unflushed)
         else:
             records = self._records[: self._flushed] if lose_unflushed else list(self._records)
-            high_watermark = self._high_watermark
+            if torn_tail and not lose_unflushed:
+                records = records[:-1]
+            high_watermark = self._checkpointed_high_watermark
             entries = list(self.epoch_cache.entries)
         self._records = list(records)
         self._snapshot = None
@@ -406,6 +438,7 @@ class ReplicaLog:
         self.epoch_cache = LeaderEpochCache(entry for entry in entries if entry.start_offset < end)
         self._flushed = end
         self._high_watermark = min(max(high_watermark, self.log_start_offset), end)
+        self._checkpointed_high_watermark = self._high_watermark
 
     def _store(self, record: LogRecord) -> None:
         self._records.append(record)
@@ -437,8 +470,12 @@ class ReplicaLog:
                 self._note_producer(record)
 
     def _write_checkpoints(self) -> None:
+        if self.checkpoint_every_change:
+            self._checkpointed_high_watermark = self._high_watermark
         if self.storage is not None:
-            self.storage.write_checkpoints(self._high_watermark, self.epoch_cache.entries)
+            self.storage.write_checkpoints(
+                self._checkpointed_high_watermark, self.epoch_cache.entries
+            )
 
 
 def render_log(log: ReplicaLog) -> str:

@@ -59,7 +59,16 @@ EXPECT_KEYS = (
     "unclean_elections",
     "violations",
 )
-BROKER_OPS = ("fetch", "crash", "restart", "shutdown", "flush", "isolate", "heal")
+BROKER_OPS = (
+    "fetch",
+    "crash",
+    "restart",
+    "shutdown",
+    "flush",
+    "isolate",
+    "heal",
+    "fail_log_dir",
+)
 # ops on one network link: ``cut: {from: 1, to: 2, both: false}`` (``heal`` takes a broker id
 # to end an ``isolate``, or a link like ``cut``)
 LINK_OPS = ("cut", "heal")
@@ -139,6 +148,9 @@ to 1,000,000,000,000 (got 0)
     # protocol switches (None: as the mode says), for scenarios S6 and S7
     maximal_isr: bool | None = None
     leso_isr_join: bool | None = None
+    # replica.high.watermark.checkpoint.interval.ms (None: the HW checkpoint is written on
+    # every HW change; Kafka writes it every 5,000 ms)
+    high_watermark_checkpoint_interval_ms: int | None = None
 
     def __post_init__(self) -> None:
         brokers = _broker_list(self.brokers, "config.brokers")
@@ -165,6 +177,13 @@ to 1,000,000,000,000 (got 0)
             ("alter_partition_delay_ms", 0),
         ):
             _integer(getattr(self, name), f"config.{name}", minimum, MAX_TIME_MS)
+        if self.high_watermark_checkpoint_interval_ms is not None:
+            _integer(
+                self.high_watermark_checkpoint_interval_ms,
+                "config.high_watermark_checkpoint_interval_ms",
+                1,
+                MAX_TIME_MS,
+            )
         # last: each field is checked on its own first
         for replica in replicas:
             if replica not in brokers:
@@ -174,8 +193,12 @@ to 1,000,000,000,000 (got 0)
 
     @property
     def clock_tick_ms(self) -> int:
-        """How often a leader checks for lagging followers (replica.lag.time.max.ms / 2)."""
-        return max(self.replica_lag_time_max_ms // 2, 1)
+        """How often a periodic task runs: the leader's check for lagging followers
+        (replica.lag.time.max.ms / 2), or the HW checkpoint when that is more often."""
+        tick = max(self.replica_lag_time_max_ms // 2, 1)
+        if self.high_watermark_checkpoint_interval_ms is not None:
+            tick = min(tick, self.high_watermark_checkpoint_interval_ms)
+        return tick
 
 
 @dataclass(frozen=True, slots=True)
@@ -791,9 +814,9 @@ def _parse_option(index: int, key: str, value: object) -> OptionValue:
             raise ScenarioError("response must be ok or lost", step=index, field=key, value=value)
         return value
     if key == "unflushed":
-        if not isinstance(value, str) or value not in ("keep", "lose"):
+        if not isinstance(value, str) or value not in ("keep", "lose", "torn"):
             raise ScenarioError(
-                "unflushed must be keep or lose", step=index, field=key, value=value
+                "unflushed must be keep, lose or torn", step=index, field=key, value=value
             )
         return value
     if key == "detected":

@@ -1,6 +1,6 @@
 """A deterministic discrete-event cluster of one partition: brokers with replica logs, a
 controller, a simulated clock, a network that can isolate brokers and lose replies, crashes that
-keep or lose unflushed data, producers and consumers. Nothing here reads the wall clock or a
+keep, lose or tear unflushed data, failed log directories, producers and consumers. Nothing here reads the wall clock or a
 global random generator: the same steps give the same run, byte for byte.
 
 S1 (KIP-101 scenario 1) in ``pre-0.11``: the follower restarts, truncates to its lagging HW and
@@ -109,6 +109,8 @@ class Broker:
     silent_since_ms: int | None = None
     # restarted while cut off: registers with the controller once reachable
     needs_registration: bool = False
+    # the log directory holding the partition failed: the replica is offline, the process runs
+    log_dir_failed: bool = False
 
 
 @dataclass(slots=True)
@@ -184,11 +186,13 @@ class Cluster:
         self.brokers: dict[int, Broker] = {}
         for broker_id in config.replicas:
             storage = storage_factory(broker_id) if storage_factory is not None else None
+            log = ReplicaLog(storage=storage)
+            log.checkpoint_every_change = config.high_watermark_checkpoint_interval_ms is None
             replica = PartitionReplica(
                 broker_id,
                 config.replicas,
                 mode,
-                log=ReplicaLog(storage=storage),
+                log=log,
                 min_insync_replicas=config.min_insync_replicas,
                 lag_time_max_ms=config.replica_lag_time_max_ms,
             )
@@ -474,6 +478,8 @@ class Cluster:
         replica = broker.replica
         if not broker.online:
             return "offline"
+        if broker.log_dir_failed:
+            return "log directory offline"
         if replica.role == "leader":
             return "is leader"
         if replica.leader_id == -1:
@@ -507,6 +513,8 @@ class Cluster:
         broker = self.brokers[broker_id]
         if not broker.online:
             return "offline"
+        if broker.log_dir_failed:
+            return "log directory offline"
         broker.replica.log.flush()
         return f"flushed to {broker.replica.log.flushed}"
 
@@ -541,7 +549,11 @@ class Cluster:
         eligible = self.controller.eligible_brokers()
         broker_epochs = self.controller.broker_epochs()
         for broker in self.brokers.values():
-            if not broker.online or not self.hears(CONTROLLER, broker.broker_id):
+            if (
+                not broker.online
+                or broker.log_dir_failed
+                or not self.hears(CONTROLLER, broker.broker_id)
+            ):
                 continue
             replica = broker.replica
             replica.eligible_brokers = eligible
@@ -572,22 +584,32 @@ class Cluster:
 
     # ------------------------------------------------------------------ faults
 
-    def crash(self, broker_id: int, lose_unflushed: bool = False, detected: bool = False) -> str:
+    def crash(
+        self,
+        broker_id: int,
+        lose_unflushed: bool = False,
+        detected: bool = False,
+        torn_tail: bool = False,
+    ) -> str:
         broker = self.brokers[broker_id]
         if not broker.online:
             return "already offline"
         broker.online = False
-        flushed = broker.replica.log.flushed
-        lost = broker.replica.log.log_end_offset - flushed if lose_unflushed else 0
-        broker.replica.log.recover_after_crash(lose_unflushed)
+        log = broker.replica.log
+        before = log.log_end_offset
+        log.recover_after_crash(lose_unflushed, torn_tail=torn_tail)
+        lost = before - log.log_end_offset
         broker.replica.go_offline()
         self.in_flight = [i for i in self.in_flight if i.request.leader_id != broker_id]
-        if lose_unflushed:
+        if lose_unflushed or lost:
             self.lossy_shutdowns += 1
         if broker.silent_since_ms is None:
             broker.silent_since_ms = self.now_ms
         self._complete_produces()
-        outcome = f"lost {lost} unflushed records" if lose_unflushed else "crashed"
+        if torn_tail:
+            outcome = f"torn tail: recovery cut {lost} records" if lost else "crashed"
+        else:
+            outcome = f"lost {lost} unflushed records" if lose_unflushed else "crashed"
         if detected:
             self.controller.fence(broker_id)
             self._propagate()
@@ -603,6 +625,8 @@ class Cluster:
             self.controller.controlled_shutdown(broker_id)
             self._propagate()
         broker.replica.log.flush()
+        # a clean shutdown writes the HW checkpoint last (ReplicaManager.shutdown)
+        broker.replica.log.checkpoint_high_watermark()
         broker.online = False
         broker.replica.log.recover_after_crash(lose_unflushed=False)
         broker.replica.go_offline()
@@ -614,8 +638,35 @@ class Cluster:
         self._complete_produces()
         return "shut down"
 
+    def fail_log_dir(self, broker_id: int) -> str:
+        """The broker's log directory fails (an I/O error): the replica goes offline while the
+        process keeps running and heartbeating. The controller learns it (KIP-858's heartbeat
+        with offline log directories; the ZooKeeper-era log-dir event notification) and treats
+        the replica as unavailable: out of the ISR and leadership, not electable, as fencing
+        does for this one partition. The directory comes back (with its data) when the broker
+        restarts."""
+        broker = self.brokers[broker_id]
+        if not broker.online:
+            return "offline"
+        if broker.log_dir_failed:
+            return "log directory already offline"
+        broker.log_dir_failed = True
+        broker.replica.go_offline()
+        self.in_flight = [i for i in self.in_flight if i.request.leader_id != broker_id]
+        self._complete_produces()
+        if not self.hears(broker_id, CONTROLLER):
+            return "log directory offline (controller not told: cut off)"
+        self.controller.fence(broker_id)
+        self._propagate()
+        return "log directory offline; replica out of ISR and leadership"
+
     def restart(self, broker_id: int) -> str:
         broker = self.brokers[broker_id]
+        if broker.log_dir_failed:
+            # a restart is how the directory comes back: stop the process, then start it
+            broker.log_dir_failed = False
+            broker.replica.log.recover_after_crash(lose_unflushed=False)
+            broker.online = False
         if broker.online:
             return "already running"
         broker.online = True
@@ -660,6 +711,13 @@ class Cluster:
         if broker.isolated or not broker.online:
             return None
         broker_id = broker.broker_id
+        if broker.log_dir_failed:
+            # the controller hears of the failed directory now; the replica stays offline
+            if self.hears(broker_id, CONTROLLER):
+                broker.silent_since_ms = None
+                self.controller.fence(broker_id)
+                self._propagate()
+            return None
         if broker.needs_registration:
             if not self.connected(broker_id, CONTROLLER):
                 return None
@@ -739,6 +797,9 @@ class Cluster:
         period = max(self.config.replica_lag_time_max_ms // 2, 1)
         next_tick = (self.now_ms // period + 1) * period
         candidates.append(next_tick)
+        interval = self.config.high_watermark_checkpoint_interval_ms
+        if interval is not None:
+            candidates.append((self.now_ms // interval + 1) * interval)
         for broker in self.brokers.values():
             if broker.silent_since_ms is not None and not self._fenced(broker.broker_id):
                 deadline = broker.silent_since_ms + self.config.broker_session_timeout_ms
@@ -762,6 +823,12 @@ class Cluster:
 
     def _fire_events(self) -> list[str]:
         events: list[str] = []
+        interval = self.config.high_watermark_checkpoint_interval_ms
+        if interval is not None and self.now_ms % interval == 0:
+            # ReplicaManager's periodic checkpointHighWatermarks on every running broker
+            for broker in self.brokers.values():
+                if broker.online:
+                    broker.replica.log.checkpoint_high_watermark()
         self._deliver_alter_partitions()
         for broker in self.brokers.values():
             silent = broker.silent_since_ms
@@ -826,7 +893,7 @@ class Cluster:
                 log.high_watermark,
                 broker.replica.leader_epoch,
                 log.epoch_cache.entries,
-                broker.online,
+                broker.online and not broker.log_dir_failed,
                 broker.isolated,
             )
             replicas.append(replica_view)
@@ -935,6 +1002,7 @@ class Cluster:
                 cast(int, target),
                 lose_unflushed=step.option("unflushed") == "lose",
                 detected=bool(step.option("detected", False)),
+                torn_tail=step.option("unflushed") == "torn",
             )
         if op == "advance_ms":
             return self.advance(cast(int, target))

@@ -716,11 +716,14 @@ class DiskLogStorage:
         )
 
     def recover(
-        self, lose_unflushed: bool = False
+        self, lose_unflushed: bool = False, *, torn_tail: bool = False
     ) -> tuple[list[LogRecord], int, list[EpochEntry]]:
         """Restart after a hard crash: ``(records, high watermark, epoch entries)`` from disk.
 
         With ``lose_unflushed`` every segment is first cut back to its last flushed length.
+        With ``torn_tail`` the last byte of the active segment, when it is past the flushed
+        length, is damaged first (a write torn by the crash): recovery finds the last batch's
+        CRC wrong and cuts the log there.
         Indexes are rebuilt from the log files and everything recovered counts as flushed (Kafka
         moves the recovery point to the log end). The high watermark and epoch entries are
         returned as checkpointed (0 and none when a file is missing); clamping them to the
@@ -731,6 +734,14 @@ class DiskLogStorage:
                 if segment.size > segment.flushed_size:
                     with open(segment.log_path, "r+b") as handle:
                         handle.truncate(segment.flushed_size)
+        elif torn_tail:
+            active = self._segments[-1]
+            if active.size > active.flushed_size:
+                with open(active.log_path, "r+b") as handle:
+                    handle.seek(active.size - 1)
+                    last = handle.read(1)
+                    handle.seek(active.size - 1)
+                    handle.write(bytes([last[0] ^ 0xFF]))
         self._load()
         self._move_recovery_point(self.log_end_offset)
         records = [

@@ -76,6 +76,15 @@ VERDICTS: dict[str, dict[str, tuple[bool, bool]]] = {
     # the unclean election loses m2; the crashed old leader still holds it (diverged)
     "s18-out-of-order-sequence-after-loss": dict.fromkeys(MODE_NAMES, (True, True)),
     "s19-consumer-read-truncated": dict.fromkeys(MODE_NAMES, (True, False)),
+    # disk faults: a stale HW checkpoint loses m1 only where a restart truncates to the HW
+    "s20-stale-hw-checkpoint": {
+        "pre-0.11": (True, False),
+        "kip-101": (False, False),
+        "kip-279": (False, False),
+        "current": (False, False),
+    },
+    "s21-torn-tail": dict.fromkeys(MODE_NAMES, (True, False)),
+    "s22-failed-log-dir": dict.fromkeys(MODE_NAMES, (False, False)),
     # KIP-320: the stale follower's fetch is fenced in current; older modes serve it
     "s14-stale-follower-fenced": {
         "pre-0.11": (True, True),
@@ -278,7 +287,7 @@ BASE = '"name": "bad", "config": {"brokers": [1, 2], "replicas": [1, 2]}'
         ),
         (
             '[{"crash": 1, "unflushed": "maybe"}]',
-            "step 0: unflushed: unflushed must be keep or lose",
+            "step 0: unflushed: unflushed must be keep, lose or torn",
         ),
         ('[{"fetch": 1, "acks": 1}]', "step 0: acks: field not allowed on fetch"),
         ('[{"elect": 7}]', "step 0: elect: elect takes auto, preferred, unclean or a replica id"),

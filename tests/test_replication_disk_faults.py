@@ -1,0 +1,147 @@
+"""Disk faults in the replication simulator: a torn tail found by recovery, a failed log
+directory, and a high-watermark checkpoint written periodically rather than on every change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replication.errors import ScenarioError
+from replication.log import ReplicaLog
+from replication.modes import MODE_NAMES
+from replication.scenario import load_scenario
+from replication.sim import run_scenario
+from replication.storage import DiskLogStorage
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIOS = REPO / "examples" / "scenarios"
+
+
+def scenario(steps: str, config: str = "{brokers: [1, 2], replicas: [1, 2]}") -> str:
+    return f"name: t\nconfig: {config}\nsteps:\n{steps}"
+
+
+def test_torn_tail_cuts_only_the_last_unflushed_record_in_memory() -> None:
+    log = ReplicaLog()
+    for value in ("a", "b", "c"):
+        log.append(0, value)
+    log.recover_after_crash(lose_unflushed=False, torn_tail=True)
+    assert log.values() == ["a", "b"]
+    log.flush()
+    log.recover_after_crash(lose_unflushed=False, torn_tail=True)  # nothing unflushed: kept
+    assert log.values() == ["a", "b"]
+
+
+def test_torn_tail_on_disk_is_found_by_the_crc_check(tmp_path: Path) -> None:
+    log = ReplicaLog(storage=DiskLogStorage(tmp_path / "broker-1"))
+    for value in ("a", "b", "c"):
+        log.append(0, value)
+    log.recover_after_crash(lose_unflushed=False, torn_tail=True)
+    assert log.values() == ["a", "b"]
+    again = DiskLogStorage(tmp_path / "broker-1")
+    assert [record.value for record in again.read()] == ["a", "b"]
+
+
+@pytest.mark.parametrize("mode", MODE_NAMES)
+def test_torn_write_loses_the_torn_record_but_keeps_the_unflushed_one_before(mode: str) -> None:
+    result = run_scenario(load_scenario(SCENARIOS / "s21-torn-tail.yaml"), mode)
+    assert result.expect_failures == ()
+    assert result.final.replica(1).values() == ["m1", "m2"]
+
+
+def test_torn_tail_in_a_log_dir_run_gives_the_same_verdict(tmp_path: Path) -> None:
+    def storage(broker_id: int) -> DiskLogStorage:
+        return DiskLogStorage(tmp_path / f"broker-{broker_id}")
+
+    result = run_scenario(load_scenario(SCENARIOS / "s21-torn-tail.yaml"), storage_factory=storage)
+    assert result.expect_failures == ()
+
+
+@pytest.mark.parametrize("mode", MODE_NAMES)
+def test_failed_log_dir_moves_leadership_and_loses_nothing(mode: str) -> None:
+    result = run_scenario(load_scenario(SCENARIOS / "s22-failed-log-dir.yaml"), mode)
+    assert result.expect_failures == ()
+    assert result.violations == ()
+
+
+def test_failed_log_dir_on_a_broker_cut_off_from_the_controller_is_reported_on_heal() -> None:
+    text = scenario(
+        """  - {cut: {from: 1, to: controller}}
+  - {fail_log_dir: 1}
+  - expect: {leader: 1}
+  - {heal: {from: 1, to: controller}}
+  - expect: {leader: 2, isr: [2]}
+"""
+    )
+    result = run_scenario(load_scenario(text), "current")
+    assert result.expect_failures == ()
+
+
+def test_failed_log_dir_replica_neither_fetches_nor_serves() -> None:
+    text = scenario("  - {fail_log_dir: 2}\n  - {fetch: 2}\n  - {flush: 2}\n")
+    result = run_scenario(load_scenario(text), "current")
+    assert [entry.result for entry in result.timeline[1:]] == [
+        "log directory offline",
+        "log directory offline",
+    ]
+    assert not result.final.replica(2).online
+
+
+@pytest.mark.parametrize("mode", MODE_NAMES)
+def test_stale_hw_checkpoint_loses_committed_data_only_where_restart_truncates_to_hw(
+    mode: str,
+) -> None:
+    result = run_scenario(load_scenario(SCENARIOS / "s20-stale-hw-checkpoint.yaml"), mode)
+    assert result.expect_failures == ()
+    assert bool(result.acked_lost) is (mode == "pre-0.11")
+
+
+def test_hw_checkpoint_written_every_change_by_default_keeps_m1() -> None:
+    text = (SCENARIOS / "s20-stale-hw-checkpoint.yaml").read_text(encoding="utf-8")
+    every_change = text.replace("  high_watermark_checkpoint_interval_ms: 5000\n", "")
+    assert every_change != text
+    loaded = load_scenario(every_change.replace("    modes: [pre-0.11]", "    modes: [current]"))
+    assert run_scenario(loaded, "pre-0.11").acked_lost == []
+
+
+def test_periodic_checkpoint_tick_and_clean_shutdown_write_the_hw() -> None:
+    text = scenario(
+        """  - {produce: m1}
+  - {fetch: 2}
+  - {fetch: 2}
+  - {fetch: 2}
+  - {advance_ms: 5000}
+""",
+        "{brokers: [1, 2], replicas: [1, 2], high_watermark_checkpoint_interval_ms: 5000}",
+    )
+    from replication.sim import Runner, effective_mode
+
+    loaded = load_scenario(text)
+    runner = Runner(loaded.config, effective_mode(loaded.config))
+    for step in loaded.steps[:4]:
+        runner.step(step)
+    follower = runner.cluster.brokers[2].replica.log
+    assert (follower.high_watermark, follower.checkpointed_high_watermark) == (1, 0)
+    runner.step(loaded.steps[4])
+    assert follower.checkpointed_high_watermark == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            scenario(
+                "  - {fetch: 2}\n",
+                "{brokers: [1], replicas: [1], high_watermark_checkpoint_interval_ms: 0}",
+            ),
+            "config.high_watermark_checkpoint_interval_ms: must be an integer from 1",
+        ),
+        (scenario("  - {crash: 1, unflushed: shredded}\n"), "step 0: unflushed: unflushed must"),
+        (scenario("  - {fail_log_dir: 9}\n"), "step 0: fail_log_dir: unknown broker (got 9)"),
+    ],
+)
+def test_bad_disk_fault_input_names_step_and_field(text: str, message: str) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(text)
+    assert message in str(caught.value)
