@@ -255,9 +255,9 @@ class ReplicaLog:
         "_high_watermark",
         "_records",
         "_snapshot",
+        "checkpoint_every_change",
         "epoch_cache",
         "log_start_offset",
-        "checkpoint_every_change",
         "producers",
         "storage",
     )

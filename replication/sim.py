@@ -1,7 +1,8 @@
 """A deterministic discrete-event cluster of one partition: brokers with replica logs, a
 controller, a simulated clock, a network that can isolate brokers and lose replies, crashes that
-keep, lose or tear unflushed data, failed log directories, producers and consumers. Nothing here reads the wall clock or a
-global random generator: the same steps give the same run, byte for byte.
+keep, lose or tear unflushed data, failed log directories, producers and consumers. Nothing
+here reads the wall clock or a global random generator: the same steps give the same run, byte
+for byte.
 
 S1 (KIP-101 scenario 1) in ``pre-0.11``: the follower restarts, truncates to its lagging HW and
 is then elected, so the acknowledged m2 disappears; ``current`` keeps it:
