@@ -44,6 +44,9 @@ class History(NamedTuple):
     sent: tuple[tuple[str, tuple[str, ...]], ...]
     # consumer id -> (offset, value) in the order read
     reads: tuple[tuple[str, tuple[tuple[int, str], ...]], ...]
+    # where the final log starts, and what was deleted below a log start on purpose
+    log_start_offset: int = 0
+    deleted: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +65,17 @@ class Anomaly:
     check: Callable[[History], list[str]]
 
 
-def final_log(view: ClusterView) -> tuple[LogRecord, ...]:
-    """The log the checks compare with: the leader's; with no leader, the longest log of a
-    running replica (of any replica when none runs)."""
+def final_replica(view: ClusterView) -> ReplicaView:
+    """The replica whose log the checks compare with: the leader's; with no leader, the
+    longest log of a running replica (of any replica when none runs)."""
     if view.leader_replica is not None:
-        return view.leader_replica.records
+        return view.leader_replica
     candidates: Sequence[ReplicaView] = [r for r in view.replicas if r.online] or view.replicas
-    return max(candidates, key=lambda r: r.log_end_offset).records
+    return max(candidates, key=lambda r: r.log_end_offset)
 
 
 def _lost(history: History) -> list[str]:
-    present = {record.value for record in history.log}
+    present = {record.value for record in history.log} | history.deleted
     return [
         f"acknowledged {value} is not in the log" for value in history.acked if value not in present
     ]
@@ -112,6 +115,8 @@ def _truncated_reads(history: History) -> list[str]:
     problems = []
     for consumer, reads in history.reads:
         for offset, value in reads:
+            if offset < history.log_start_offset:
+                continue  # deleted on purpose since
             now = by_offset.get(offset)
             if now != value:
                 there = "nothing there" if now is None else f"{now} there"

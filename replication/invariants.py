@@ -79,10 +79,17 @@ def strong_isr(leader_id: int, leader: ReplicaView, isr: Iterable[ReplicaView]) 
 
 
 def first_difference(first: ReplicaView, second: ReplicaView, limit: int) -> int | None:
-    """The first offset below ``limit`` where the two logs differ (a missing record counts)."""
-    if limit <= 0 or first.prefix(limit) == second.prefix(limit):
-        return None
-    for offset in range(limit):
+    """The first offset below ``limit`` where the two logs differ (a missing record counts);
+    offsets below either log's start (deleted on purpose) are not compared."""
+    start = first.log_start_offset
+    if start == second.log_start_offset:
+        if limit <= start or first.prefix(limit) == second.prefix(limit):
+            return None
+    else:
+        start = max(start, second.log_start_offset)
+        if limit <= start:
+            return None
+    for offset in range(start, limit):
         if first.record_at(offset) != second.record_at(offset):
             return offset
     return None
@@ -128,18 +135,19 @@ def _leader_completeness(view: ClusterView, _memory: InvariantMemory) -> list[st
     leader = view.leader_replica
     if leader is None or not (view.committed or view.acked_all):
         return []
-    values = leader.values()
+    start = leader.log_start_offset
     missing = [
         f"leader {leader.broker_id} lacks committed {value} at offset {offset}"
         for offset, value in view.committed
-        if offset >= len(values) or values[offset] != value
+        if offset >= start
+        and ((record := leader.record_at(offset)) is None or record.value != value)
     ]
     if view.acked_all:
-        present = set(values)
+        present = set(leader.values())
         missing += [
             f"leader {leader.broker_id} lacks acknowledged {value}"
             for value in view.acked_all
-            if value not in present
+            if value not in present and value not in view.deleted
         ]
     return missing
 
@@ -192,7 +200,7 @@ def _consistent_read(view: ClusterView, _memory: InvariantMemory) -> list[str]:
         f"{record.value if record else None}"
         for consumer in view.consumers
         for offset, value in consumer.records
-        if offset < leader_log.high_watermark
+        if leader_log.log_start_offset <= offset < leader_log.high_watermark
         and ((record := leader_log.record_at(offset)) is None or record.value != value)
     ]
 
@@ -202,7 +210,11 @@ def _no_committed_record_lost_globally(view: ClusterView, _memory: InvariantMemo
     if not view.acked_all or view.lossy_shutdowns >= view.min_insync_replicas:
         return []
     everywhere = {value for replica in view.replicas for value in replica.values()}
-    return [f"acknowledged {v} is on no replica" for v in view.acked_all if v not in everywhere]
+    return [
+        f"acknowledged {v} is on no replica"
+        for v in view.acked_all
+        if v not in everywhere and v not in view.deleted
+    ]
 
 
 def _valid_controller_isr_and_elr(view: ClusterView, _memory: InvariantMemory) -> list[str]:

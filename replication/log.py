@@ -128,6 +128,10 @@ class LogStorage(Protocol):
 
     def truncate_to(self, end_offset: int) -> None: ...
 
+    def delete_below(self, start_offset: int) -> None: ...
+
+    def truncate_fully_and_start_at(self, offset: int) -> None: ...
+
     def flush(self) -> None: ...
 
     def write_checkpoints(
@@ -181,6 +185,24 @@ class LeaderEpochCache:
         ):
             self._entries.pop()
         self._entries.append(EpochEntry(epoch, start_offset))
+        self._snapshot = None
+        return True
+
+    def truncate_from_start(self, start_offset: int) -> bool:
+        """``LeaderEpochFileCache.truncateFromStart``: entries that start below ``start_offset``
+        go, except the latest of them, which now starts at ``start_offset``.
+
+        >>> cache = LeaderEpochCache([EpochEntry(0, 0), EpochEntry(1, 3), EpochEntry(2, 8)])
+        >>> cache.truncate_from_start(5), cache.entries
+        (True, (EpochEntry(epoch=1, start_offset=5), EpochEntry(epoch=2, start_offset=8)))
+        """
+        below = [entry for entry in self._entries if entry.start_offset < start_offset]
+        if not below:
+            return False
+        kept = [entry for entry in self._entries if entry.start_offset >= start_offset]
+        if not kept or kept[0].start_offset != start_offset:
+            kept.insert(0, EpochEntry(below[-1].epoch, start_offset))
+        self._entries = kept
         self._snapshot = None
         return True
 
@@ -398,6 +420,40 @@ class ReplicaLog:
         self._high_watermark = min(self._high_watermark, end_offset)
         self._write_checkpoints()
 
+    def delete_below(self, start_offset: int) -> bool:
+        """Move the log start offset up to ``start_offset`` (never past the HW), deleting the
+        records below it: retention or DeleteRecords on a leader, the leader's log start on a
+        follower (``UnifiedLog.maybeIncrementLogStartOffset``). True when it moved."""
+        start_offset = min(start_offset, self._high_watermark)
+        if start_offset <= self.log_start_offset:
+            return False
+        del self._records[: start_offset - self.log_start_offset]
+        self._snapshot = None
+        self.log_start_offset = start_offset
+        self._flushed = max(self._flushed, start_offset)
+        self.epoch_cache.truncate_from_start(start_offset)
+        if self.producers:
+            self._rebuild_producers()
+        if self.storage is not None:
+            self.storage.delete_below(start_offset)
+        self._write_checkpoints()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every record and start the log (empty) at ``offset``: a follower whose log
+        ends below the leader's log start (``AbstractFetcherThread``, ``truncateFullyAndStartAt``:
+        the epoch cache is cleared, HW and log start move to ``offset``)."""
+        self._records = []
+        self._snapshot = None
+        self.log_start_offset = offset
+        self._flushed = offset
+        self._high_watermark = offset
+        self.epoch_cache = LeaderEpochCache()
+        self.producers = {}
+        if self.storage is not None:
+            self.storage.truncate_fully_and_start_at(offset)
+        self._write_checkpoints()
+
     def update_high_watermark(self, high_watermark: int) -> None:
         """Set HW, clamped to [log start, LEO]; it may go down (a follower told so by a leader)."""
         clamped = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
@@ -426,7 +482,8 @@ class ReplicaLog:
             else:
                 records, high_watermark, entries = self.storage.recover(lose_unflushed)
         else:
-            records = self._records[: self._flushed] if lose_unflushed else list(self._records)
+            flushed = max(self._flushed - self.log_start_offset, 0)
+            records = self._records[:flushed] if lose_unflushed else list(self._records)
             if torn_tail and not lose_unflushed:
                 records = records[:-1]
             high_watermark = self._checkpointed_high_watermark

@@ -535,6 +535,10 @@ class PartitionReplica:
         if self.mode.flush_before_ack and response.records:
             log.flush()
         log.update_high_watermark(min(response.high_watermark, log.log_end_offset))
+        # the leader's log start, unless it is past this replica's HW (Kafka refuses that)
+        leader_start = response.leader_log_start_offset
+        if log.log_start_offset < leader_start <= log.high_watermark:
+            log.delete_below(leader_start)
         return f"fetched {len(response.records)} records"
 
     def _handle_out_of_range(self, response: FetchResponse) -> str:
@@ -544,8 +548,8 @@ class PartitionReplica:
             log.truncate_to(response.leader_log_end_offset)
             return f"out of range: truncated to {log.log_end_offset}"
         if response.leader_log_start_offset > log.log_end_offset:
-            log.truncate_to(log.log_start_offset)
-            return "out of range: log reset"
+            log.truncate_fully_and_start_at(response.leader_log_start_offset)
+            return f"out of range: log restarted at the leader's log start {log.log_start_offset}"
         return "out of range"
 
     def apply_epoch_answer(self, epoch: int, end_offset: int) -> tuple[str, bool]:

@@ -76,6 +76,7 @@ LINK_OPS = ("cut", "heal")
 LINK_ENDPOINTS = ("controller", "clients")
 OPS = (
     *BROKER_OPS,
+    "delete_records",
     "cut",
     "produce",
     "producer",
@@ -782,6 +783,8 @@ def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) ->
         return _identifier(str(value), op, index)
     if op == "advance_ms":
         return _integer(value, op, 0, MAX_TIME_MS, step=index)
+    if op == "delete_records":
+        return _integer(value, op, 0, MAX_STEPS, step=index)
     if op == "elect":
         if isinstance(value, str) and value in ELECT_KINDS:
             return value

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
-from replication.checks import AnomalyFound, History, final_log, find_anomalies
+from replication.checks import AnomalyFound, History, final_replica, find_anomalies
 from replication.controller import Controller
 from replication.invariants import (
     INVARIANT_NAMES,
@@ -217,6 +217,8 @@ class Cluster:
         # producers declared by ``producer`` steps, by name, in declaration order
         self.producers: dict[str, ProducerClient] = {}
         self._acked_values: set[str] = set()
+        # values below a log start a leader moved (delete_records)
+        self.deleted: frozenset[str] = frozenset()
         self._propagate()
 
     # ------------------------------------------------------------------ queries
@@ -464,6 +466,10 @@ class Cluster:
             # out of range without validation: reset to the latest committed offset
             consumer.position = log.high_watermark
             note = "offset out of range, reset; "
+        elif consumer.position < log.log_start_offset:
+            # deleted below the position: auto.offset.reset=earliest
+            consumer.position = log.log_start_offset
+            note = "offset out of range (deleted), reset to the log start; "
         read = [r for r in log.read_from(consumer.position) if r.offset < log.high_watermark]
         for record in read:
             consumer.records.append((record.offset, record.value))
@@ -760,6 +766,24 @@ class Cluster:
         self._complete_produces()
         return "healed " + _link_text(source, target, both) + "".join(f", {o}" for o in outcomes)
 
+    def delete_records(self, offset: int) -> str:
+        """DeleteRecords (KIP-107) on the leader: its log start moves to ``offset`` and the
+        records below are deleted (retention deleting old segments moves it the same way).
+        Past the HW it is refused, as ``maybeIncrementLogStartOffset`` refuses it. Followers
+        move theirs when a fetch answer carries it; one whose log ends below it starts over
+        at it."""
+        leader = self.leader_broker()
+        if leader is None or not self.hears(CLIENTS, leader.broker_id):
+            return "no reachable leader"
+        log = leader.replica.log
+        if offset > log.high_watermark:
+            return f"OFFSET_OUT_OF_RANGE (HW {log.high_watermark})"
+        gone = {record.value for record in log.prefix(offset)}
+        if not log.delete_below(offset):
+            return f"log start stays {log.log_start_offset}"
+        self.deleted = self.deleted | gone
+        return f"log start {log.log_start_offset}"
+
     def elect(self, target: str | int) -> str:
         registration = self.controller.registration
         outcome = self.controller.elect(target)
@@ -920,6 +944,7 @@ class Cluster:
             self.lossy_shutdowns,
             self.config.min_insync_replicas,
             self.mode.eligible_leader_replicas,
+            self.deleted,
         )
 
     def acked_lost(self, view: ClusterView | None = None) -> list[str]:
@@ -961,11 +986,14 @@ class Cluster:
     def history(self, view: ClusterView | None = None) -> History:
         """The run as the queue checks read it (``replication.checks``)."""
         view = view if view is not None else self.view()
+        final = final_replica(view)
         return History(
-            final_log(view),
+            final.records,
             view.acked,
             tuple((name, tuple(client.sent_order)) for name, client in self.producers.items()),
             tuple((c.consumer_id, c.records) for c in view.consumers),
+            final.log_start_offset,
+            view.deleted,
         )
 
     def anomalies(self, view: ClusterView | None = None) -> tuple[AnomalyFound, ...]:
@@ -1032,12 +1060,14 @@ def _link_text(source: Endpoint, target: Endpoint, both: bool) -> str:
 
 
 def acked_lost(view: ClusterView) -> list[str]:
-    """Acknowledged values the leader no longer has (with no leader: values no replica has)."""
+    """Acknowledged values the leader no longer has (with no leader: values no replica has);
+    values deleted on purpose (``delete_records``) are not lost."""
     if view.leader is not None:
         present = set(view.replica(view.leader.broker_id).values())
     else:
         present = {value for replica in view.replicas for value in replica.values()}
-    return [value for value in view.acked if value not in present]
+    deleted = view.deleted
+    return [value for value in view.acked if value not in present and value not in deleted]
 
 
 def diverged(view: ClusterView) -> bool:

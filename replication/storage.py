@@ -554,6 +554,9 @@ class DiskLogStorage:
         self.fsync = fsync
         self.partition_dir.mkdir(parents=True, exist_ok=True)
         self._segments: list[Segment] = []
+        # a log start above the first segment's base (DeleteRecords, a follower's copy of the
+        # leader's), as log-start-offset-checkpoint holds it; 0: none
+        self._log_start = 0
         self._load()
         self.recovery_point = self.log_end_offset
         _write_atomically(
@@ -578,7 +581,7 @@ class DiskLogStorage:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return max(self._segments[0].base_offset, self._log_start)
 
     def read(self, start_offset: int | None = None) -> list[StoredRecord]:
         """Every record at or above ``start_offset`` (default: the whole log), in order."""
@@ -690,6 +693,33 @@ class DiskLogStorage:
         active.flushed_size = min(active.flushed_size, cut)
         active.rebuild()
         self._move_recovery_point(min(self.recovery_point, end_offset))
+
+    def delete_below(self, start_offset: int) -> None:
+        """Move the log start offset to ``start_offset``: whole segments below it are deleted
+        (as retention deletes segments), and the offset is written to
+        ``log-start-offset-checkpoint`` (a start inside a segment, as DeleteRecords leaves it)."""
+        while len(self._segments) > 1 and self._segments[1].base_offset <= start_offset:
+            self._segments.pop(0).delete_files()
+        self._log_start = start_offset
+        self._write_log_start()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start an empty log at ``offset``."""
+        for segment in self._segments:
+            segment.delete_files()
+        self._segments = [self._new_segment(offset)]
+        self._log_start = offset
+        self._move_recovery_point(offset)
+        self._write_log_start()
+
+    def _write_log_start(self) -> None:
+        first_base = self._segments[0].base_offset
+        entries = [(self.topic, self.partition, self._log_start)]
+        _write_atomically(
+            self.log_dir / LOG_START_OFFSET_CHECKPOINT,
+            format_offset_checkpoint(entries if self._log_start > first_base else []),
+            self.fsync,
+        )
 
     def flush(self) -> None:
         """Make everything written so far durable (survives ``recover(lose_unflushed=True)``)."""

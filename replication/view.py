@@ -149,6 +149,9 @@ class ClusterView(NamedTuple):
     lossy_shutdowns: int
     min_insync_replicas: int
     eligible_leader_replicas: bool
+    # values a leader deleted by moving its log start (DeleteRecords, retention): gone on
+    # purpose, so not lost
+    deleted: frozenset[str] = frozenset()
 
     def replica(self, broker_id: int) -> ReplicaView:
         for replica in self.replicas:

@@ -145,3 +145,56 @@ def test_bad_disk_fault_input_names_step_and_field(text: str, message: str) -> N
     with pytest.raises(ScenarioError) as caught:
         load_scenario(text)
     assert message in str(caught.value)
+
+
+# ------------------------------------------------------------------ log start offset
+
+
+def test_deleting_records_moves_the_log_start_and_keeps_the_epoch_cache_from_it() -> None:
+    log = ReplicaLog.from_records([(0, "a"), (0, "b"), (2, "c")], high_watermark=3)
+    assert log.delete_below(2)
+    assert (log.log_start_offset, log.values()) == (2, ["c"])
+    assert log.epoch_cache.entries[0].start_offset == 2
+    assert not log.delete_below(1)
+
+
+def test_log_start_never_passes_the_high_watermark() -> None:
+    log = ReplicaLog.from_records([(0, "a"), (0, "b")], high_watermark=1)
+    log.delete_below(2)
+    assert log.log_start_offset == 1
+
+
+@pytest.mark.parametrize("mode", MODE_NAMES)
+def test_follower_below_the_leader_log_start_starts_over_there(mode: str) -> None:
+    result = run_scenario(load_scenario(SCENARIOS / "s23-log-start-above-follower.yaml"), mode)
+    assert result.expect_failures == ()
+    assert result.final.replica(2).log_start_offset == 2
+    refused = [entry.result for entry in result.timeline if entry.op == "delete_records 9"]
+    assert refused == ["OFFSET_OUT_OF_RANGE (HW 3)"]
+
+
+def test_log_start_reaches_the_disk_as_kafka_checkpoints_it(tmp_path: Path) -> None:
+    def storage(broker_id: int) -> DiskLogStorage:
+        return DiskLogStorage(tmp_path / f"broker-{broker_id}")
+
+    path = SCENARIOS / "s23-log-start-above-follower.yaml"
+    result = run_scenario(load_scenario(path), storage_factory=storage)
+    assert result.expect_failures == ()
+    checkpoint = (tmp_path / "broker-1" / "log-start-offset-checkpoint").read_text("utf-8")
+    assert checkpoint.splitlines()[2:] == ["ktk 0 2"]
+    restarted = DiskLogStorage(tmp_path / "broker-2")
+    assert [(r.offset, r.value) for r in restarted.read()] == [(2, "m3")]
+
+
+def test_deleted_records_are_neither_lost_nor_truncated_reads() -> None:
+    text = scenario(
+        """  - {produce: m1, acks: 1}
+  - {consume: c1}
+  - {delete_records: 1}
+  - {consume: c1}
+  - expect: {acked_lost: [], anomalies: [], violations: [], consumed: {c1: [m1]}}
+""",
+        "{brokers: [1], replicas: [1]}",
+    )
+    result = run_scenario(load_scenario(text), "current")
+    assert result.expect_failures == ()

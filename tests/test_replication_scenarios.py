@@ -85,6 +85,7 @@ VERDICTS: dict[str, dict[str, tuple[bool, bool]]] = {
     },
     "s21-torn-tail": dict.fromkeys(MODE_NAMES, (True, False)),
     "s22-failed-log-dir": dict.fromkeys(MODE_NAMES, (False, False)),
+    "s23-log-start-above-follower": dict.fromkeys(MODE_NAMES, (False, False)),
     # KIP-320: the stale follower's fetch is fenced in current; older modes serve it
     "s14-stale-follower-fenced": {
         "pre-0.11": (True, True),
