@@ -386,7 +386,10 @@ class ReplicaLog:
     def append(self, leader_epoch: int, value: str, producer: ProducerFields = NO_PRODUCER) -> int:
         """Append as leader under ``leader_epoch``; returns the offset the record got."""
         offset = self.log_end_offset
-        self.append_record(LogRecord(offset, leader_epoch, value, *producer))
+        if producer is NO_PRODUCER:
+            self.append_record(LogRecord(offset, leader_epoch, value))
+        else:
+            self.append_record(LogRecord(offset, leader_epoch, value, *producer))
         return offset
 
     def append_record(self, record: LogRecord) -> None:

@@ -386,8 +386,9 @@ class Cluster:
             if client.settings.acks == "all":
                 self.acked_all.append(batch.value)
 
-    def _pump(self) -> None:
-        """Every producer sends what it may now (after a step, after each simulated event)."""
+    def pump(self) -> None:
+        """Every producer sends what it may now (``Runner.step`` calls it after each step; the
+        clock calls it after each simulated event)."""
         for client in self.producers.values():
             if not client.queue:
                 continue
@@ -443,7 +444,7 @@ class Cluster:
             for batch in client.timed_out(now):
                 self._answer(client, batch, REQUEST_TIMED_OUT)
             client.expire(now)
-        self._pump()
+        self.pump()
 
     def consume(self, consumer_id: str) -> str:
         """Read committed records from the leader; ``current`` validates the position against
@@ -1005,12 +1006,6 @@ class Cluster:
         at_ms = step.option("at_ms")
         if isinstance(at_ms, int):
             self.advance_to(at_ms)
-        result = self._apply(step)
-        if self.producers:
-            self._pump()
-        return result
-
-    def _apply(self, step: Step) -> str:
         op, target = step.op, step.target
         # a parsed (or generated) step's target has the type its op takes
         if op == "send":
@@ -1120,6 +1115,9 @@ class Runner:
         cluster = self.cluster
         cluster.step_index = index
         result = cluster.apply(step)
+        if cluster.producers:
+            # what the producers may send now goes out at the end of the step
+            cluster.pump()
         cluster.note_committed()
         view = cluster.view()
         new = self.checker.check(view)
