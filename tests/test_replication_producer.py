@@ -385,3 +385,15 @@ def test_explore_command_refuses_idempotence_with_acks_1() -> None:
     )
     assert done.returncode == 2
     assert "acks: the idempotent producer needs acks=all" in done.stderr
+
+
+def test_replicate_prints_each_queue_anomaly_found() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ktk", "replicate", "examples/scenarios/s16-retry-duplicates.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "anomaly DuplicateWrite: a1 is at offsets 0 and 3" in done.stdout

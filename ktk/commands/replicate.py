@@ -270,6 +270,8 @@ def _print_verdict(document: dict[str, Any], result: ScenarioResult) -> None:
             f"[yellow]violation[/] {escape(violation['invariant'])} at step {violation['step']}: "
             f"{escape(violation['detail'])}"
         )
+    for found in document.get("anomalies", []):
+        out.print(f"[yellow]anomaly[/] {escape(found['anomaly'])}: {escape(found['detail'])}")
     checked = (
         "invariants"
         if "invariants" not in document
