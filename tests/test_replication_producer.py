@@ -5,12 +5,12 @@ and the explorer's findings for them."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from ktk.cli import app
 from replication.checks import History, find_anomalies
 from replication.errors import ScenarioError
 from replication.explore import explore
@@ -247,17 +247,11 @@ def test_bad_producer_input_names_step_and_field(steps: str, message: str) -> No
 def test_producer_setting_out_of_range_exits_2_with_one_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(scenario("  - {producer: p1, retries: -5}\n"), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "ktk", "replicate", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
-    assert done.returncode == 2
+    done = CliRunner().invoke(app, ["replicate", str(path)])
+    assert done.exit_code == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "step 0: retries:" in lines[0], done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done.output
 
 
 def test_producer_steps_round_trip_through_the_file_format() -> None:
@@ -376,24 +370,12 @@ def test_explorer_finds_and_replays_a_truncated_read_with_acks_1() -> None:
 
 
 def test_explore_command_refuses_idempotence_with_acks_1() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "ktk", "replicate", "explore", "--idempotence", "--acks", "1"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
-    assert done.returncode == 2
+    done = CliRunner().invoke(app, ["replicate", "explore", "--idempotence", "--acks", "1"])
+    assert done.exit_code == 2
     assert "acks: the idempotent producer needs acks=all" in done.stderr
 
 
 def test_replicate_prints_each_queue_anomaly_found() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "ktk", "replicate", "examples/scenarios/s16-retry-duplicates.yaml"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    done = CliRunner().invoke(app, ["replicate", str(SCENARIOS / "s16-retry-duplicates.yaml")])
+    assert done.exit_code == 0, done.output
     assert "anomaly DuplicateWrite: a1 is at offsets 0 and 3" in done.stdout
