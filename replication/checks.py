@@ -24,7 +24,7 @@ TruncatedRead - c1 read m4 at 3; the log has nothing there
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import NamedTuple
@@ -67,11 +67,11 @@ class Anomaly:
 
 def final_replica(view: ClusterView) -> ReplicaView:
     """The replica whose log the checks compare with: the leader's; with no leader, the
-    longest log of a running replica (of any replica when none runs)."""
+    longest log of any replica, running or not (a log on a broker that is down is not gone,
+    as ``acked_lost`` counts it too)."""
     if view.leader_replica is not None:
         return view.leader_replica
-    candidates: Sequence[ReplicaView] = [r for r in view.replicas if r.online] or view.replicas
-    return max(candidates, key=lambda r: r.log_end_offset)
+    return max(view.replicas, key=lambda r: r.log_end_offset)
 
 
 def _lost(history: History) -> list[str]:

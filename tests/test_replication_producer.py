@@ -379,3 +379,21 @@ def test_replicate_prints_each_queue_anomaly_found() -> None:
     done = CliRunner().invoke(app, ["replicate", str(SCENARIOS / "s16-retry-duplicates.yaml")])
     assert done.exit_code == 0, done.output
     assert "anomaly DuplicateWrite: a1 is at offsets 0 and 3" in done.stdout
+
+
+def test_records_on_brokers_that_are_down_are_not_truncated_reads() -> None:
+    # broker 3 (never fetched) runs; the two that hold m1 are down: m1 is not gone
+    text = scenario(
+        """  - {shutdown: 3}
+  - {produce: m1, acks: all}
+  - {fetch: 2}
+  - {fetch: 2}
+  - {consume: c1}
+  - {crash: 1}
+  - {crash: 2}
+  - {restart: 3}
+  - expect: {consumed: {c1: [m1]}, anomalies: []}
+""",
+        "{brokers: [1, 2, 3], replicas: [1, 2, 3]}",
+    )
+    assert run_scenario(load_scenario(text), "current").expect_failures == ()

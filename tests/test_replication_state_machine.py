@@ -76,11 +76,16 @@ def run_machine(
 
 
 def cluster_machine(
-    config: dict[str, Any], *, lossy_crashes: bool = False
+    config: dict[str, Any],
+    *,
+    lossy_crashes: bool = False,
+    producer: dict[str, Any] | None = None,
 ) -> type[RuleBasedStateMachine]:
     """A state machine driving a cluster with ``config``; it fails on any broken invariant,
     lost acknowledged record or divergence, printing the steps as a scenario file. Crashes
-    keep the page cache unless ``lossy_crashes``."""
+    keep the page cache unless ``lossy_crashes``. With ``producer`` (the settings of a
+    ``producer`` step) records go through that producer, and a duplicate or a reordering in the
+    log fails the machine too."""
     lose_options = st.booleans() if lossy_crashes else st.just(False)
     brokers = st.sampled_from(config["replicas"])
     picks = st.integers(0, len(config["replicas"]) - 1)
@@ -97,6 +102,8 @@ def cluster_machine(
             self.cluster = self.runner.cluster
             self.steps: list[dict[str, Any]] = []
             self.produced = 0
+            if producer is not None:
+                self.apply({"producer": "p1", **producer})
 
         def apply(self, step: dict[str, Any]) -> None:
             self.steps.append(step)
@@ -113,7 +120,10 @@ def cluster_machine(
         @rule()
         def produce(self) -> None:
             self.produced += 1
-            self.apply({"produce": f"m{self.produced}", "acks": "all"})
+            if producer is not None:
+                self.apply({"send": f"m{self.produced}", "producer": "p1"})
+            else:
+                self.apply({"produce": f"m{self.produced}", "acks": "all"})
 
         @rule(broker=brokers, lost=st.booleans())
         def fetch(self, broker: int, lost: bool) -> None:
@@ -196,6 +206,9 @@ def cluster_machine(
                 f"acknowledged {list(state.acked_lost)} lost\n{self.counterexample()}"
             )
             assert not state.diverged, f"logs diverged\n{self.counterexample()}"
+            if producer is not None:
+                queue = [f.anomaly for f in state.anomalies if f.anomaly != "LostWrite"]
+                assert not queue, f"{queue}\n{self.counterexample()}"
 
     return ClusterMachine
 
@@ -203,6 +216,14 @@ def cluster_machine(
 def test_safe_current_cluster_keeps_every_invariant() -> None:
     started = time.monotonic()
     run_machine(cluster_machine(SAFE_CURRENT), SETTINGS)
+    assert time.monotonic() - started < TIME_BOUND_SECONDS
+
+
+def test_safe_current_cluster_with_an_idempotent_producer_shows_no_duplicate_or_reordering() -> (
+    None
+):
+    started = time.monotonic()
+    run_machine(cluster_machine(SAFE_CURRENT, producer={"idempotence": True}), SETTINGS)
     assert time.monotonic() - started < TIME_BOUND_SECONDS
 
 
