@@ -36,7 +36,7 @@ from replication.view import ClusterView, JsonObject, ReplicaView
 class History(NamedTuple):
     """A run as the anomaly checks read it."""
 
-    # the partition's final log (the leader's, else the longest running replica's)
+    # the partition's final log (the leader's, else the longest replica's)
     log: tuple[LogRecord, ...]
     # acknowledged values (any acks level)
     acked: tuple[str, ...]
