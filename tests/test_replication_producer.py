@@ -397,3 +397,19 @@ def test_records_on_brokers_that_are_down_are_not_truncated_reads() -> None:
         "{brokers: [1, 2, 3], replicas: [1, 2, 3]}",
     )
     assert run_scenario(load_scenario(text), "current").expect_failures == ()
+
+
+@pytest.mark.slow
+def test_ten_thousand_schedules_with_idempotence_and_link_cuts_show_nothing() -> None:
+    # current, min ISR 2, acks=all, idempotence on, unclean off, link cuts, no lossy crash
+    report = explore(
+        "current",
+        min_insync_replicas=2,
+        max_lossy_crashes=0,
+        link_cuts=True,
+        producer=ProducerSettings(idempotence=True),
+        schedules=10_000,
+        seed=0,
+    )
+    assert report.schedules == 10_000
+    assert report.class_counts == {} and report.anomaly_counts == {}
