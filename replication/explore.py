@@ -137,6 +137,8 @@ class ExploreSettings:
     # records go through a producer with these settings (retries, in-flight, idempotence)
     # instead of single produce requests, and the queue anomalies are looked for too
     producer: ProducerSettings | None = None
+    # draw disk faults too: torn tails, failed log directories, DeleteRecords on the leader
+    disk_faults: bool = False
 
     def __post_init__(self) -> None:
         acks = self.acks
@@ -159,6 +161,8 @@ class ExploreSettings:
                 raise InputError("unknown violation class", field="stop_when_found", value=name)
         if not isinstance(self.link_cuts, bool):
             raise InputError("must be true or false", field="link_cuts", value=self.link_cuts)
+        if not isinstance(self.disk_faults, bool):
+            raise InputError("must be true or false", field="disk_faults", value=self.disk_faults)
         if self.invariants is not None:
             names = tuple(i.name for i in select_invariants(self.invariants))
             object.__setattr__(self, "invariants", names)
@@ -232,6 +236,7 @@ class ExploreReport:
     invariants: tuple[str, ...] | None = None
     link_cuts: bool = False
     producer: ProducerSettings | None = None
+    disk_faults: bool = False
     # schedules showing each queue anomaly (only with a producer), and the first of each
     anomaly_counts: dict[str, int] = field(default_factory=dict)
     first_anomaly: dict[str, int] = field(default_factory=dict)
@@ -254,6 +259,7 @@ class ExploreReport:
             "max_crashes": self.max_crashes,
             **({"invariants": list(self.invariants)} if self.invariants is not None else {}),
             **({"link_cuts": True} if self.link_cuts else {}),
+            **({"disk_faults": True} if self.disk_faults else {}),
             "requested_schedules": self.requested,
             "schedules": self.schedules,
             "violating_schedules": self.violating_schedules,
@@ -298,6 +304,7 @@ class ExploreReport:
             f"{self.schedules} schedules of mode {self.mode} (seed {self.seed}, brokers "
             f"{list(config.brokers)}, {settings}"
             + (", link cuts" if self.link_cuts else "")
+            + (", disk faults" if self.disk_faults else "")
             + (f", producer {_producer_text(self.producer)}" if self.producer is not None else "")
             + ")"
         ]
@@ -440,6 +447,7 @@ class _Generator:
     invariants: tuple[str, ...] | None = None
     link_cuts: bool = False
     producer: ProducerSettings | None = None
+    disk_faults: bool = False
     runner: Runner = field(init=False)
     steps: list[Step] = field(default_factory=list)
     lossy_crashes: int = 0
@@ -488,6 +496,9 @@ class _Generator:
     def _offline(self) -> list[int]:
         return [b for b, broker in self.cluster.brokers.items() if not broker.online]
 
+    def _dir_failed(self) -> list[int]:
+        return [b for b, broker in self.cluster.brokers.items() if broker.log_dir_failed]
+
     def _isolated(self) -> list[int]:
         return [b for b, broker in self.cluster.brokers.items() if broker.isolated]
 
@@ -518,6 +529,13 @@ class _Generator:
             choices.append((0.6, "cut"))
             if self.cluster.cuts:
                 choices.append((1.5, "heal_link"))
+        if self.disk_faults:
+            # the same: drawn only with the setting on
+            choices.append((0.4, "delete_records"))
+            if [b for b in online if not self.cluster.brokers[b].log_dir_failed]:
+                choices.append((0.3, "fail_log_dir"))
+            if self._dir_failed():
+                choices.append((1.5, "restart_dir"))
         total = sum(weight for weight, _ in choices)
         pick = rng.random() * total
         kind = choices[-1][1]
@@ -556,6 +574,8 @@ class _Generator:
             if self.lossy_crashes < self.max_lossy_crashes and rng.random() < 0.5:
                 self.lossy_crashes += 1
                 options["unflushed"] = "lose"
+                if self.disk_faults and rng.random() < 0.5:
+                    options["unflushed"] = "torn"
             if rng.random() < 0.4:
                 options["detected"] = True
             return _step("crash", target, **options)
@@ -572,6 +592,13 @@ class _Generator:
         if kind == "heal_link":
             link = rng.choice(sorted(self.cluster.cuts, key=str))
             return _link_step("heal", link[0], link[1], both=False)
+        if kind == "delete_records":
+            return _step("delete_records", rng.randint(0, max(self.produced, 1)))
+        if kind == "fail_log_dir":
+            working = [b for b in online if not self.cluster.brokers[b].log_dir_failed]
+            return _step("fail_log_dir", self._leader_or_random(working))
+        if kind == "restart_dir":
+            return _step("restart", rng.choice(self._dir_failed()))
         return _step("elect", self._election_target())
 
     def _random_cut(self) -> Step:
@@ -617,7 +644,7 @@ class _Generator:
                 self._do(_link_step("heal", source, target, both=False))
         for broker_id in self._isolated():
             self._do(_step("heal", broker_id))
-        for broker_id in self._offline():
+        for broker_id in self._offline() + self._dir_failed():
             self._do(_step("restart", broker_id))
         self._do(_step("elect", "auto"))
         for _ in range(3):
@@ -653,6 +680,7 @@ def generate_schedule(
     max_crashes: int | None = None,
     link_cuts: bool = False,
     producer: ProducerSettings | None = None,
+    disk_faults: bool = False,
 ) -> list[JsonObject]:
     """Schedule ``index`` of the exploration with ``seed``, as scenario step dicts."""
     return _generate(
@@ -665,6 +693,7 @@ def generate_schedule(
         max_crashes,
         link_cuts=link_cuts,
         producer=producer,
+        disk_faults=disk_faults,
     )[0]
 
 
@@ -680,6 +709,7 @@ def _generate(
     *,
     link_cuts: bool = False,
     producer: ProducerSettings | None = None,
+    disk_faults: bool = False,
 ) -> tuple[list[JsonObject], bool, list[str]]:
     """A schedule, whether running it broke anything and the anomaly classes it shows
     (checked while generating)."""
@@ -694,6 +724,7 @@ def _generate(
         invariants,
         link_cuts=link_cuts,
         producer=producer,
+        disk_faults=disk_faults,
     )
     steps = generator.run(max_steps)
     return steps, generator.suspicious(), generator.anomalies()
@@ -820,6 +851,7 @@ def explore(
     invariants: Collection[str] | None = None,
     link_cuts: bool = False,
     producer: ProducerSettings | None = None,
+    disk_faults: bool = False,
     out_dir: str | Path | None = None,
     timer: Callable[[], float] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -834,7 +866,9 @@ def explore(
     faults drawn (off: the same schedules as without the setting). ``producer`` sends the
     records through a producer with those settings (``producer`` and ``send`` steps) and looks
     for duplicates, reorderings and truncated reads too: each is counted and shrunk like a
-    class, the shrunk scenario expecting the anomaly. ``timer`` (e.g.
+    class, the shrunk scenario expecting the anomaly. ``disk_faults`` draws torn tails (as one
+    kind of lossy crash), failed log directories (and restarts that bring them back) and
+    DeleteRecords on the leader. ``timer`` (e.g.
     ``time.perf_counter``) is read at start and end only, to report schedules per second.
     ``progress(done, total)`` is called every 100 schedules.
     """
@@ -869,6 +903,7 @@ def explore(
         invariants=None if invariants is None else tuple(invariants),
         link_cuts=link_cuts,
         producer=producer,
+        disk_faults=disk_faults,
     )
     acks = settings.acks
     lossy_budget = settings.max_lossy_crashes
@@ -895,6 +930,7 @@ def explore(
             chosen,
             link_cuts=settings.link_cuts,
             producer=settings.producer,
+            disk_faults=settings.disk_faults,
         )
         done = index + 1
         if progress is not None and done % 100 == 0:
@@ -952,6 +988,7 @@ def explore(
         invariants=chosen,
         link_cuts=settings.link_cuts,
         producer=settings.producer,
+        disk_faults=settings.disk_faults,
         anomaly_counts=dict(sorted(anomaly_counts.items())),
         first_anomaly=dict(sorted(first_anomaly.items())),
     )

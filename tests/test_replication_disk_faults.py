@@ -198,3 +198,52 @@ def test_deleted_records_are_neither_lost_nor_truncated_reads() -> None:
     )
     result = run_scenario(load_scenario(text), "current")
     assert result.expect_failures == ()
+
+
+# ------------------------------------------------------------------ explorer
+
+
+def test_explorer_draws_disk_faults_only_when_asked() -> None:
+    from replication.explore import generate_schedule
+    from replication.scenario import ScenarioConfig
+
+    config = ScenarioConfig(brokers=(1, 2, 3), replicas=(1, 2, 3), min_insync_replicas=2)
+    plain = [generate_schedule(config, 4, index) for index in range(30)]
+    assert plain == [generate_schedule(config, 4, index, disk_faults=False) for index in range(30)]
+    drawn = [generate_schedule(config, 4, index, disk_faults=True) for index in range(30)]
+    ops = {op for steps in drawn for step in steps for op in step}
+    assert {"delete_records", "fail_log_dir"} <= ops
+    assert not {"delete_records", "fail_log_dir"} & {op for s in plain for t in s for op in t}
+
+
+def test_current_with_min_isr_2_stays_safe_under_disk_faults_and_link_cuts() -> None:
+    from replication.explore import explore
+
+    report = explore(
+        "current",
+        min_insync_replicas=2,
+        max_lossy_crashes=0,
+        disk_faults=True,
+        link_cuts=True,
+        schedules=300,
+        seed=4,
+    )
+    assert report.class_counts == {}
+    assert report.to_json()["disk_faults"] is True
+
+
+def test_explorer_finds_and_replays_a_torn_tail_loss_with_min_isr_1() -> None:
+    from replication.explore import explore
+
+    report = explore(
+        "current", brokers=(1, 2), min_insync_replicas=1, disk_faults=True, schedules=400, seed=2
+    )
+    torn = [
+        finding
+        for finding in report.findings
+        if any(step.option("unflushed") == "torn" for step in finding.scenario.steps)
+    ]
+    assert torn
+    for finding in torn:
+        replay = run_scenario(finding.scenario)
+        assert replay.expect_failures == () and (replay.acked_lost or replay.violations)

@@ -300,6 +300,11 @@ def explore_command(
     link_cuts: bool = typer.Option(
         False, "--link-cuts", help="Also draw network link cuts and heals (one way or both)."
     ),
+    disk_faults: bool = typer.Option(
+        False,
+        "--disk-faults",
+        help="Also draw torn tails, failed log directories and DeleteRecords on the leader.",
+    ),
     producer: bool = typer.Option(
         False,
         "--producer",
@@ -410,6 +415,7 @@ def explore_command(
             unclean_leader_election=unclean,
             eligible_leader_replicas=elr,
             link_cuts=link_cuts,
+            disk_faults=disk_faults,
             producer=settings,
             schedules=schedules,
             seed=seed,
