@@ -434,6 +434,11 @@ class Cluster:
             self.now_ms + client.settings.request_timeout_ms,
             owner=(client, batch),
         )
+        produces = self.produces
+        if len(produces) >= 64 and len(produces) & (len(produces) - 1) == 0:
+            # answered producer requests live on in their producer only: drop them here, so
+            # that retries over a long run do not slow every step down
+            self.produces = [r for r in produces if r.owner is None or r.result == PENDING]
         self.produces.append(request)
         self._complete_produces()
 

@@ -413,3 +413,25 @@ def test_ten_thousand_schedules_with_idempotence_and_link_cuts_show_nothing() ->
     )
     assert report.schedules == 10_000
     assert report.class_counts == {} and report.anomaly_counts == {}
+
+
+def test_answered_producer_requests_do_not_pile_up_over_many_retries() -> None:
+    from replication.sim import Runner, effective_mode
+
+    text = scenario(
+        """  - {producer: p1, request_timeout_ms: 10, delivery_timeout_ms: 300000}
+  - {send: m1}
+  - {advance_ms: 300000}
+""",
+        # the follower never fetches and never leaves the ISR: no attempt is ever committed
+        "{brokers: [1, 2], replicas: [1, 2], replica_lag_time_max_ms: 1000000}",
+    )
+    loaded = load_scenario(text)
+    runner = Runner(loaded.config, effective_mode(loaded.config))
+    for step in loaded.steps:
+        runner.step(step)
+    cluster = runner.cluster
+    assert dict(cluster.state().results)["m1"] == DELIVERY_TIMEOUT
+    attempts = len(cluster.brokers[1].replica.log.records)
+    assert attempts > 250  # every attempt appended m1 again
+    assert len(cluster.produces) < 130
