@@ -31,8 +31,9 @@ EXIT_CODES_RUN = (
 )
 EXIT_CODES_EXPLORE = (
     "Exit status: 0 no schedule broke anything; 1 some schedule broke an invariant, lost an "
-    "acknowledged record or diverged (each class is shrunk to a minimal scenario); 2 an option "
-    "is invalid or an output was refused."
+    "acknowledged record or diverged, or (with a producer) showed a duplicate, a reordering or a "
+    "truncated read (each class is shrunk to a minimal scenario); 2 an option is invalid or an "
+    "output was refused."
 )
 HELP = (
     "Run a replication scenario and print its timeline and verdict, or explore fault schedules."
