@@ -7,6 +7,8 @@ sticky), printing both figures and the ratio of the time spent inside the assign
     python benchmarks/bench_replay.py                 # small and medium sets
     python benchmarks/bench_replay.py --size large    # 1,000 members x 100,000 partitions
     python benchmarks/bench_replay.py --no-peer
+    python benchmarks/bench_replay.py --size traces   # generations/s per core, CPU time
+    python benchmarks/bench_replay.py --check         # the same, failing below THROUGHPUT_FLOORS
 
 Each size ends with the whole Python engine on the same traces written to a file: reading,
 every assignor and the summary (``assignors.traces.job.replay_paths``), then the result bytes.
@@ -14,6 +16,14 @@ every assignor and the summary (``assignors.traces.job.replay_paths``), then the
 Sizes (initial members x partitions per group, generations per trace at most):
 small 40 groups of 3-12 x 8-200 (24); medium 4 groups of 100-300 x 2,000-10,000 (8);
 large 1 group of 1,000 x 100,000 (4).
+
+``traces`` is the common case of recorded traces, 40 groups of 3-50 members x 10-500
+partitions (24): each assignor alone, every generation assigned, scored and costed as the job
+does (:func:`assignors.traces.job.replay_trace`), timed in CPU seconds of this process
+(``time.process_time``, so other load on the machine slows it less than a wall clock), best of
+``--repeat`` runs. ``--check`` exits 1 when an assignor falls below its floor in
+:data:`THROUGHPUT_FLOORS`: the floors sit well under the measured figures, so only a bad
+regression trips them.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ from assignors import registry
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group
 from assignors.traces.format import Trace, build_trace, parse_generation
-from assignors.traces.generate import generate_rows
+from assignors.traces.generate import generate_rows, parse_size_range
 from assignors.traces.replay import replay_with
 
 SIZES: dict[str, dict[str, Any]] = {
@@ -39,6 +49,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "partitions": (2_000, 10_000),
         "max_generations": 8,
     },
+    "traces": {"groups": 40, "members": (3, 50), "partitions": (10, 500), "max_generations": 24},
     "large": {
         "groups": 1,
         "members": (1_000, 1_000),
@@ -47,6 +58,9 @@ SIZES: dict[str, dict[str, Any]] = {
     },
 }
 SEED = 2024
+
+THROUGHPUT_FLOORS: dict[str, float] = {}
+"""Least generations per CPU second ``--check`` accepts on the ``traces`` size, per assignor."""
 
 
 def build_traces(size: str) -> list[Trace]:
@@ -175,14 +189,35 @@ def main() -> None:
         default=120.0,
         help="stop running the peer on further traces after this many seconds",
     )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per assignor on the traces size (best kept)"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="measure the traces size only; exit 1 when an assignor is below its floor",
+    )
+    parser.add_argument(
+        "--members", default=None, help="traces size: initial members per group, N or LOW-HIGH"
+    )
+    parser.add_argument(
+        "--partitions", default=None, help="traces size: partitions per group, N or LOW-HIGH"
+    )
     arguments = parser.parse_args()
+    for option in ("members", "partitions"):
+        if getattr(arguments, option) is not None:
+            SIZES["traces"][option] = parse_size_range(getattr(arguments, option), option)
+    names = [name for name in registry.builtin_names() if _importable(name)]
+    if arguments.check or arguments.size == "traces":
+        if not report_throughput(names, max(1, arguments.repeat), arguments.check):
+            raise SystemExit(1)
+        return
     sizes = (
         ["small", "medium"]
         if arguments.size is None
-        else (list(SIZES) if arguments.size == "all" else [arguments.size])
+        else ([s for s in SIZES if s != "traces"] if arguments.size == "all" else [arguments.size])
     )
     with_peer = arguments.peer and kafka_python_available()
-    names = [name for name in registry.builtin_names() if _importable(name)]
     print(f"replay throughput, mixed traces, seed {SEED}")
     header = (
         f"{'size':<7} {'assignor':<19} {'gens':>5} {'gens/s':>9} {'assign ms/gen':>14} "
@@ -237,6 +272,58 @@ def main() -> None:
             "  (read, replay, summarise, result bytes)",
             flush=True,
         )
+
+
+def throughput(traces: list[Trace], name: str, repeat: int) -> tuple[int, float, float]:
+    """(generations, CPU seconds, wall seconds) for ``name`` alone over ``traces``, as the job
+    replays them (assign, score, cost, summarise); the run with the least CPU time of
+    ``repeat``."""
+    from assignors.traces.job import TraceResult, replay_trace
+
+    best: tuple[int, float, float] | None = None
+    for _ in range(repeat):
+        generations = 0
+        cpu_started, wall_started = time.process_time(), time.perf_counter()
+        for trace in traces:
+            outcome = replay_trace(trace, [name], timings=False)
+            if not isinstance(outcome, TraceResult):
+                raise RuntimeError(outcome.reason)
+            generations += len(outcome.scores)
+        cpu = time.process_time() - cpu_started
+        wall = time.perf_counter() - wall_started
+        if best is None or cpu < best[1]:
+            best = (generations, cpu, wall)
+    assert best is not None
+    return best
+
+
+def report_throughput(names: list[str], repeat: int, check: bool) -> bool:
+    """Print generations/s per assignor on the ``traces`` size; False when ``check`` and some
+    assignor is below its floor."""
+    traces = build_traces("traces")
+    shape = SIZES["traces"]
+    print(
+        f"throughput: {len(traces)} mixed traces of {shape['members'][0]}-{shape['members'][1]} "
+        f"members x {shape['partitions'][0]}-{shape['partitions'][1]} partitions, seed {SEED}, "
+        f"best of {repeat} (CPU time of this process)"
+    )
+    header = f"{'assignor':<24} {'gens':>5} {'CPU s':>7} {'gens/s CPU':>11} {'gens/s wall':>12}"
+    if check:
+        header += f" {'floor':>7}"
+    print(header)
+    print("-" * len(header))
+    passed = True
+    for name in names:
+        generations, cpu, wall = throughput(traces, name, repeat)
+        rate = generations / cpu if cpu > 0 else float("inf")
+        line = f"{name:<24} {generations:>5} {cpu:>7.3f} {rate:>11.0f} {generations / wall:>12.0f}"
+        floor = THROUGHPUT_FLOORS.get(name)
+        if check and floor is not None:
+            ok = rate >= floor
+            passed &= ok
+            line += f" {floor:>7.0f} {'ok' if ok else 'BELOW THE FLOOR'}"
+        print(line, flush=True)
+    return passed
 
 
 def measure_job(size: str, names: list[str]) -> tuple[int, float]:
