@@ -195,6 +195,37 @@ class Member:
     def _fail(self, field: str, message: str, value: object) -> NoReturn:
         raise InputError(f"member {self.member_id!r}: {message}", field=field, value=value)
 
+    @classmethod
+    def checked(
+        cls,
+        member_id: str,
+        topics: frozenset[str],
+        owned_partitions: tuple[TopicPartition, ...],
+        generation: int,
+        rack: str | None,
+        instance_id: str | None,
+    ) -> Member:
+        """A member from values already checked, without checking them again: for callers
+        that made them valid themselves (a trace reader checked the names, an assignment's
+        array view gives sorted, distinct partitions). Nothing is normalised, so the values
+        must be what ``Member(...)`` would have made of them.
+
+        >>> made = Member.checked("c0", frozenset({"t"}), (TopicPartition("t", 0),), 3, None, None)
+        >>> made == Member("c0", frozenset({"t"}), (TopicPartition("t", 0),), 3)
+        True
+        """
+        made = object.__new__(cls)
+        for name, value in (
+            ("member_id", member_id),
+            ("topics", topics),
+            ("owned_partitions", owned_partitions),
+            ("generation", generation),
+            ("rack", rack),
+            ("instance_id", instance_id),
+        ):
+            object.__setattr__(made, name, value)
+        return made
+
     @property
     def identity(self) -> str:
         """Who this member is across rebalances: the static instance id, else the member id.
@@ -242,6 +273,29 @@ class Group:
         object.__setattr__(self, "topics", topics)
         object.__setattr__(self, "members", members)
         object.__setattr__(self, "_topic_by_name", by_name)
+
+    @classmethod
+    def checked(
+        cls,
+        topics: tuple[Topic, ...],
+        members: tuple[Member, ...],
+        topic_by_name: Mapping[str, Topic],
+    ) -> Group:
+        """A group whose topics are already sorted by name and distinct, members sorted by
+        member id and distinct, and ``topic_by_name`` maps each topic's name to it: what
+        ``Group(...)`` would make, without sorting and checking again (a replay builds one
+        group per generation and assignor from the same checked parts).
+
+        >>> topics = (Topic("a", 1),)
+        >>> members = (Member("c0", frozenset({"a"})),)
+        >>> Group.checked(topics, members, {"a": topics[0]}) == Group(topics, members)
+        True
+        """
+        made = object.__new__(cls)
+        object.__setattr__(made, "topics", topics)
+        object.__setattr__(made, "members", members)
+        object.__setattr__(made, "_topic_by_name", topic_by_name)
+        return made
 
     def topic(self, name: str) -> Topic | None:
         return self._topic_by_name.get(name)
@@ -534,6 +588,28 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
     [('c0', (TopicPartition(topic='a', partition=1),), 4), ('c1', (), 4)]
     """
     handed = assignment.partitions
+    if (
+        type(generation) is int
+        and generation >= NO_GENERATION
+        and assignment.owners is not None
+        and assignment.member_ids == tuple(member.member_id for member in group.members)
+    ):
+        # an array assignment hands out sorted, distinct partitions: nothing to check again
+        return Group.checked(
+            group.topics,
+            tuple(
+                Member.checked(
+                    member.member_id,
+                    member.topics,
+                    handed[member.member_id],
+                    generation,
+                    member.rack,
+                    member.instance_id,
+                )
+                for member in group.members
+            ),
+            group._topic_by_name,
+        )
     return Group(
         topics=group.topics,
         members=tuple(

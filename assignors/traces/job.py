@@ -31,7 +31,14 @@ from assignors.traces.cost import CostModel, group_protocol, with_costs
 from assignors.traces.files import RawRow, raw_rows_by_trace, trace_or_failure
 from assignors.traces.format import Trace, TraceFailure, failure_key
 from assignors.traces.reconcile import is_server_side
-from assignors.traces.replay import RECORDED, recorded_protocol, replay_recorded, replay_with
+from assignors.traces.replay import (
+    RECORDED,
+    Prepared,
+    prepare,
+    recorded_protocol,
+    replay_recorded,
+    replay_with,
+)
 from assignors.traces.scoring import ScoreRow, SummaryRow, summarize
 
 Progress = Callable[[int, int, str], None]
@@ -87,6 +94,7 @@ def replay_trace(
     are costed with ``cost_model`` (default :class:`~assignors.traces.cost.CostModel`); the
     summary's protocol is ``consumer`` for KIP-848 server-side assignors."""
     model = cost_model if cost_model is not None else CostModel()
+    prepared: Prepared | None = None  # the generations' shared parts, built for the first assignor
     rows: list[ScoreRow] = []
     protocols: dict[tuple[str, str], str] = {}
     for name in assignors:
@@ -105,7 +113,9 @@ def replay_trace(
                     if is_server_side(assignor)
                     else group_protocol(name, assignor.rebalance_protocol)
                 )
-                replayed = replay_with(trace, assignor, timings=timings)
+                if prepared is None:
+                    prepared = prepare(trace)
+                replayed = replay_with(trace, assignor, timings=timings, prepared=prepared)
                 rows.extend(with_costs(replayed, protocol, model))
             protocols[trace.trace_id, name] = protocol
         except Exception as error:  # an assignor crashing on one trace must not stop the run

@@ -28,18 +28,35 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
 
 from assignors import registry
 from assignors.base import Assignor, RebalanceProtocol
-from assignors.model import Group, Member, TopicPartition, rejoin
-from assignors.traces.format import Generation, Trace
+from assignors.model import (
+    NO_GENERATION,
+    Group,
+    Member,
+    PartitionSpace,
+    Topic,
+    TopicPartition,
+    rejoin,
+)
+from assignors.traces.format import Generation, Trace, TraceMember
 from assignors.traces.reconcile import (
     ServerSideAssignor,
     is_server_side,
     reconcile_generation,
     with_reconciliation,
 )
-from assignors.traces.scoring import ScoreRow, score_generation
+from assignors.traces.scoring import (
+    GenerationShape,
+    PreviousOwners,
+    ScoreRow,
+    score_generation,
+    score_owners,
+)
 
 RECORDED = "recorded"
 """The pseudo-assignor that scores what the real group assigned (the trace's `assigned`)."""
@@ -139,17 +156,218 @@ def _interval_ms(previous: int | None, current: int | None) -> int | None:
     return None if previous is None or current is None else current - previous
 
 
-def replay_with(trace: Trace, assignor: Assignor, *, timings: bool = True) -> list[ScoreRow]:
+class _Step(NamedTuple):
+    """One generation's parts that every assignor replayed over the trace shares: built once
+    per trace (:func:`prepare`), so a replay of several assignors sorts, checks and measures
+    each generation once.
+
+    ``members``: the trace's members sorted by member id; ``identity_codes[i]``: the code (into
+    :attr:`Prepared.identities`) of member ``i``'s identity; ``carries[i]``: that code when
+    member ``i`` speaks for its identity (the greatest member id among those sharing it), else
+    -1; ``first_of_code[c]``: the position among ``members`` of the first member with identity
+    ``c`` (the order a carried-forward assignment lists identities in), -1 when absent;
+    ``speaker_of_code[c]``: the member speaking for identity ``c``, -1 when absent;
+    ``kept_topics``: every topic of the previous generation is still here, so nothing it owned
+    stopped existing; ``current``/``weight``: each partition of the previous generation's
+    partition space as an index of this one's (-1 gone) and its weight here.
+    """
+
+    generation: Generation
+    topics: tuple[Topic, ...]
+    topic_by_name: dict[str, Topic]
+    members: tuple[TraceMember, ...]
+    identities: frozenset[str]
+    counts: dict[str, int]
+    shape: GenerationShape
+    interval_ms: int | None
+    identity_codes: np.ndarray
+    carries: np.ndarray
+    first_of_code: np.ndarray
+    speaker_of_code: np.ndarray
+    kept_topics: bool
+    current: np.ndarray | None
+    weight: np.ndarray | None
+
+
+class Prepared(NamedTuple):
+    """A trace's generations as :class:`_Step` values, and every identity it names."""
+
+    trace: Trace
+    steps: tuple[_Step, ...]
+    identities: tuple[str, ...]
+
+
+def prepare(trace: Trace) -> Prepared:
+    """What :func:`replay_with` needs of ``trace`` whatever the assignor (pass it to replay
+    several assignors over one trace without doing this again)."""
+    code_of: dict[str, int] = {}
+    for generation in trace.generations:
+        for member in generation.members:
+            code_of.setdefault(member.identity, len(code_of))
+    identities = tuple(code_of)
+    steps: list[_Step] = []
+    previous: _Step | None = None
+    previous_timestamp: int | None = None
+    for generation in trace.generations:
+        topics = tuple(sorted(generation.topics, key=lambda topic: topic.name))
+        topic_by_name = {topic.name: topic for topic in topics}
+        members = tuple(sorted(generation.members, key=lambda member: member.member_id))
+        shape = GenerationShape.of(
+            Group.checked(
+                topics,
+                tuple(
+                    Member.checked(
+                        member.member_id,
+                        member.topics,
+                        (),
+                        NO_GENERATION,
+                        member.rack,
+                        member.instance_id,
+                    )
+                    for member in members
+                ),
+                topic_by_name,
+            )
+        )
+        member_codes = np.asarray([code_of[member.identity] for member in members], dtype=np.int64)
+        carries = np.full(len(members), -1, dtype=np.int64)
+        speaker_of_code = np.full(len(identities), -1, dtype=np.int64)
+        first_of_code = np.full(len(identities), -1, dtype=np.int64)
+        for index, code in enumerate(member_codes.tolist()):
+            if first_of_code[code] < 0:
+                first_of_code[code] = index
+            speaker_of_code[code] = index
+        carries[speaker_of_code[speaker_of_code >= 0]] = np.flatnonzero(speaker_of_code >= 0)
+        current = weight = None
+        kept_topics = False
+        if previous is not None:
+            kept_topics = all(name in topic_by_name for name in previous.topic_by_name)
+            current, weight = _carried_into(previous.shape.space, shape.space, topic_by_name)
+        steps.append(
+            _Step(
+                generation=generation,
+                topics=topics,
+                topic_by_name=topic_by_name,
+                members=members,
+                identities=frozenset(member.identity for member in members),
+                counts={topic.name: topic.num_partitions for topic in topics},
+                shape=shape,
+                interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
+                identity_codes=member_codes,
+                carries=carries,
+                first_of_code=first_of_code,
+                speaker_of_code=speaker_of_code,
+                kept_topics=kept_topics,
+                current=current,
+                weight=weight,
+            )
+        )
+        previous, previous_timestamp = steps[-1], generation.timestamp_ms
+    return Prepared(trace, tuple(steps), identities)
+
+
+def _carried_into(
+    before: PartitionSpace, now: PartitionSpace, topic_by_name: Mapping[str, Topic]
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each partition of ``before`` as an index of ``now`` (-1: not there), and its weight in
+    this generation's topics (0.0 without one; None when no topic has weights)."""
+    current_parts, weight_parts = [], []
+    offset_now = dict(zip(now.topic_names, now.offsets, strict=True))
+    count_now = dict(zip(now.topic_names, now.partition_counts, strict=True))
+    weighted = any(topic.weights is not None for topic in topic_by_name.values())
+    for name, count in zip(before.topic_names, before.partition_counts, strict=True):
+        numbers = np.arange(count, dtype=np.int64)
+        offset = offset_now.get(name)
+        if offset is None:
+            current_parts.append(np.full(count, -1, dtype=np.int64))
+        else:
+            current_parts.append(np.where(numbers < count_now[name], offset + numbers, -1))
+        if weighted:
+            topic = topic_by_name.get(name)
+            values = np.zeros(count)
+            if topic is not None and topic.weights is not None:
+                known = min(count, len(topic.weights))
+                values[:known] = topic.weights[:known]
+            weight_parts.append(values)
+    current = np.concatenate(current_parts) if current_parts else np.zeros(0, dtype=np.int64)
+    if not weighted:
+        return current, None
+    return current, np.concatenate(weight_parts) if weight_parts else np.zeros(0)
+
+
+def _group_at(
+    step: _Step,
+    owned_by_identity: Mapping[str, tuple[TopicPartition, ...]],
+    previous: _Step | None,
+    checked: bool,
+) -> Group:
+    """Step 1 of the replay (:func:`_group_of`) from a prepared step; ``checked``: the owned
+    partitions came from an array assignment of the previous step (sorted and distinct)."""
+    if previous is None:
+        return step.shape.group
+    previous_generation = previous.generation.generation
+    previous_identities = previous.identities
+    counts = step.counts
+    members = []
+    for member in step.members:
+        identity = member.identity
+        owned: tuple[TopicPartition, ...] = ()
+        present_before = identity in previous_identities
+        if present_before:
+            owned = owned_by_identity.get(identity, ())
+            if not (checked and step.kept_topics):
+                # what still exists (a topic may have been deleted or shrunk since)
+                owned = tuple(tp for tp in owned if 0 <= tp.partition < counts.get(tp.topic, 0))
+        generation = previous_generation if present_before else -1
+        if checked:
+            members.append(
+                Member.checked(
+                    member.member_id,
+                    member.topics,
+                    owned,
+                    generation,
+                    member.rack,
+                    member.instance_id,
+                )
+            )
+        else:
+            members.append(
+                Member(
+                    member_id=member.member_id,
+                    topics=member.topics,
+                    owned_partitions=owned,
+                    generation=generation,
+                    rack=member.rack,
+                    instance_id=member.instance_id,
+                )
+            )
+    return Group.checked(step.topics, tuple(members), step.topic_by_name)
+
+
+def replay_with(
+    trace: Trace,
+    assignor: Assignor,
+    *,
+    timings: bool = True,
+    prepared: Prepared | None = None,
+) -> list[ScoreRow]:
     """Replay ``trace`` through an assignor object (spec/traces.md, replay semantics).
 
     ``timings=False`` leaves ``assign_ms`` null so the rows are the same on every run.
+    ``prepared`` is :func:`prepare` of ``trace``, when the caller replays it more than once.
+
+    Each generation is scored on owner arrays (:func:`~assignors.traces.scoring.score_owners`)
+    when the assignment is one owner per partition (every built-in assignor's is); otherwise,
+    and in the generation after, by :func:`~assignors.traces.scoring.score_generation`.
     """
+    if prepared is None or prepared.trace is not trace:
+        prepared = prepare(trace)
     rows: list[ScoreRow] = []
     owned_by_identity: dict[str, tuple[TopicPartition, ...]] = {}
-    previous_owner: dict[TopicPartition, str] | None = None
-    previous_generation: int | None = None
-    previous_identities: frozenset[str] = frozenset()
-    previous_timestamp: int | None = None
+    previous_step: _Step | None = None
+    previous_final: Mapping[str, Sequence[TopicPartition]] | None = None
+    previous_owners: np.ndarray | None = None
+    previous_sorted = False  # the previous final assignment came from an owner array
     cooperative = assignor.rebalance_protocol == "cooperative"
     # KIP-848: the coordinator's target once, then member-by-member reconciliation
     server_side = is_server_side(assignor)
@@ -158,8 +376,9 @@ def replay_with(trace: Trace, assignor: Assignor, *, timings: bool = True) -> li
         if server_side and isinstance(assignor, ServerSideAssignor)
         else assignor.assign
     )
-    for generation in trace.generations:
-        group = _group_of(generation, owned_by_identity, previous_generation, previous_identities)
+    for step in prepared.steps:
+        generation = step.generation
+        group = _group_at(step, owned_by_identity, previous_step, previous_sorted)
         base_group = group
         rounds = 0
         elapsed = 0.0
@@ -172,30 +391,51 @@ def replay_with(trace: Trace, assignor: Assignor, *, timings: bool = True) -> li
                 break
             # the old owners revoke what was withheld and everyone rejoins with what they hold now
             group = rejoin(group, assignment, generation.generation)
+        owners = step.shape.owners_of(assignment)
         final = assignment.partitions
-        row = score_generation(
-            base_group,
-            final,
-            trace_id=trace.trace_id,
-            assignor=assignor.name,
-            generation=generation.generation,
-            previous_owner=previous_owner,
-            protocol=assignor.rebalance_protocol,
-            rounds=rounds,
-            assign_ms=elapsed * 1000.0 if timings else None,
-            interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
-        )
-        if server_side and previous_owner is not None:
+        scored = {
+            "trace_id": trace.trace_id,
+            "assignor": assignor.name,
+            "generation": generation.generation,
+            "protocol": assignor.rebalance_protocol,
+            "rounds": rounds,
+            "assign_ms": elapsed * 1000.0 if timings else None,
+            "interval_ms": step.interval_ms,
+        }
+        if owners is not None and (previous_step is None or previous_owners is not None):
+            previous = None
+            if previous_step is not None:
+                assert previous_owners is not None and step.current is not None
+                carried = np.append(previous_step.carries, -1)[previous_owners]
+                previous = PreviousOwners(
+                    identity=carried,
+                    current=step.current,
+                    weight=step.weight,
+                    order=np.append(previous_step.first_of_code, -1)[carried],
+                    speaker=step.speaker_of_code,
+                    identities=prepared.identities,
+                )
+            row = score_owners(step.shape, owners, previous, **scored)  # type: ignore[arg-type]
+        else:
+            previous_owner = (
+                None
+                if previous_step is None or previous_final is None
+                else _owner_of(_owned_by_identity(previous_step.generation, previous_final))
+            )
+            row = score_generation(base_group, final, previous_owner=previous_owner, **scored)  # type: ignore[arg-type]
+        if server_side and previous_step is not None:
             reconciliation = reconcile_generation(
-                generation, final, owned_by_identity, previous_identities, previous_generation
+                generation,
+                final,
+                owned_by_identity,
+                previous_step.identities,
+                previous_step.generation.generation,
             )
             row = with_reconciliation(row, reconciliation, generation.topics)
         rows.append(row)
-        previous_timestamp = generation.timestamp_ms
         owned_by_identity = _owned_by_identity(generation, final)
-        previous_owner = _owner_of(owned_by_identity)
-        previous_generation = generation.generation
-        previous_identities = frozenset(member.identity for member in generation.members)
+        previous_step, previous_final, previous_owners = step, final, owners
+        previous_sorted = assignment.owners is not None
     return rows
 
 

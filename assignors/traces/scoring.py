@@ -28,13 +28,14 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from assignors.base import RebalanceProtocol
-from assignors.model import Group, TopicPartition
+from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
 
 
 class ScoreRow(NamedTuple):
@@ -861,3 +862,282 @@ def _max_int_or_none(values: Iterable[int | None]) -> int | None:
 def _sum_or_none(values: Iterable[float | None]) -> float | None:
     present = [value for value in values if value is not None]
     return sum(present) if present else None
+
+
+# ---------------------------------------------------------------------------------------------
+# one generation, on owner arrays
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationShape:
+    """What scoring needs from one generation that is the same for every assignor: built once
+    per generation by a replay and shared by the assignors it runs.
+
+    ``group`` has the generation's members without owned partitions; partitions are numbered
+    by ``space`` (:meth:`~assignors.model.Group.partition_space`). ``topic_of[p]``: topic
+    position of partition ``p``; ``class_of_topic[t]``: subscription class of topic position
+    ``t`` (-1 for a topic without partitions); ``subscribed[i, t]``: member ``i`` subscribes
+    to topic position ``t``; ``considered``: members subscribed to some existing partition;
+    ``speaker``: identity -> index of the member speaking for it; ``revoke_weight[p]``: the
+    weight ``revoked_weight`` and ``moved_weight`` add up (0.0 without weights), None when no
+    topic carries weights; ``skew_weight[p]``: the weights ``weight_skew`` adds up, None unless
+    every subscribed topic carries weights; ``mismatched[i, p]``: member ``i``'s rack has no
+    replica of ``p``, None when the group has no racks.
+    """
+
+    group: Group
+    classes: SubscriptionClasses
+    capacity: int
+    space: PartitionSpace
+    member_ids: tuple[str, ...]
+    topic_of: np.ndarray
+    class_of_topic: np.ndarray
+    subscribed: np.ndarray
+    considered: np.ndarray
+    speaker: dict[str, int]
+    revoke_weight: np.ndarray | None
+    skew_weight: np.ndarray | None
+    mismatched: np.ndarray | None
+
+    @classmethod
+    def of(cls, group: Group) -> GenerationShape:
+        """The shape of ``group`` (its members' owned partitions play no part)."""
+        classes = subscription_classes(group)
+        space = group.partition_space()
+        counts = np.asarray(space.partition_counts, dtype=np.int64)
+        topic_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+        position = {name: index for index, name in enumerate(space.topic_names)}
+        class_of_topic = np.full(counts.size, -1, dtype=np.int64)
+        for name, class_index in classes.class_by_topic.items():
+            class_of_topic[position[name]] = class_index
+        subscribed = np.zeros((len(group.members), counts.size), dtype=bool)
+        for index, member in enumerate(group.members):
+            columns = [position[name] for name in member.topics if name in position]
+            subscribed[index, columns] = True
+        weighted = [group.topic(name) for name in space.topic_names]
+        revoke_weight = None
+        if any(topic.weights is not None for topic in group.topics):
+            revoke_weight = _per_partition(
+                [topic.weights if topic else None for topic in weighted], counts
+            )
+        skew_weight = None
+        if classes.class_by_topic and all(
+            group.topic(name).weights is not None  # type: ignore[union-attr]
+            for name in classes.class_by_topic
+        ):
+            skew_weight = _per_partition(
+                [topic.weights if topic else None for topic in weighted], counts
+            )
+        mismatched = None
+        if group.has_racks():
+            mismatched = np.zeros((len(group.members), int(counts.sum())), dtype=bool)
+            for offset, topic in zip(space.offsets, weighted, strict=True):
+                if topic is None or topic.replica_racks is None:
+                    continue
+                for index, member in enumerate(group.members):
+                    if member.rack is not None:
+                        mismatched[index, offset : offset + topic.num_partitions] = [
+                            member.rack not in racks for racks in topic.replica_racks
+                        ]
+        return cls(
+            group=group,
+            classes=classes,
+            capacity=optimal_max_load_of(classes),
+            space=space,
+            member_ids=tuple(member.member_id for member in group.members),
+            topic_of=topic_of,
+            class_of_topic=class_of_topic,
+            subscribed=subscribed,
+            considered=np.asarray(classes.considered, dtype=np.int64),
+            speaker=_member_by_identity(group),
+            revoke_weight=revoke_weight,
+            skew_weight=skew_weight,
+            mismatched=mismatched,
+        )
+
+    def owners_of(self, assignment: Assignment) -> np.ndarray | None:
+        """``assignment`` as one owner (member index, -1 nobody) per partition of ``space``;
+        None when it cannot be one: it hands out a partition outside ``space`` or twice."""
+        if (
+            assignment.owners is not None
+            and assignment.member_ids == self.member_ids
+            and assignment.space is not None
+            and assignment.space.topic_names == self.space.topic_names
+            and assignment.space.partition_counts == self.space.partition_counts
+        ):
+            return assignment.owners
+        owners = np.full(self.topic_of.size, -1, dtype=np.int64)
+        partitions = assignment.partitions
+        index = self.space.index
+        counts = dict(zip(self.space.topic_names, self.space.partition_counts, strict=True))
+        for member_index, member_id in enumerate(self.member_ids):
+            held = partitions.get(member_id, ())
+            if not held:
+                continue
+            try:
+                if not all(0 <= tp.partition < counts[tp.topic] for tp in held):
+                    return None
+                indexes = np.fromiter(map(index, held), dtype=np.int64, count=len(held))
+            except (KeyError, TypeError, AttributeError):
+                return None
+            if (owners[indexes] >= 0).any() or np.unique(indexes).size != indexes.size:
+                return None
+            owners[indexes] = member_index
+        return owners
+
+
+def _per_partition(weights: Sequence[tuple[float, ...] | None], counts: np.ndarray) -> np.ndarray:
+    """One float per partition: a topic's weights, 0.0 for a topic without them."""
+    parts = [
+        np.zeros(int(count)) if values is None else np.asarray(values, dtype=np.float64)
+        for values, count in zip(weights, counts, strict=True)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+class PreviousOwners(NamedTuple):
+    """The previous final assignment of one assignor as arrays, for :func:`score_owners`.
+
+    Over the previous generation's partitions (in its partition order): ``identity[q]``, the
+    code (into ``identities``) of the identity holding ``q``, -1 none; ``current[q]``, its
+    index in this generation's ``space``, -1 when it does not exist here; ``weight[q]`` its
+    weight in this generation's topics (0.0 without; None when no topic has weights);
+    ``order[q]``: where the identity holding ``q`` comes in the mapping ``previous_owner`` of
+    :func:`score_generation` (whose order the weight sums follow: identities in that order,
+    each one's partitions in partition order). ``speaker[c]``: the index of the member speaking
+    for identity ``identities[c]`` in this generation, -1 when none is present.
+    """
+
+    identity: np.ndarray
+    current: np.ndarray
+    weight: np.ndarray | None
+    order: np.ndarray
+    speaker: np.ndarray
+    identities: tuple[str, ...]
+
+
+def score_owners(
+    shape: GenerationShape,
+    owners: np.ndarray,
+    previous: PreviousOwners | None,
+    *,
+    trace_id: str,
+    assignor: str,
+    generation: int,
+    protocol: RebalanceProtocol = "eager",
+    rounds: int = 1,
+    assign_ms: float | None = None,
+    interval_ms: int | None = None,
+) -> ScoreRow:
+    """:func:`score_generation` of an assignment given as ``owners`` (member index per
+    partition of ``shape.space``, -1 nobody), against ``previous`` (None for a trace's first
+    generation): the same row, with numpy passes instead of one Python step per partition."""
+    num_members = len(shape.member_ids)
+    assigned = np.flatnonzero(owners >= 0)
+    holders = owners[assigned]
+    held_topics = shape.topic_of[assigned]
+    valid = shape.subscribed[holders, held_topics]
+    validly_held = int(np.count_nonzero(valid))
+    invalid = int(holders.size) - validly_held
+    num_partitions = int(shape.topic_of.size)
+
+    loads = np.bincount(holders, minlength=num_members)
+    considered_loads = loads[shape.considered]
+    min_load = int(considered_loads.min()) if considered_loads.size else 0
+    max_load = int(considered_loads.max()) if considered_loads.size else 0
+    balanced = True
+    if max_load - min_load > 1:
+        in_considered = np.zeros(num_members, dtype=bool)
+        in_considered[shape.considered] = True
+        least = np.where(
+            shape.subscribed[shape.considered], considered_loads[:, None], np.iinfo(np.int64).max
+        ).min(axis=0)
+        checked = in_considered[holders]
+        balanced = not bool((least[held_topics[checked]] < loads[holders[checked]] - 1).any())
+    capacity = shape.capacity
+
+    moved = forced = revoked = minimum_moved = minimum_moved_own = 0
+    weighted = shape.revoke_weight is not None
+    revoked_weight = moved_weight = 0.0
+    if previous is not None and (previous.identity >= 0).any():
+        held_before = np.flatnonzero(previous.identity >= 0)
+        codes = previous.identity[held_before]
+        current = previous.current[held_before]
+        speakers = previous.speaker[codes]
+        present = speakers >= 0
+        exists = current >= 0
+        safe = np.where(exists, current, 0)
+        still_held = present & exists & (owners[safe] == speakers)
+        forced += int(np.count_nonzero(exists & ~present))
+        is_revoked = present & ~still_held if protocol != "eager" else present
+        revoked = int(np.count_nonzero(is_revoked))
+        stays = present & exists
+        topics_now = shape.topic_of[safe]
+        subscribed = stays & shape.subscribed[np.where(present, speakers, 0), topics_now]
+        forced += int(np.count_nonzero(stays & ~subscribed))
+        moved_mask = subscribed & ~still_held
+        moved = int(np.count_nonzero(moved_mask))
+        if weighted and previous.weight is not None:
+            in_order = np.argsort(previous.order[held_before], kind="stable")
+            weights = previous.weight[held_before]
+            revoked_weight = _sequential_sum(weights[in_order][is_revoked[in_order]])
+            moved_weight = _sequential_sum(weights[in_order][moved_mask[in_order]])
+        num_codes = len(previous.identities)
+        keys = shape.class_of_topic[topics_now[subscribed]] * num_codes + codes[subscribed]
+        distinct, numbers = np.unique(keys, return_counts=True)
+        keepable = {
+            (key // num_codes, previous.identities[key % num_codes]): number
+            for key, number in zip(distinct.tolist(), numbers.tolist(), strict=True)
+        }
+        minimum_moved = _min_moved_of(shape.classes, keepable, shape.speaker, capacity)
+        own_capacity = max(max_load, capacity)
+        minimum_moved_own = (
+            minimum_moved
+            if own_capacity == capacity
+            else _min_moved_of(shape.classes, keepable, shape.speaker, own_capacity)
+        )
+
+    weight_skew = None
+    if shape.skew_weight is not None and shape.considered.size:
+        member_loads = np.bincount(
+            holders, weights=shape.skew_weight[assigned], minlength=num_members
+        )[shape.considered].tolist()
+        mean = sum(member_loads) / len(member_loads)
+        weight_skew = 1.0 if mean == 0 else max(member_loads) / mean
+    rack_mismatch = None
+    if shape.mismatched is not None:
+        rack_mismatch = int(np.count_nonzero(shape.mismatched[holders, assigned]))
+
+    return ScoreRow(
+        trace_id=trace_id,
+        assignor=assignor,
+        generation=generation,
+        members=num_members,
+        partitions=num_partitions,
+        unassigned=num_partitions - validly_held,
+        invalid=invalid,
+        min_load=min_load,
+        max_load=max_load,
+        spread=max_load - min_load,
+        balanced=balanced,
+        optimal_max_load=capacity,
+        weight_skew=weight_skew,
+        moved=moved,
+        forced=forced,
+        min_moved=minimum_moved,
+        revoked=revoked,
+        rounds=rounds,
+        rack_mismatch=rack_mismatch,
+        assign_ms=assign_ms,
+        min_moved_own=minimum_moved_own,
+        excess_moved=max(0, moved - minimum_moved_own),
+        revoked_weight=revoked_weight if weighted else None,
+        moved_weight=moved_weight if weighted else None,
+        interval_ms=interval_ms,
+    )
+
+
+def _sequential_sum(values: np.ndarray) -> float:
+    """``0.0 + values[0] + values[1] + ...`` in that order (as a Python loop adds them; numpy's
+    ``sum`` adds pairwise, which can differ in the last bit)."""
+    return float(np.cumsum(values)[-1]) if values.size else 0.0
