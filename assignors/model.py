@@ -215,15 +215,13 @@ class Member:
         True
         """
         made = object.__new__(cls)
-        for name, value in (
-            ("member_id", member_id),
-            ("topics", topics),
-            ("owned_partitions", owned_partitions),
-            ("generation", generation),
-            ("rack", rack),
-            ("instance_id", instance_id),
-        ):
-            object.__setattr__(made, name, value)
+        setter = object.__setattr__
+        setter(made, "member_id", member_id)
+        setter(made, "topics", topics)
+        setter(made, "owned_partitions", owned_partitions)
+        setter(made, "generation", generation)
+        setter(made, "rack", rack)
+        setter(made, "instance_id", instance_id)
         return made
 
     @property

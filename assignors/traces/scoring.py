@@ -254,36 +254,43 @@ def subscription_classes(group: Group) -> SubscriptionClasses:
     return SubscriptionClasses(tuple(subscribers), tuple(sizes), class_by_topic, considered)
 
 
+def _flow_network(classes: SubscriptionClasses) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bipartite part shared by the flows: (members, hub tails, member heads), where
+    ``members`` are the subscribers of some class (ascending) and arc ``k`` runs from class
+    hub ``hub tails[k]`` (2 + class) to member node ``member heads[k]`` (2 + classes + the
+    member's position in ``members``)."""
+    parts = [np.asarray(group, dtype=np.int64) for group in classes.subscribers]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    subscribers = np.concatenate(parts)
+    members = np.unique(subscribers)
+    node_of = np.zeros(int(members[-1]) + 1, dtype=np.int64)
+    node_of[members] = 2 + len(parts) + np.arange(members.size, dtype=np.int64)
+    hubs = np.repeat(
+        2 + np.arange(len(parts), dtype=np.int64), [len(group) for group in classes.subscribers]
+    )
+    return members, hubs, node_of[subscribers]
+
+
 def _class_flow(classes: SubscriptionClasses, capacity: int) -> tuple[int, int]:
     """(max flow, members): classes -> their subscribers -> sink, each member capped at
     ``capacity``."""
     from ortools.graph.python import max_flow
 
-    members = sorted({member for group in classes.subscribers for member in group})
-    member_node = {
-        member: len(classes.sizes) + 2 + position for position, member in enumerate(members)
-    }
+    members, hub_tails, member_heads = _flow_network(classes)
+    num_classes = len(classes.sizes)
     source, sink = 0, 1
-    tails, heads, capacities = [], [], []
-    for position, (subscribers, size) in enumerate(
-        zip(classes.subscribers, classes.sizes, strict=True)
-    ):
-        tails.append(source)
-        heads.append(2 + position)
-        capacities.append(size)
-        for member in subscribers:
-            tails.append(2 + position)
-            heads.append(member_node[member])
-            capacities.append(size)
-    for member in members:
-        tails.append(member_node[member])
-        heads.append(sink)
-        capacities.append(capacity)
+    sizes = np.asarray(classes.sizes, dtype=np.int64)
+    member_nodes = 2 + num_classes + np.arange(members.size, dtype=np.int64)
+    tails = np.concatenate((np.full(num_classes, source), hub_tails, member_nodes))
+    heads = np.concatenate((2 + np.arange(num_classes), member_heads, np.full(members.size, sink)))
+    capacities = np.concatenate(
+        (sizes, sizes[hub_tails - 2], np.full(members.size, capacity, dtype=np.int64))
+    )
     solver = max_flow.SimpleMaxFlow()
     solver.add_arcs_with_capacity(
-        np.array(tails, dtype=np.int32),
-        np.array(heads, dtype=np.int32),
-        np.array(capacities, dtype=np.int64),
+        tails.astype(np.int32), heads.astype(np.int32), capacities.astype(np.int64)
     )
     if solver.solve(source, sink) != solver.OPTIMAL:
         raise RuntimeError("max-flow solver failed")
@@ -393,64 +400,61 @@ def optimal_spread(group: Group) -> int:
 
 def _min_moved_flow(
     classes: SubscriptionClasses,
-    counts: Mapping[tuple[int, str | None], int],
-    members_by_identity: Mapping[str, Sequence[int]],
+    key_class: np.ndarray,
+    key_keeper: np.ndarray,
+    key_count: np.ndarray,
     capacity: int,
 ) -> int:
-    """Min-cost flow: partitions (by class and previous owner) -> members, cost 1 to leave a
-    previous owner that could keep them, each member holding at most ``capacity``."""
+    """Min-cost flow: partitions (grouped by class and previous owner: key ``k`` holds
+    ``key_count[k]`` partitions of class ``key_class[k]`` whose previous owner, member
+    ``key_keeper[k]``, may keep them; -1 none) -> members, cost 1 to leave a previous owner that
+    could keep them, each member holding at most ``capacity``."""
     from ortools.graph.python import min_cost_flow
 
-    members = sorted({member for group in classes.subscribers for member in group})
+    members, hub_tails, member_heads = _flow_network(classes)
     num_classes = len(classes.sizes)
     source, sink = 0, 1
-    hub_base = 2
-    member_base = hub_base + num_classes
-    member_node = {member: member_base + position for position, member in enumerate(members)}
-    next_node = member_base + len(members)
-    tails: list[int] = []
-    heads: list[int] = []
-    capacities: list[int] = []
-    costs: list[int] = []
-
-    def arc(tail: int, head: int, arc_capacity: int, cost: int) -> None:
-        tails.append(tail)
-        heads.append(head)
-        capacities.append(arc_capacity)
-        costs.append(cost)
-
+    member_base = 2 + num_classes
+    node_of = np.zeros(int(members[-1]) + 1 if members.size else 1, dtype=np.int64)
+    node_of[members] = member_base + np.arange(members.size, dtype=np.int64)
+    num_keys = key_class.size
+    key_nodes = member_base + members.size + np.arange(num_keys, dtype=np.int64)
+    kept = key_keeper >= 0
+    member_nodes = member_base + np.arange(members.size, dtype=np.int64)
     total = sum(classes.sizes)
-    for position, subscribers in enumerate(classes.subscribers):
-        for member in subscribers:
-            arc(hub_base + position, member_node[member], total, 0)
-    for (class_index, owner), count in sorted(
-        counts.items(), key=lambda item: (item[0][0], item[0][1] or "")
-    ):
-        node = next_node
-        next_node += 1
-        arc(source, node, count, 0)
-        class_subscribers = set(classes.subscribers[class_index])
-        keepers = (
-            [m for m in members_by_identity.get(owner, ()) if m in class_subscribers]
-            if owner
-            else []
+    tails = np.concatenate(
+        (hub_tails, np.full(num_keys, source), key_nodes[kept], key_nodes, member_nodes)
+    )
+    heads = np.concatenate(
+        (
+            member_heads,
+            key_nodes,
+            node_of[key_keeper[kept]],
+            2 + key_class,
+            np.full(members.size, sink),
         )
-        for member in keepers:
-            arc(node, member_node[member], count, 0)
-        arc(node, hub_base + class_index, count, 1 if keepers else 0)
-    for member in members:
-        arc(member_node[member], sink, capacity, 0)
+    )
+    capacities = np.concatenate(
+        (
+            np.full(hub_tails.size, total, dtype=np.int64),
+            key_count,
+            key_count[kept],
+            key_count,
+            np.full(members.size, capacity, dtype=np.int64),
+        )
+    )
+    costs = np.zeros(tails.size, dtype=np.int64)
+    # leaving a previous owner that could keep them costs 1
+    costs[tails.size - members.size - num_keys : tails.size - members.size] = kept
     solver = min_cost_flow.SimpleMinCostFlow()
     solver.add_arcs_with_capacity_and_unit_cost(
-        np.array(tails, dtype=np.int32),
-        np.array(heads, dtype=np.int32),
-        np.array(capacities, dtype=np.int64),
-        np.array(costs, dtype=np.int64),
+        tails.astype(np.int32), heads.astype(np.int32), capacities.astype(np.int64), costs
     )
-    supplies = np.zeros(next_node, dtype=np.int64)
+    num_nodes = member_base + members.size + num_keys
+    supplies = np.zeros(num_nodes, dtype=np.int64)
     supplies[source] = total
     supplies[sink] = -total
-    solver.set_nodes_supplies(np.arange(next_node, dtype=np.int32), supplies)
+    solver.set_nodes_supplies(np.arange(num_nodes, dtype=np.int32), supplies)
     status = solver.solve()
     if status != solver.OPTIMAL:
         raise RuntimeError(f"min-cost-flow solver failed with status {status}")
@@ -511,20 +515,51 @@ def _min_moved_of(
     speaker: Mapping[str, int],
     capacity: int,
 ) -> int:
+    """:func:`_min_moved_keys` of partitions counted by (class, previous owner's identity)."""
     if not keepable:
+        return 0
+    subscribed = [frozenset(group) for group in classes.subscribers]
+    key_class, key_keeper, key_count = [], [], []
+    for (class_index, owner), count in keepable.items():
+        keeper = speaker.get(owner, -1)
+        key_class.append(class_index)
+        key_keeper.append(keeper if keeper in subscribed[class_index] else -1)
+        key_count.append(count)
+    return _min_moved_keys(
+        classes,
+        np.asarray(key_class, dtype=np.int64),
+        np.asarray(key_keeper, dtype=np.int64),
+        np.asarray(key_count, dtype=np.int64),
+        capacity,
+    )
+
+
+def _min_moved_keys(
+    classes: SubscriptionClasses,
+    key_class: np.ndarray,
+    key_keeper: np.ndarray,
+    key_count: np.ndarray,
+    capacity: int,
+) -> int:
+    """The fewest moves at most ``capacity`` per member allows, given ``key_count[k]``
+    partitions of class ``key_class[k]`` that member ``key_keeper[k]`` held and may keep (-1:
+    nobody may)."""
+    if key_count.size == 0:
         return 0
     if len(classes.sizes) == 1 and len(classes.subscribers[0]) == len(classes.considered):
         # everyone may take everything: each owner keeps up to `capacity`, the rest must move
-        return sum(max(0, count - capacity) for count in keepable.values())
-    counts: dict[tuple[int, str | None], int] = {key: count for key, count in keepable.items()}
-    kept_by_class: Counter[int] = Counter()
-    for (class_index, _owner), count in keepable.items():
-        kept_by_class[class_index] += count
-    for class_index, size in enumerate(classes.sizes):
-        if size > kept_by_class[class_index]:
-            counts[class_index, None] = size - kept_by_class[class_index]
-    members_by_identity = {identity: [index] for identity, index in speaker.items()}
-    return _min_moved_flow(classes, counts, members_by_identity, capacity)
+        return int(np.maximum(key_count - capacity, 0).sum())
+    # the partitions nobody held before (or that no keeper may keep) come from the class itself
+    sizes = np.asarray(classes.sizes, dtype=np.int64)
+    kept_by_class = np.bincount(key_class, weights=key_count, minlength=sizes.size).astype(np.int64)
+    rest = np.flatnonzero(sizes > kept_by_class)
+    return _min_moved_flow(
+        classes,
+        np.concatenate((key_class, rest)),
+        np.concatenate((key_keeper, np.full(rest.size, -1, dtype=np.int64))),
+        np.concatenate((key_count, (sizes - kept_by_class)[rest])),
+        capacity,
+    )
 
 
 def _partition_counts(group: Group) -> dict[str, int]:
@@ -910,10 +945,13 @@ class GenerationShape:
         class_of_topic = np.full(counts.size, -1, dtype=np.int64)
         for name, class_index in classes.class_by_topic.items():
             class_of_topic[position[name]] = class_index
-        subscribed = np.zeros((len(group.members), counts.size), dtype=bool)
-        for index, member in enumerate(group.members):
-            columns = [position[name] for name in member.topics if name in position]
-            subscribed[index, columns] = True
+        # one row per distinct subscription, copied to the members sharing it
+        distinct: dict[frozenset[str], int] = {}
+        row_of = [distinct.setdefault(member.topics, len(distinct)) for member in group.members]
+        rows = np.zeros((len(distinct), counts.size), dtype=bool)
+        for topics, row in distinct.items():
+            rows[row, [position[name] for name in topics if name in position]] = True
+        subscribed = rows[np.asarray(row_of, dtype=np.int64)] if row_of else rows
         weighted = [group.topic(name) for name in space.topic_names]
         revoke_weight = None
         if any(topic.weights is not None for topic in group.topics):
@@ -930,15 +968,20 @@ class GenerationShape:
             )
         mismatched = None
         if group.has_racks():
-            mismatched = np.zeros((len(group.members), int(counts.sum())), dtype=bool)
+            # one row per distinct consumer rack (row 0: no rack, never mismatched)
+            racks = sorted({member.rack for member in group.members if member.rack is not None})
+            rack_row = {rack: row for row, rack in enumerate(racks, 1)}
+            by_rack = np.zeros((len(racks) + 1, int(counts.sum())), dtype=bool)
             for offset, topic in zip(space.offsets, weighted, strict=True):
                 if topic is None or topic.replica_racks is None:
                     continue
-                for index, member in enumerate(group.members):
-                    if member.rack is not None:
-                        mismatched[index, offset : offset + topic.num_partitions] = [
-                            member.rack not in racks for racks in topic.replica_racks
-                        ]
+                for rack, row in rack_row.items():
+                    by_rack[row, offset : offset + topic.num_partitions] = [
+                        rack not in replica_racks for replica_racks in topic.replica_racks
+                    ]
+            mismatched = by_rack[
+                np.asarray([rack_row.get(member.rack, 0) for member in group.members], np.int64)  # type: ignore[arg-type]
+            ]
         return cls(
             group=group,
             classes=classes,
@@ -1082,19 +1125,19 @@ def score_owners(
             weights = previous.weight[held_before]
             revoked_weight = _sequential_sum(weights[in_order][is_revoked[in_order]])
             moved_weight = _sequential_sum(weights[in_order][moved_mask[in_order]])
-        num_codes = len(previous.identities)
-        keys = shape.class_of_topic[topics_now[subscribed]] * num_codes + codes[subscribed]
+        # keepable partitions counted by (class, keeper): a present, subscribed previous owner
+        num_members_plus = num_members + 1
+        keys = (
+            shape.class_of_topic[topics_now[subscribed]] * num_members_plus + speakers[subscribed]
+        )
         distinct, numbers = np.unique(keys, return_counts=True)
-        keepable = {
-            (key // num_codes, previous.identities[key % num_codes]): number
-            for key, number in zip(distinct.tolist(), numbers.tolist(), strict=True)
-        }
-        minimum_moved = _min_moved_of(shape.classes, keepable, shape.speaker, capacity)
+        key_class, key_keeper = np.divmod(distinct, num_members_plus)
+        minimum_moved = _min_moved_keys(shape.classes, key_class, key_keeper, numbers, capacity)
         own_capacity = max(max_load, capacity)
         minimum_moved_own = (
             minimum_moved
             if own_capacity == capacity
-            else _min_moved_of(shape.classes, keepable, shape.speaker, own_capacity)
+            else _min_moved_keys(shape.classes, key_class, key_keeper, numbers, own_capacity)
         )
 
     weight_skew = None
