@@ -62,6 +62,9 @@ MAX_PARTITIONS = 10_000_000
 checked before any work, so input that cannot fit in memory is refused at once."""
 MAX_MEMBERS = 1_000_000
 """Most members one group (a request, a trace generation) may list."""
+_CACHED_OBJECTS = 100_000
+"""Spaces up to this many partitions keep their TopicPartition objects once made
+(:meth:`PartitionSpace.objects`); larger ones make only those asked for."""
 _OWNED_RULE = "each must be a (topic name, partition number >= 0) pair"
 
 
@@ -250,6 +253,7 @@ class Group:
     topics: tuple[Topic, ...]
     members: tuple[Member, ...]
     _topic_by_name: Mapping[str, Topic] = field(init=False, repr=False, compare=False)
+    _space: PartitionSpace | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         topics = tuple(sorted(self.topics, key=lambda topic: topic.name))
@@ -271,6 +275,7 @@ class Group:
         object.__setattr__(self, "topics", topics)
         object.__setattr__(self, "members", members)
         object.__setattr__(self, "_topic_by_name", by_name)
+        object.__setattr__(self, "_space", None)
 
     @classmethod
     def checked(
@@ -278,11 +283,13 @@ class Group:
         topics: tuple[Topic, ...],
         members: tuple[Member, ...],
         topic_by_name: Mapping[str, Topic],
+        space: PartitionSpace | None = None,
     ) -> Group:
         """A group whose topics are already sorted by name and distinct, members sorted by
         member id and distinct, and ``topic_by_name`` maps each topic's name to it: what
         ``Group(...)`` would make, without sorting and checking again (a replay builds one
-        group per generation and assignor from the same checked parts).
+        group per generation and assignor from the same checked parts). ``space``, when given,
+        must be what :meth:`partition_space` would make: groups of one generation share it.
 
         >>> topics = (Topic("a", 1),)
         >>> members = (Member("c0", frozenset({"a"})),)
@@ -293,6 +300,7 @@ class Group:
         object.__setattr__(made, "topics", topics)
         object.__setattr__(made, "members", members)
         object.__setattr__(made, "_topic_by_name", topic_by_name)
+        object.__setattr__(made, "_space", space)
         return made
 
     def topic(self, name: str) -> Topic | None:
@@ -317,8 +325,13 @@ class Group:
         )
 
     def partition_space(self) -> PartitionSpace:
-        names = self.subscribed_topics()
-        return PartitionSpace(names, tuple(self.num_partitions(name) for name in names))
+        """The numbering of the subscribed partitions (made once per group)."""
+        if self._space is None:
+            names = self.subscribed_topics()
+            space = PartitionSpace(names, tuple(self.num_partitions(name) for name in names))
+            object.__setattr__(self, "_space", space)
+        assert self._space is not None
+        return self._space
 
     def has_racks(self) -> bool:
         """True when rack-aware assignment applies (KIP-881): some consumer rack and some
@@ -340,6 +353,7 @@ class PartitionSpace:
     partition_counts: tuple[int, ...]
     offsets: tuple[int, ...] = field(init=False)
     _offset_by_topic: Mapping[str, int] = field(init=False, repr=False, compare=False)
+    _objects: np.ndarray | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         offsets, total = [], 0
@@ -350,6 +364,7 @@ class PartitionSpace:
         object.__setattr__(
             self, "_offset_by_topic", dict(zip(self.topic_names, offsets, strict=True))
         )
+        object.__setattr__(self, "_objects", None)
 
     @property
     def size(self) -> int:
@@ -378,6 +393,21 @@ class PartitionSpace:
         offsets = np.asarray(self.offsets, dtype=np.int64)
         positions = np.searchsorted(offsets, indexes, side="right") - 1
         return positions, np.asarray(indexes, dtype=np.int64) - offsets[positions]
+
+    def objects(self) -> np.ndarray:
+        """Every partition's :class:`TopicPartition`, by index (an object array made on the
+        first call and kept: a small space asked for its objects many times, as a replay asks,
+        makes them once).
+
+        >>> PartitionSpace(("a", "b"), (1, 1)).objects().tolist()
+        [TopicPartition(topic='a', partition=0), TopicPartition(topic='b', partition=0)]
+        """
+        if self._objects is None:
+            made = np.empty(self.size, dtype=object)
+            made[:] = self.partition_objects(np.arange(self.size, dtype=np.int64))
+            object.__setattr__(self, "_objects", made)
+        assert self._objects is not None
+        return self._objects
 
     def partition_objects(self, indexes: np.ndarray) -> list[TopicPartition]:
         """:class:`TopicPartition` objects for ``indexes`` (in that order), made in C loops."""
@@ -486,7 +516,10 @@ class Assignment:
             assert self.space is not None and self.member_ids is not None
             assert self.owners is not None
             order, bounds = member_runs(self.owners, len(self.member_ids))
-            objects = self.space.partition_objects(order[bounds[0] :])
+            if self.space._objects is not None or self.space.size <= _CACHED_OBJECTS:
+                objects = self.space.objects()[order[bounds[0] :]].tolist()
+            else:
+                objects = self.space.partition_objects(order[bounds[0] :])
             base = int(bounds[0])
             made = {
                 member_id: tuple(objects[bounds[i] - base : bounds[i + 1] - base])
@@ -607,6 +640,7 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
                 for member in group.members
             ),
             group._topic_by_name,
+            group._space,
         )
     return Group(
         topics=group.topics,

@@ -341,7 +341,7 @@ def _group_at(
                     instance_id=member.instance_id,
                 )
             )
-    return Group.checked(step.topics, tuple(members), step.topic_by_name)
+    return Group.checked(step.topics, tuple(members), step.topic_by_name, step.shape.space)
 
 
 def replay_with(
