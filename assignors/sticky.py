@@ -602,7 +602,14 @@ def _fewest_moves(
         costs.append(np.full(size, cost, dtype=_INDEX))
         edges.append(np.full(size, -1, dtype=_INDEX) if edge is None else edge)
 
-    for position, members in enumerate(subscribers):
+    if locality is None and edge_offsets[-1] > 0:
+        for made, arcs in zip(
+            (tails, heads, capacities, costs, edges),
+            _plain_arcs(subscribers, claims, counts, loads, edge_offsets, new_cost),
+            strict=True,
+        ):
+            made.append(arcs)
+    for position, members in enumerate(subscribers if locality is not None else ()):
         if members.size == 0:
             continue
         slots = np.flatnonzero(loads[members] <= int(loads[members].min()) + 1)
@@ -611,9 +618,8 @@ def _fewest_moves(
         size = int(counts[position])
         edge = edge_offsets[position] + slots
         add(topic_node, 1 + num_topics + allowed, claims[position][slots], 0, edge)
-        add(topic_node, 1 + num_topics + allowed, size, new_cost + (locality is not None), edge)
-        if locality is None:
-            continue
+        add(topic_node, 1 + num_topics + allowed, size, new_cost + 1, edge)
+        assert locality is not None
         local_by_rack, member_rack = locality
         racks_here = member_rack[allowed]
         for rack in np.unique(racks_here[racks_here >= 0]).tolist():
@@ -646,6 +652,51 @@ def _fewest_moves(
     held = np.zeros(int(edge_offsets[-1]), dtype=_INDEX)
     np.add.at(held, arc_edges[feeding], flows[feeding])
     return [held[edge_offsets[p] : edge_offsets[p + 1]] for p in range(num_topics)]
+
+
+def _plain_arcs(
+    subscribers: list[np.ndarray],
+    claims: list[np.ndarray],
+    counts: np.ndarray,
+    loads: np.ndarray,
+    edge_offsets: np.ndarray,
+    new_cost: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(tails, heads, capacities, costs, edges) of the subscription arcs of :func:`_fewest_moves`
+    without racks, for all topics at once and in the order a loop over topics adds them: per
+    topic with subscribers, one arc per allowed
+    subscriber (within one of the topic's least loaded) at cost 0 capped by its claims, then
+    one per allowed subscriber at ``new_cost`` capped by the topic's size."""
+    num_topics = len(subscribers)
+    sizes = np.diff(edge_offsets)
+    members = np.concatenate(subscribers).astype(_INDEX)
+    claimed = np.concatenate(claims).astype(_INDEX)
+    topic_of = np.repeat(np.arange(num_topics, dtype=_INDEX), sizes)
+    member_loads = loads[members]
+    starts = edge_offsets[:-1][sizes > 0]
+    least = np.zeros(num_topics, dtype=_INDEX)
+    least[topic_of[starts]] = np.minimum.reduceat(member_loads, starts)
+    allowed = np.flatnonzero(member_loads <= least[topic_of] + 1)
+    allowed_topic = topic_of[allowed]
+    per_topic = np.bincount(allowed_topic, minlength=num_topics)
+    first = np.cumsum(per_topic) - per_topic
+    claim_at = 2 * first[allowed_topic] + np.arange(allowed.size) - first[allowed_topic]
+    new_at = claim_at + per_topic[allowed_topic]
+    tails = np.empty(2 * allowed.size, dtype=_INDEX)
+    heads = np.empty(2 * allowed.size, dtype=_INDEX)
+    capacities = np.empty(2 * allowed.size, dtype=_INDEX)
+    costs = np.empty(2 * allowed.size, dtype=_INDEX)
+    edges = np.empty(2 * allowed.size, dtype=_INDEX)
+    for at, capacity, cost in (
+        (claim_at, claimed[allowed], 0),
+        (new_at, counts[allowed_topic], new_cost),
+    ):
+        tails[at] = 1 + allowed_topic
+        heads[at] = 1 + num_topics + members[allowed]
+        capacities[at] = capacity
+        costs[at] = cost
+        edges[at] = allowed
+    return tails, heads, capacities, costs, edges
 
 
 def _moves(claims: list[np.ndarray], holdings: list[np.ndarray]) -> int:
