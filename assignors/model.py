@@ -403,8 +403,13 @@ class PartitionSpace:
         [TopicPartition(topic='a', partition=0), TopicPartition(topic='b', partition=0)]
         """
         if self._objects is None:
-            made = np.empty(self.size, dtype=object)
-            made[:] = self.partition_objects(np.arange(self.size, dtype=np.int64))
+            pairs = itertools.chain.from_iterable(
+                zip(repeat(name, count), range(count), strict=True)
+                for name, count in zip(self.topic_names, self.partition_counts, strict=True)
+            )
+            made = np.fromiter(
+                map(tuple.__new__, repeat(TopicPartition), pairs), dtype=object, count=self.size
+            )
             object.__setattr__(self, "_objects", made)
         assert self._objects is not None
         return self._objects

@@ -64,39 +64,6 @@ RECORDED = "recorded"
 MAX_ROUNDS = 5
 
 
-def _group_of(
-    generation: Generation,
-    owned_by_identity: Mapping[str, tuple[TopicPartition, ...]],
-    previous_generation: int | None,
-    previous_identities: frozenset[str],
-) -> Group:
-    """Step 1 of the replay: members with their subscriptions and what they owned before."""
-    counts = {topic.name: topic.num_partitions for topic in generation.topics}
-    members = []
-    for member in generation.members:
-        identity = member.identity
-        present_before = previous_generation is not None and identity in previous_identities
-        # what still exists (a topic may have been deleted or shrunk since)
-        owned = tuple(
-            tp
-            for tp in owned_by_identity.get(identity, ())
-            if 0 <= tp.partition < counts.get(tp.topic, 0)
-        )
-        members.append(
-            Member(
-                member_id=member.member_id,
-                topics=member.topics,
-                owned_partitions=owned if present_before else (),
-                generation=previous_generation
-                if present_before and previous_generation is not None
-                else -1,
-                rack=member.rack,
-                instance_id=member.instance_id,
-            )
-        )
-    return Group(generation.topics, tuple(members))
-
-
 def _protocol_of(recorded_protocol: str | None) -> RebalanceProtocol:
     """The real group's protocol decides how `recorded` revokes: cooperative-sticky (and the
     KIP-848 consumer protocol's incremental assignors) revoke only what moves."""
@@ -212,23 +179,17 @@ def prepare(trace: Trace) -> Prepared:
         topics = tuple(sorted(generation.topics, key=lambda topic: topic.name))
         topic_by_name = {topic.name: topic for topic in topics}
         members = tuple(sorted(generation.members, key=lambda member: member.member_id))
-        shape = GenerationShape.of(
-            Group.checked(
-                topics,
-                tuple(
-                    Member.checked(
-                        member.member_id,
-                        member.topics,
-                        (),
-                        NO_GENERATION,
-                        member.rack,
-                        member.instance_id,
-                    )
-                    for member in members
-                ),
-                topic_by_name,
+        first_members = tuple(
+            Member.checked(
+                member.member_id, member.topics, (), NO_GENERATION, member.rack, member.instance_id
             )
+            for member in members
         )
+        group = Group.checked(topics, first_members, topic_by_name)
+        if previous is not None and group.partition_space() == previous.shape.space:
+            # the same numbering as before: share it, and the TopicPartition objects it keeps
+            group = Group.checked(topics, first_members, topic_by_name, previous.shape.space)
+        shape = GenerationShape.of(group)
         member_codes = np.asarray([code_of[member.identity] for member in members], dtype=np.int64)
         carries = np.full(len(members), -1, dtype=np.int64)
         speaker_of_code = np.full(len(identities), -1, dtype=np.int64)
@@ -271,10 +232,12 @@ def _carried_into(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Each partition of ``before`` as an index of ``now`` (-1: not there), and its weight in
     this generation's topics (0.0 without one; None when no topic has weights)."""
+    weighted = any(topic.weights is not None for topic in topic_by_name.values())
+    if not weighted and before == now:
+        return np.arange(now.size, dtype=np.int64), None
     current_parts, weight_parts = [], []
     offset_now = dict(zip(now.topic_names, now.offsets, strict=True))
     count_now = dict(zip(now.topic_names, now.partition_counts, strict=True))
-    weighted = any(topic.weights is not None for topic in topic_by_name.values())
     for name, count in zip(before.topic_names, before.partition_counts, strict=True):
         numbers = np.arange(count, dtype=np.int64)
         offset = offset_now.get(name)
@@ -301,8 +264,9 @@ def _group_at(
     previous: _Step | None,
     checked: bool,
 ) -> Group:
-    """Step 1 of the replay (:func:`_group_of`) from a prepared step; ``checked``: the owned
-    partitions came from an array assignment of the previous step (sorted and distinct)."""
+    """Step 1 of the replay: members with their subscriptions and what they owned before (by
+    identity, when present in the previous generation). ``checked``: the owned partitions came
+    from an array assignment of the previous step, so they are sorted and distinct."""
     if previous is None:
         return step.shape.group
     previous_generation = previous.generation.generation

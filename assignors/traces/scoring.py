@@ -1132,13 +1132,22 @@ def score_owners(
         )
         distinct, numbers = np.unique(keys, return_counts=True)
         key_class, key_keeper = np.divmod(distinct, num_members_plus)
-        minimum_moved = _min_moved_keys(shape.classes, key_class, key_keeper, numbers, capacity)
+        # A complete, valid assignment is itself a way to keep all but `moved` within its own
+        # largest load, and no member keeps more than the capacity: when those bounds meet,
+        # they are the answer and the flow is not needed.
+        witness = invalid == 0 and validly_held == num_partitions
+        kept_by_keeper = np.bincount(key_keeper, weights=numbers, minlength=num_members)
+
+        def fewest(limit: int) -> int:
+            if witness and max_load <= limit:
+                least = int(np.maximum(kept_by_keeper - limit, 0).sum())
+                if least == moved:
+                    return moved
+            return _min_moved_keys(shape.classes, key_class, key_keeper, numbers, limit)
+
+        minimum_moved = fewest(capacity)
         own_capacity = max(max_load, capacity)
-        minimum_moved_own = (
-            minimum_moved
-            if own_capacity == capacity
-            else _min_moved_keys(shape.classes, key_class, key_keeper, numbers, own_capacity)
-        )
+        minimum_moved_own = minimum_moved if own_capacity == capacity else fewest(own_capacity)
 
     weight_skew = None
     if shape.skew_weight is not None and shape.considered.size:

@@ -1,0 +1,182 @@
+"""The replay's array path (owner arrays, shared generation shapes) gives the rows the object
+path gives: every generation scored by ``score_generation`` from TopicPartition objects, groups
+built member by member, as the replay did before it worked on arrays."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from assignors import registry
+from assignors.base import RebalanceProtocol
+from assignors.model import Assignment, Group, Member, TopicPartition, rejoin
+from assignors.traces.format import Generation, Trace, build_trace, parse_generation
+from assignors.traces.generate import generate_rows
+from assignors.traces.job import replay_trace
+from assignors.traces.replay import MAX_ROUNDS, prepare, replay_with
+from assignors.traces.scoring import ScoreRow, score_generation
+
+
+def _traces(scenario: str, seed: int, groups: int = 4) -> list[Trace]:
+    by_trace: dict[str, list[Generation]] = collections.defaultdict(list)
+    rows = generate_rows(
+        scenario, groups, seed, members=(3, 9), partitions=(6, 60), max_generations=8
+    )
+    for line, row in enumerate(rows, 1):
+        by_trace[row["trace_id"]].append(parse_generation(row, "g.jsonl", line))
+    return [build_trace(trace_id, found) for trace_id, found in sorted(by_trace.items())]
+
+
+def _reference_replay(trace: Trace, assignor: object) -> list[ScoreRow]:
+    """The replay on objects: groups made with every check, scored by ``score_generation``."""
+    rows: list[ScoreRow] = []
+    owned: dict[str, tuple[TopicPartition, ...]] = {}
+    previous_owner: dict[TopicPartition, str] | None = None
+    previous_generation: int | None = None
+    previous_identities: frozenset[str] = frozenset()
+    previous_timestamp: int | None = None
+    protocol: RebalanceProtocol = assignor.rebalance_protocol  # type: ignore[attr-defined]
+    for generation in trace.generations:
+        counts = {topic.name: topic.num_partitions for topic in generation.topics}
+        members = []
+        for member in generation.members:
+            before = previous_generation is not None and member.identity in previous_identities
+            kept = tuple(
+                tp
+                for tp in owned.get(member.identity, ())
+                if 0 <= tp.partition < counts.get(tp.topic, 0)
+            )
+            members.append(
+                Member(
+                    member.member_id,
+                    member.topics,
+                    kept if before else (),
+                    previous_generation if before and previous_generation is not None else -1,
+                    member.rack,
+                    member.instance_id,
+                )
+            )
+        group = base_group = Group(generation.topics, tuple(members))
+        rounds = 0
+        while True:
+            rounds += 1
+            assignment = assignor.assign(group)  # type: ignore[attr-defined]
+            if not (protocol == "cooperative" and assignment.withheld) or rounds >= MAX_ROUNDS:
+                break
+            group = rejoin(group, assignment, generation.generation)
+        final = assignment.partitions
+        interval = (
+            None
+            if previous_timestamp is None or generation.timestamp_ms is None
+            else generation.timestamp_ms - previous_timestamp
+        )
+        rows.append(
+            score_generation(
+                base_group,
+                final,
+                trace_id=trace.trace_id,
+                assignor=assignor.name,  # type: ignore[attr-defined]
+                generation=generation.generation,
+                previous_owner=previous_owner,
+                protocol=protocol,
+                rounds=rounds,
+                interval_ms=interval,
+            )
+        )
+        owned = {}
+        for member in sorted(generation.members, key=lambda member: member.member_id):
+            owned[member.identity] = tuple(final.get(member.member_id, ()))
+        previous_owner = {tp: identity for identity, tps in owned.items() for tp in tps}
+        previous_generation = generation.generation
+        previous_identities = frozenset(member.identity for member in generation.members)
+        previous_timestamp = generation.timestamp_ms
+    return rows
+
+
+SCENARIOS = ("mixed", "skewed-weights", "rack-outage", "subscription-change", "flapping")
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("name", ["range", "roundrobin", "sticky", "cooperative-sticky"])
+def test_array_replay_scores_every_generation_as_the_object_replay(scenario: str, name: str):
+    assignor = registry.get(name)
+    for trace in _traces(scenario, seed=3):
+        assert replay_with(trace, assignor, timings=False) == _reference_replay(trace, assignor)
+
+
+@pytest.mark.parametrize("name", ["uniform", "server-range", "load-aware-cooperative"])
+def test_array_replay_matches_the_object_replay_for_the_other_assignors(name: str):
+    assignor = registry.get(name)
+    for trace in _traces("mixed", seed=11, groups=3):
+        assert replay_with(trace, assignor, timings=False) == _reference_replay(trace, assignor)
+
+
+class _AsObjects:
+    """Wraps an assignor and hands its answer back as TopicPartition tuples (no owner array),
+    in reverse order, as a plugin might."""
+
+    def __init__(self, name: str) -> None:
+        self.inner = registry.get(name)
+        self.name = name
+        self.rebalance_protocol = self.inner.rebalance_protocol
+
+    def assign(self, group: Group) -> Assignment:
+        answer = self.inner.assign(group)
+        return Assignment(
+            {member: tuple(reversed(tps)) for member, tps in answer.partitions.items()},
+            answer.withheld,
+        )
+
+
+def test_an_assignment_of_objects_scores_like_the_same_owner_array():
+    for trace in _traces("mixed", seed=5, groups=3):
+        arrays = replay_with(trace, registry.get("sticky"), timings=False)
+        assert replay_with(trace, _AsObjects("sticky"), timings=False) == arrays
+
+
+class _Broken:
+    """Gives every member the partitions of the first topic and partition 99 of a topic nobody
+    has, every other generation: an invalid answer the owner arrays cannot hold."""
+
+    name = "broken"
+    rebalance_protocol: RebalanceProtocol = "eager"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def assign(self, group: Group) -> Assignment:
+        self.calls += 1
+        first = group.topics[0].name if group.topics else "none"
+        given: Mapping[str, Sequence[TopicPartition]] = {
+            member.member_id: [TopicPartition(first, 0), TopicPartition("ghost", 99)]
+            if self.calls % 2
+            else []
+            for member in group.members
+        }
+        return Assignment.build([member.member_id for member in group.members], given)
+
+
+def test_an_invalid_assignment_is_scored_on_objects_and_the_next_generation_too():
+    for trace in _traces("mixed", seed=7, groups=3):
+        rows = replay_with(trace, _Broken(), timings=False)
+        assert rows == _reference_replay(trace, _Broken())
+        if len(rows) > 1:
+            assert rows[0].invalid > 0
+
+
+def test_a_prepared_trace_is_shared_by_the_assignors_of_one_replay(monkeypatch):
+    import assignors.traces.job as job
+
+    made: list[str] = []
+
+    def counting(trace: Trace):  # type: ignore[no-untyped-def]
+        made.append(trace.trace_id)
+        return prepare(trace)
+
+    monkeypatch.setattr(job, "prepare", counting)
+    [trace] = _traces("mixed", seed=2, groups=1)
+    result = replay_trace(trace, ["range", "roundrobin", "sticky"], timings=False)
+    assert made == [trace.trace_id]
+    assert [row.assignor for row in result.summary] == ["range", "roundrobin", "sticky"]
