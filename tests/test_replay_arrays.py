@@ -15,6 +15,12 @@ from assignors.model import Assignment, Group, Member, TopicPartition, rejoin
 from assignors.traces.format import Generation, Trace, build_trace, parse_generation
 from assignors.traces.generate import generate_rows
 from assignors.traces.job import replay_trace
+from assignors.traces.reconcile import (
+    ServerSideAssignor,
+    is_server_side,
+    reconcile_generation,
+    with_reconciliation,
+)
 from assignors.traces.replay import MAX_ROUNDS, prepare, replay_with
 from assignors.traces.scoring import ScoreRow, score_generation
 
@@ -38,6 +44,12 @@ def _reference_replay(trace: Trace, assignor: object) -> list[ScoreRow]:
     previous_identities: frozenset[str] = frozenset()
     previous_timestamp: int | None = None
     protocol: RebalanceProtocol = assignor.rebalance_protocol  # type: ignore[attr-defined]
+    server_side = is_server_side(assignor)  # type: ignore[arg-type]
+    assign = (
+        assignor.target
+        if server_side and isinstance(assignor, ServerSideAssignor)
+        else assignor.assign  # type: ignore[attr-defined]
+    )
     for generation in trace.generations:
         counts = {topic.name: topic.num_partitions for topic in generation.topics}
         members = []
@@ -62,8 +74,12 @@ def _reference_replay(trace: Trace, assignor: object) -> list[ScoreRow]:
         rounds = 0
         while True:
             rounds += 1
-            assignment = assignor.assign(group)  # type: ignore[attr-defined]
-            if not (protocol == "cooperative" and assignment.withheld) or rounds >= MAX_ROUNDS:
+            assignment = assign(group)
+            if (
+                server_side
+                or not (protocol == "cooperative" and assignment.withheld)
+                or rounds >= MAX_ROUNDS
+            ):
                 break
             group = rejoin(group, assignment, generation.generation)
         final = assignment.partitions
@@ -72,19 +88,23 @@ def _reference_replay(trace: Trace, assignor: object) -> list[ScoreRow]:
             if previous_timestamp is None or generation.timestamp_ms is None
             else generation.timestamp_ms - previous_timestamp
         )
-        rows.append(
-            score_generation(
-                base_group,
-                final,
-                trace_id=trace.trace_id,
-                assignor=assignor.name,  # type: ignore[attr-defined]
-                generation=generation.generation,
-                previous_owner=previous_owner,
-                protocol=protocol,
-                rounds=rounds,
-                interval_ms=interval,
-            )
+        row = score_generation(
+            base_group,
+            final,
+            trace_id=trace.trace_id,
+            assignor=assignor.name,  # type: ignore[attr-defined]
+            generation=generation.generation,
+            previous_owner=previous_owner,
+            protocol=protocol,
+            rounds=rounds,
+            interval_ms=interval,
         )
+        if server_side and previous_owner is not None:
+            reconciliation = reconcile_generation(
+                generation, final, owned, previous_identities, previous_generation
+            )
+            row = with_reconciliation(row, reconciliation, generation.topics)
+        rows.append(row)
         owned = {}
         for member in sorted(generation.members, key=lambda member: member.member_id):
             owned[member.identity] = tuple(final.get(member.member_id, ()))

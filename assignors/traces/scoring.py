@@ -1156,6 +1156,17 @@ def score_owners(
         )[shape.considered].tolist()
         mean = sum(member_loads) / len(member_loads)
         weight_skew = 1.0 if mean == 0 else max(member_loads) / mean
+    # the largest, over topics, of most - fewest partitions of the topic held by a subscriber
+    num_topics = shape.class_of_topic.size
+    per_topic = np.bincount(
+        holders[valid] * num_topics + held_topics[valid], minlength=num_members * num_topics
+    ).reshape(num_members, num_topics)
+    with_partitions = shape.class_of_topic >= 0
+    topic_spread = 0
+    if with_partitions.any() and num_members:
+        most = per_topic.max(axis=0)
+        fewest = np.where(shape.subscribed, per_topic, np.iinfo(np.int64).max).min(axis=0)
+        topic_spread = max(0, int((most - fewest)[with_partitions].max()))
     rack_mismatch = None
     if shape.mismatched is not None:
         rack_mismatch = int(np.count_nonzero(shape.mismatched[holders, assigned]))
@@ -1186,6 +1197,7 @@ def score_owners(
         revoked_weight=revoked_weight if weighted else None,
         moved_weight=moved_weight if weighted else None,
         interval_ms=interval_ms,
+        topic_spread=topic_spread,
     )
 
 
