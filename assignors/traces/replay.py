@@ -128,7 +128,8 @@ class _Step(NamedTuple):
     per trace (:func:`prepare`), so a replay of several assignors sorts, checks and measures
     each generation once.
 
-    ``members``: the trace's members sorted by member id; ``identity_codes[i]``: the code (into
+    ``members``: the trace's members sorted by member id, ``member_identities`` their
+    identities; ``identity_codes[i]``: the code (into
     :attr:`Prepared.identities`) of member ``i``'s identity; ``carries[i]``: that code when
     member ``i`` speaks for its identity (the greatest member id among those sharing it), else
     -1; ``first_of_code[c]``: the position among ``members`` of the first member with identity
@@ -143,6 +144,7 @@ class _Step(NamedTuple):
     topics: tuple[Topic, ...]
     topic_by_name: dict[str, Topic]
     members: tuple[TraceMember, ...]
+    member_identities: tuple[str, ...]
     identities: frozenset[str]
     counts: dict[str, int]
     shape: GenerationShape
@@ -190,7 +192,8 @@ def prepare(trace: Trace) -> Prepared:
             # the same numbering as before: share it, and the TopicPartition objects it keeps
             group = Group.checked(topics, first_members, topic_by_name, previous.shape.space)
         shape = GenerationShape.of(group)
-        member_codes = np.asarray([code_of[member.identity] for member in members], dtype=np.int64)
+        member_identities = tuple(member.identity for member in members)
+        member_codes = np.asarray([code_of[name] for name in member_identities], dtype=np.int64)
         carries = np.full(len(members), -1, dtype=np.int64)
         speaker_of_code = np.full(len(identities), -1, dtype=np.int64)
         first_of_code = np.full(len(identities), -1, dtype=np.int64)
@@ -210,7 +213,8 @@ def prepare(trace: Trace) -> Prepared:
                 topics=topics,
                 topic_by_name=topic_by_name,
                 members=members,
-                identities=frozenset(member.identity for member in members),
+                member_identities=member_identities,
+                identities=frozenset(member_identities),
                 counts={topic.name: topic.num_partitions for topic in topics},
                 shape=shape,
                 interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
@@ -273,8 +277,7 @@ def _group_at(
     previous_identities = previous.identities
     counts = step.counts
     members = []
-    for member in step.members:
-        identity = member.identity
+    for member, identity in zip(step.members, step.member_identities, strict=True):
         owned: tuple[TopicPartition, ...] = ()
         present_before = identity in previous_identities
         if present_before:
@@ -397,7 +400,11 @@ def replay_with(
             )
             row = with_reconciliation(row, reconciliation, generation.topics)
         rows.append(row)
-        owned_by_identity = _owned_by_identity(generation, final)
+        # carried forward by identity, the greater member id speaking for a shared one
+        owned_by_identity = {
+            identity: tuple(final.get(member.member_id, ()))
+            for member, identity in zip(step.members, step.member_identities, strict=True)
+        }
         previous_step, previous_final, previous_owners = step, final, owners
         previous_sorted = assignment.owners is not None
     return rows

@@ -1130,7 +1130,9 @@ def score_owners(
         keys = (
             shape.class_of_topic[topics_now[subscribed]] * num_members_plus + speakers[subscribed]
         )
-        distinct, numbers = np.unique(keys, return_counts=True)
+        by_key = np.bincount(keys, minlength=len(shape.classes.sizes) * num_members_plus)
+        distinct = np.flatnonzero(by_key)
+        numbers = by_key[distinct]
         key_class, key_keeper = np.divmod(distinct, num_members_plus)
         # A complete, valid assignment is itself a way to keep all but `moved` within its own
         # largest load, and no member keeps more than the capacity: when those bounds meet,
