@@ -16,6 +16,7 @@ member still lists it although it dropped the topic (it consumes it until it rev
 
 from __future__ import annotations
 
+import itertools
 import operator
 from dataclasses import dataclass
 from itertools import repeat
@@ -26,6 +27,8 @@ from assignors.model import Assignment, Group, PartitionSpace, member_runs
 
 _INDEX = np.int64
 NOBODY = -1
+_SUBSCRIPTION_TABLE_CELLS = 1 << 22
+"""Largest (distinct subscription x topic) table :func:`_subscribed` builds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,36 +189,35 @@ def _valid_claims(
     claimant = np.full(num_partitions, NOBODY, dtype=_INDEX)
     contested = np.zeros(num_partitions, dtype=bool)
     unsubscribed_owner = np.zeros(num_partitions, dtype=bool)
-    partition_parts, member_parts, generation_parts = [], [], []
-    # one extra slot answers topic position -1 (a topic nobody subscribes to): no partitions
-    known_counts = np.append(counts, 0)
-    for i, member in enumerate(group.members):
-        owned = member.owned_partitions
-        if not owned:
-            continue
-        topics = np.fromiter(
-            map(position.get, map(operator.itemgetter(0), owned), repeat(-1)),
-            dtype=_INDEX,
-            count=len(owned),
-        )
-        numbers = np.fromiter(map(operator.itemgetter(1), owned), dtype=_INDEX, count=len(owned))
-        subscribed = np.zeros(counts.size + 1, dtype=bool)
-        subscribed[list(subscriptions[i])] = True
-        exists = (numbers >= 0) & (numbers < known_counts[topics])
-        valid = subscribed[topics] & exists
-        dropped = exists & ~valid
-        if dropped.any():
-            unsubscribed_owner[offsets[topics[dropped]] + numbers[dropped]] = True
-        indexes = offsets[topics[valid]] + numbers[valid]
-        objects[indexes] = np.fromiter(owned, dtype=object, count=len(owned))[valid]
-        partition_parts.append(indexes)
-        member_parts.append(np.full(indexes.size, i, dtype=_INDEX))
-        generation_parts.append(np.full(indexes.size, member.generation, dtype=_INDEX))
-    if not partition_parts:
+    members = group.members
+    lengths = [len(member.owned_partitions) for member in members]
+    total = sum(lengths)
+    if total == 0:
         return claimant, contested, unsubscribed_owner, objects
-    partitions = np.concatenate(partition_parts)
-    claimers = np.concatenate(member_parts)
-    generations = np.concatenate(generation_parts)
+    # every member's owned partitions in one pass (member after member, as listed)
+    owned = list(itertools.chain.from_iterable(member.owned_partitions for member in members))
+    owner = np.repeat(np.arange(len(members), dtype=_INDEX), lengths)
+    topics = np.fromiter(
+        map(position.get, map(operator.itemgetter(0), owned), repeat(-1)),
+        dtype=_INDEX,
+        count=total,
+    )
+    numbers = np.fromiter(map(operator.itemgetter(1), owned), dtype=_INDEX, count=total)
+    # one extra column answers topic position -1 (a topic nobody subscribes to): no partitions
+    known_counts = np.append(counts, 0)
+    exists = (numbers >= 0) & (numbers < known_counts[topics])
+    valid = _subscribed(subscriptions, counts.size, owner, topics) & exists
+    dropped = exists & ~valid
+    if dropped.any():
+        unsubscribed_owner[offsets[topics[dropped]] + numbers[dropped]] = True
+    partitions = offsets[topics[valid]] + numbers[valid]
+    objects[partitions] = np.fromiter(owned, dtype=object, count=total)[valid]
+    claimers = owner[valid]
+    generations = np.fromiter((member.generation for member in members), _INDEX, len(members))[
+        claimers
+    ]
+    if not partitions.size:
+        return claimant, contested, unsubscribed_owner, objects
     order = np.lexsort((-generations, partitions))
     partitions, claimers, generations = partitions[order], claimers[order], generations[order]
     first = np.ones(partitions.size, dtype=bool)
@@ -227,3 +229,31 @@ def _valid_claims(
     claimant[partitions[leaders[~void]]] = claimers[leaders[~void]]
     contested[partitions[leaders[void]]] = True
     return claimant, contested, unsubscribed_owner, objects
+
+
+def _subscribed(
+    subscriptions: list[tuple[int, ...]], num_topics: int, members: np.ndarray, topics: np.ndarray
+) -> np.ndarray:
+    """Whether ``members[k]`` subscribes to topic position ``topics[k]`` (-1: never): one row
+    per distinct subscription, or, when those rows would be large, a search of the
+    (member, topic) pairs."""
+    row_of: dict[tuple[int, ...], int] = {}
+    rows = np.asarray(
+        [row_of.setdefault(subscription, len(row_of)) for subscription in subscriptions],
+        dtype=_INDEX,
+    )
+    width = num_topics + 1  # the last column answers position -1
+    if len(row_of) * width <= _SUBSCRIPTION_TABLE_CELLS:
+        table = np.zeros((len(row_of), width), dtype=bool)
+        for subscription, row in row_of.items():
+            table[row, list(subscription)] = True
+        return table[rows[members], topics]
+    pairs = np.fromiter(
+        (
+            member * width + position
+            for member, subscription in enumerate(subscriptions)
+            for position in subscription
+        ),
+        dtype=_INDEX,
+    )
+    return np.isin(members * width + np.where(topics >= 0, topics, num_topics), pairs)

@@ -8,6 +8,8 @@ import collections
 from collections.abc import Mapping, Sequence
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from strategies import groups
 
 from assignors import registry
 from assignors.base import RebalanceProtocol
@@ -200,3 +202,21 @@ def test_a_prepared_trace_is_shared_by_the_assignors_of_one_replay(monkeypatch):
     result = replay_trace(trace, ["range", "roundrobin", "sticky"], timings=False)
     assert made == [trace.trace_id]
     assert [row.assignor for row in result.summary] == ["range", "roundrobin", "sticky"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group=groups(owned=True, unknown_topics=True))
+def test_claims_are_the_same_from_the_subscription_table_and_the_pair_search(group: Group):
+    import assignors.arrays as arrays
+
+    from_table = arrays.GroupArrays.of(group)
+    original = arrays._SUBSCRIPTION_TABLE_CELLS
+    arrays._SUBSCRIPTION_TABLE_CELLS = 0  # the pair search, as for groups too big for a table
+    try:
+        searched = arrays.GroupArrays.of(group)
+    finally:
+        arrays._SUBSCRIPTION_TABLE_CELLS = original
+    assert from_table.claimant.tolist() == searched.claimant.tolist()
+    assert from_table.contested.tolist() == searched.contested.tolist()
+    assert from_table.unsubscribed_owner.tolist() == searched.unsubscribed_owner.tolist()
+    assert from_table.objects.tolist() == searched.objects.tolist()
