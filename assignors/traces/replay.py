@@ -36,6 +36,7 @@ from assignors import registry
 from assignors.base import Assignor, RebalanceProtocol
 from assignors.model import (
     NO_GENERATION,
+    Assignment,
     Group,
     Member,
     PartitionSpace,
@@ -354,7 +355,7 @@ def replay_with(
             started = time.perf_counter()
             assignment = assign(group)
             elapsed += time.perf_counter() - started
-            if server_side or not (cooperative and assignment.withheld) or rounds >= MAX_ROUNDS:
+            if server_side or not (cooperative and _withholds(assignment)) or rounds >= MAX_ROUNDS:
                 break
             # the old owners revoke what was withheld and everyone rejoins with what they hold now
             group = rejoin(group, assignment, generation.generation)
@@ -408,6 +409,13 @@ def replay_with(
         previous_step, previous_final, previous_owners = step, final, owners
         previous_sorted = assignment.owners is not None
     return rows
+
+
+def _withholds(assignment: Assignment) -> bool:
+    """Whether ``assignment`` withholds a partition (without making objects of an array one)."""
+    if assignment.withheld_indexes is not None:
+        return bool(assignment.withheld_indexes.size)
+    return bool(assignment.withheld)
 
 
 def replay_recorded(trace: Trace) -> list[ScoreRow]:
