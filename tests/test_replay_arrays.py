@@ -7,13 +7,14 @@ from __future__ import annotations
 import collections
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import groups
 
 from assignors import registry
 from assignors.base import RebalanceProtocol
-from assignors.model import Assignment, Group, Member, TopicPartition, rejoin
+from assignors.model import Assignment, Group, Member, PartitionSpace, TopicPartition, rejoin
 from assignors.traces.format import Generation, Trace, build_trace, parse_generation
 from assignors.traces.generate import generate_rows
 from assignors.traces.job import replay_trace
@@ -220,3 +221,30 @@ def test_claims_are_the_same_from_the_subscription_table_and_the_pair_search(gro
     assert from_table.contested.tolist() == searched.contested.tolist()
     assert from_table.unsubscribed_owner.tolist() == searched.unsubscribed_owner.tolist()
     assert from_table.objects.tolist() == searched.objects.tolist()
+
+
+class _ForeignSpace:
+    """Answers with an owner array over a space of its own: a topic the group does not have."""
+
+    name = "foreign-space"
+    rebalance_protocol: RebalanceProtocol = "eager"
+
+    def __init__(self) -> None:
+        self.owned: list[dict[str, tuple[TopicPartition, ...]]] = []
+
+    def assign(self, group: Group) -> Assignment:
+        self.owned.append({member.member_id: member.owned_partitions for member in group.members})
+        member_ids = tuple(member.member_id for member in group.members)
+        owners = np.array([0, -1, 0], dtype=np.int64)
+        return Assignment.from_owners(PartitionSpace(("ghost",), (3,)), member_ids, owners)
+
+
+def test_an_owner_array_over_another_numbering_is_carried_like_objects():
+    for trace in _traces("mixed", seed=9, groups=2):
+        replayed, reference = _ForeignSpace(), _ForeignSpace()
+        rows = replay_with(trace, replayed, timings=False)
+        assert rows == _reference_replay(trace, reference)
+        assert all(row.unassigned == row.partitions for row in rows)
+        # the partition of a topic the group does not have is not carried as owned
+        assert replayed.owned == reference.owned
+        assert all(not any(owned.values()) for owned in replayed.owned)

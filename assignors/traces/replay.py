@@ -407,7 +407,8 @@ def replay_with(
             for member, identity in zip(step.members, step.member_identities, strict=True)
         }
         previous_step, previous_final, previous_owners = step, final, owners
-        previous_sorted = assignment.owners is not None
+        # in this generation's own numbering: sorted, distinct partitions of its topics
+        previous_sorted = owners is not None and owners is assignment.owners
     return rows
 
 
