@@ -51,10 +51,12 @@ The same schedules under ``current`` with min.insync.replicas=2 and acks=all fin
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import json
 import random
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from replication.checks import AnomalyFound
@@ -830,6 +832,78 @@ def _renumber(
 # ------------------------------------------------------------------------- exploring
 
 
+# class, divergence and acknowledged loss of a violating schedule: what shrinking keeps
+Signature = tuple[str, bool, bool]
+
+
+def explore_settings(
+    mode: str = "current",
+    *,
+    brokers: Collection[int] = (1, 2, 3),
+    replicas: Collection[int] | None = None,
+    min_insync_replicas: int = 1,
+    unclean_leader_election: bool = False,
+    eligible_leader_replicas: bool = False,
+    replica_lag_time_max_ms: int = 30000,
+    broker_session_timeout_ms: int = 9000,
+    acks: str | int = "all",
+    schedules: int = 1000,
+    seed: int = 0,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_lossy_crashes: int | None = None,
+    max_crashes: int | None = None,
+    shrink_per_class: int = 1,
+    stop_when_found: Collection[str] = (),
+    invariants: Collection[str] | None = None,
+    link_cuts: bool = False,
+    producer: ProducerSettings | None = None,
+    disk_faults: bool = False,
+) -> ExploreSettings:
+    """The checked settings of an exploration, from :func:`explore`'s arguments: what every
+    engine running it (in process, or spread over Spark tasks) is given.
+
+    >>> explore_settings("kip-101", brokers=(1, 2), min_insync_replicas=2).max_lossy_crashes
+    1
+    >>> explore_settings("kip-999")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    replication.errors.InputError: mode: unknown mode; expected one of ... (got 'kip-999')
+    """
+    if mode not in ALL_MODE_NAMES:
+        raise InputError(
+            f"unknown mode; expected one of {', '.join(ALL_MODE_NAMES)}", field="mode", value=mode
+        )
+    replica_ids = tuple(replicas) if replicas is not None else tuple(brokers)
+    document = {
+        "brokers": list(brokers),
+        "replicas": list(replica_ids),
+        "mode": mode,
+        "min_insync_replicas": min_insync_replicas,
+        "unclean_leader_election": unclean_leader_election,
+        "eligible_leader_replicas": eligible_leader_replicas,
+        "replica_lag_time_max_ms": replica_lag_time_max_ms,
+        "broker_session_timeout_ms": broker_session_timeout_ms,
+    }
+    config = load_scenario({"name": "explore", "config": document, "steps": []}).config
+    if max_lossy_crashes is None and isinstance(min_insync_replicas, int):
+        max_lossy_crashes = max(1, min_insync_replicas - 1)
+    return ExploreSettings(
+        config=config,
+        acks=acks,
+        schedules=schedules,
+        seed=seed,
+        max_steps=max_steps,
+        max_lossy_crashes=max_lossy_crashes,
+        max_crashes=max_crashes,
+        shrink_per_class=shrink_per_class,
+        stop_when_found=tuple(stop_when_found),
+        invariants=None if invariants is None else tuple(invariants),
+        link_cuts=link_cuts,
+        producer=producer,
+        disk_faults=disk_faults,
+    )
+
+
 def explore(
     mode: str = "current",
     *,
@@ -871,27 +945,20 @@ def explore(
     DeleteRecords on the leader. ``timer`` (e.g.
     ``time.perf_counter``) is read at start and end only, to report schedules per second.
     ``progress(done, total)`` is called every 100 schedules.
+
+    This is :func:`scan_schedules` over every schedule followed by :func:`finish_exploration`:
+    an engine that scans contiguous ranges elsewhere (``spark_jobs/explore_schedules.py``) and
+    finishes with their scans gets the same report.
     """
-    if mode not in ALL_MODE_NAMES:
-        raise InputError(
-            f"unknown mode; expected one of {', '.join(ALL_MODE_NAMES)}", field="mode", value=mode
-        )
-    replica_ids = tuple(replicas) if replicas is not None else tuple(brokers)
-    document = {
-        "brokers": list(brokers),
-        "replicas": list(replica_ids),
-        "mode": mode,
-        "min_insync_replicas": min_insync_replicas,
-        "unclean_leader_election": unclean_leader_election,
-        "eligible_leader_replicas": eligible_leader_replicas,
-        "replica_lag_time_max_ms": replica_lag_time_max_ms,
-        "broker_session_timeout_ms": broker_session_timeout_ms,
-    }
-    config = load_scenario({"name": "explore", "config": document, "steps": []}).config
-    if max_lossy_crashes is None and isinstance(min_insync_replicas, int):
-        max_lossy_crashes = max(1, min_insync_replicas - 1)
-    settings = ExploreSettings(
-        config=config,
+    settings = explore_settings(
+        mode,
+        brokers=brokers,
+        replicas=replicas,
+        min_insync_replicas=min_insync_replicas,
+        unclean_leader_election=unclean_leader_election,
+        eligible_leader_replicas=eligible_leader_replicas,
+        replica_lag_time_max_ms=replica_lag_time_max_ms,
+        broker_session_timeout_ms=broker_session_timeout_ms,
         acks=acks,
         schedules=schedules,
         seed=seed,
@@ -899,105 +966,250 @@ def explore(
         max_lossy_crashes=max_lossy_crashes,
         max_crashes=max_crashes,
         shrink_per_class=shrink_per_class,
-        stop_when_found=tuple(stop_when_found),
-        invariants=None if invariants is None else tuple(invariants),
+        stop_when_found=stop_when_found,
+        invariants=invariants,
         link_cuts=link_cuts,
         producer=producer,
         disk_faults=disk_faults,
     )
-    acks = settings.acks
-    lossy_budget = settings.max_lossy_crashes
-    chosen = settings.invariants
     started = timer() if timer is not None else None
-
-    class_counts: dict[str, int] = {}
-    first_schedule: dict[str, int] = {}
-    anomaly_counts: dict[str, int] = {}
-    first_anomaly: dict[str, int] = {}
-    findings: list[Finding] = []
-    shrunk_seen: set[str] = set()
-    violating = 0
-    done = 0
-    for index in range(schedules):
-        steps, suspicious, anomalies = _generate(
-            config,
-            seed,
-            index,
-            max_steps,
-            acks,
-            lossy_budget,
-            max_crashes,
-            chosen,
-            link_cuts=settings.link_cuts,
-            producer=settings.producer,
-            disk_faults=settings.disk_faults,
-        )
-        done = index + 1
-        if progress is not None and done % 100 == 0:
-            progress(done, schedules)
-        for name in anomalies:
-            anomaly_counts[name] = anomaly_counts.get(name, 0) + 1
-            first_anomaly.setdefault(name, index)
-            shrunk_so_far = sum(1 for f in findings if f.violation_class == name)
-            if shrunk_so_far < shrink_per_class:
-                finding = _shrink_anomaly(config, steps, index, name, shrunk_so_far + 1, chosen)
-                key = json.dumps(scenario_to_dict(finding.scenario)["steps"])
-                if key not in shrunk_seen:
-                    shrunk_seen.add(key)
-                    findings.append(finding)
-        if not suspicious:
-            if _all_found(stop_when_found, {**class_counts, **anomaly_counts}):
-                break
-            continue
-        result = run_scenario(build_scenario(f"schedule-{index}", config, steps, chosen))
-        violation_class = classify(result)
-        if violation_class is None:
-            if _all_found(stop_when_found, {**class_counts, **anomaly_counts}):
-                break
-            continue
-        violating += 1
-        class_counts[violation_class] = class_counts.get(violation_class, 0) + 1
-        first_schedule.setdefault(violation_class, index)
-        signature = _signature(violation_class, result)
-        shrunk_so_far = sum(1 for f in findings if _finding_signature(f) == signature)
-        if shrunk_so_far < shrink_per_class:
-            number = sum(1 for f in findings if f.violation_class == violation_class) + 1
-            finding = _shrink_finding(config, steps, index, signature, number, chosen)
-            key = json.dumps(scenario_to_dict(finding.scenario)["steps"])
-            if key not in shrunk_seen:
-                shrunk_seen.add(key)
-                findings.append(finding)
-        if _all_found(stop_when_found, {**class_counts, **anomaly_counts}):
-            break
-    elapsed = timer() - started if timer is not None and started is not None else None
-    report = ExploreReport(
-        mode=mode,
-        config=config,
-        seed=seed,
-        requested=schedules,
-        schedules=done,
-        max_steps=max_steps,
-        max_lossy_crashes=lossy_budget,
-        max_crashes=max_crashes,
-        acks=acks,
-        violating_schedules=violating,
-        class_counts=dict(sorted(class_counts.items())),
-        first_schedule=dict(sorted(first_schedule.items())),
-        findings=tuple(findings),
-        elapsed_seconds=elapsed,
-        invariants=chosen,
-        link_cuts=settings.link_cuts,
-        producer=settings.producer,
-        disk_faults=settings.disk_faults,
-        anomaly_counts=dict(sorted(anomaly_counts.items())),
-        first_anomaly=dict(sorted(first_anomaly.items())),
-    )
+    scan = scan_schedules(settings, 0, settings.schedules, progress=progress)
+    report = finish_exploration(settings, [scan])
+    if timer is not None and started is not None:
+        report = replace(report, elapsed_seconds=timer() - started)
     if out_dir is not None:
         write_scenarios(report, out_dir)
     return report
 
 
-Signature = tuple[str, bool, bool]
+@dataclass(frozen=True, slots=True)
+class ScheduleScan:
+    """What schedules ``start`` to ``end`` (exclusive) showed, before any shrinking: for each
+    signature (class, diverged, acknowledged loss), the indexes of its violating schedules in
+    order. ``stop`` is one past the last schedule run: ``end``, unless the settings'
+    ``stop_when_found`` classes were all seen earlier in the range.
+
+    Small next to the work that made it (one index per violating schedule), so a task of a
+    distributed engine returns it whole.
+    """
+
+    start: int
+    end: int
+    stop: int
+    violating: dict[Signature, tuple[int, ...]]
+    # with a producer: the schedules showing each queue anomaly, in order
+    anomalies: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def class_counts(self) -> dict[str, int]:
+        """Violating schedules of each class in the range."""
+        counts: dict[str, int] = {}
+        for (violation_class, _, _), indexes in sorted(self.violating.items()):
+            counts[violation_class] = counts.get(violation_class, 0) + len(indexes)
+        return counts
+
+
+def scan_schedules(
+    settings: ExploreSettings,
+    start: int,
+    end: int,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> ScheduleScan:
+    """Generate and run schedules ``start`` to ``end`` (exclusive) of ``settings``' seed and
+    sort the violating ones by signature; nothing is shrunk. Schedule ``i`` is the same
+    whichever range holds it, so scans of contiguous ranges, in any process, add up to the scan
+    of their union. ``progress(done, total)`` is called every 100 schedules of the range.
+
+    >>> settings = explore_settings("kip-101", brokers=(1, 2), max_lossy_crashes=0, seed=9)
+    >>> scan = scan_schedules(settings, 0, 60)
+    >>> scan.violating, scan.stop
+    ({('S3', True, False): (1, 6, 46)}, 60)
+    >>> scan_schedules(settings, 30, 60).violating
+    {('S3', True, False): (46,)}
+    """
+    _check_int(start, "start", 0, MAX_SCHEDULES)
+    _check_int(end, "end", start, MAX_SCHEDULES)
+    config = settings.config
+    wanted = settings.stop_when_found
+    found: dict[Signature, list[int]] = {}
+    shown: dict[str, list[int]] = {}
+    seen: dict[str, int] = {}
+    done = start
+    for index in range(start, end):
+        steps, suspicious, anomalies = _schedule(settings, index)
+        done = index + 1
+        if progress is not None and (done - start) % 100 == 0:
+            progress(done - start, end - start)
+        for name in anomalies:
+            shown.setdefault(name, []).append(index)
+            seen.setdefault(name, index)
+        if suspicious:
+            result = run_scenario(
+                build_scenario(f"schedule-{index}", config, steps, settings.invariants)
+            )
+            violation_class = classify(result)
+            if violation_class is not None:
+                found.setdefault(_signature(violation_class, result), []).append(index)
+                seen.setdefault(violation_class, index)
+        # the search stops after the whole schedule that showed the last wanted class
+        if _all_found(wanted, seen):
+            break
+    return ScheduleScan(
+        start,
+        end,
+        done,
+        {key: tuple(found[key]) for key in sorted(found)},
+        {name: tuple(shown[name]) for name in ANOMALY_CLASSES if name in shown},
+    )
+
+
+def finish_exploration(settings: ExploreSettings, scans: Sequence[ScheduleScan]) -> ExploreReport:
+    """The report of an exploration from the scans of contiguous ranges covering schedules 0
+    to ``settings.schedules``, in order: counts cut at the schedule where ``stop_when_found``
+    ended the search, and the first ``shrink_per_class`` schedules of each signature shrunk,
+    in schedule order, exactly as one pass over all schedules does (a shrunk scenario equal to
+    an earlier one is dropped and the next schedule of its signature shrunk instead). Each
+    schedule to shrink is generated again from the seed and its index.
+
+    >>> settings = explore_settings(
+    ...     "kip-101", brokers=(1, 2), max_lossy_crashes=0, schedules=60, seed=9
+    ... )
+    >>> halves = [scan_schedules(settings, 0, 30), scan_schedules(settings, 30, 60)]
+    >>> report = finish_exploration(settings, halves)
+    >>> report.class_counts, report.first_schedule, [f.file_name for f in report.findings]
+    ({'S3': 3}, {'S3': 1}, ['S3-1.json'])
+    """
+    expected = 0
+    for scan in scans:
+        if scan.start != expected or not scan.start <= scan.stop <= scan.end:
+            raise ValueError(
+                f"scans must cover schedules 0 to {settings.schedules} in order: a scan of "
+                f"{scan.start}-{scan.end} (run to {scan.stop}) follows schedule {expected}"
+            )
+        expected = scan.end
+    if expected != settings.schedules:
+        raise ValueError(f"scans cover schedules 0 to {expected}, not to {settings.schedules}")
+    by_signature: dict[Signature, list[int]] = {}
+    by_anomaly: dict[str, list[int]] = {}
+    for scan in scans:
+        for signature, found in scan.violating.items():
+            by_signature.setdefault(signature, []).extend(found)
+        for name, showing in scan.anomalies.items():
+            by_anomaly.setdefault(name, []).extend(showing)
+    first_schedule: dict[str, int] = {}
+    for (violation_class, _, _), all_found in by_signature.items():
+        if all_found:
+            first = min(first_schedule.get(violation_class, all_found[0]), all_found[0])
+            first_schedule[violation_class] = first
+    first_seen = {
+        **first_schedule,
+        **{name: showing[0] for name, showing in by_anomaly.items() if showing},
+    }
+    wanted = settings.stop_when_found
+    if _all_found(wanted, first_seen):
+        # the search ends at the schedule that showed the last wanted class
+        done = max(first_seen[name] for name in wanted) + 1
+    else:
+        done = scans[-1].stop if scans else 0
+    anomalies_kept = {
+        name: showing[: bisect.bisect_left(showing, done)]
+        for name, showing in by_anomaly.items()
+        if showing and showing[0] < done
+    }
+    kept = {
+        signature: indexes[: bisect.bisect_left(indexes, done)]
+        for signature, indexes in sorted(by_signature.items())
+        if indexes and indexes[0] < done
+    }
+    class_counts: dict[str, int] = {}
+    for (violation_class, _, _), counted in kept.items():
+        class_counts[violation_class] = class_counts.get(violation_class, 0) + len(counted)
+    first_schedule = {name: first_schedule[name] for name in class_counts}
+    findings = _shrink_findings(settings, kept, anomalies_kept)
+    return ExploreReport(
+        mode=settings.config.mode,
+        config=settings.config,
+        seed=settings.seed,
+        requested=settings.schedules,
+        schedules=done,
+        max_steps=settings.max_steps,
+        max_lossy_crashes=settings.max_lossy_crashes,
+        max_crashes=settings.max_crashes,
+        acks=settings.acks,
+        violating_schedules=sum(len(counted) for counted in kept.values()),
+        class_counts=dict(sorted(class_counts.items())),
+        first_schedule=dict(sorted(first_schedule.items())),
+        findings=findings,
+        invariants=settings.invariants,
+        link_cuts=settings.link_cuts,
+        producer=settings.producer,
+        disk_faults=settings.disk_faults,
+        anomaly_counts={n: len(anomalies_kept[n]) for n in sorted(anomalies_kept)},
+        first_anomaly={n: anomalies_kept[n][0] for n in sorted(anomalies_kept)},
+    )
+
+
+def _schedule(settings: ExploreSettings, index: int) -> tuple[list[JsonObject], bool, list[str]]:
+    return _generate(
+        settings.config,
+        settings.seed,
+        index,
+        settings.max_steps,
+        settings.acks,
+        settings.max_lossy_crashes,
+        settings.max_crashes,
+        settings.invariants,
+        link_cuts=settings.link_cuts,
+        producer=settings.producer,
+        disk_faults=settings.disk_faults,
+    )
+
+
+def _shrink_findings(
+    settings: ExploreSettings,
+    violating: dict[Signature, list[int]],
+    anomalies: dict[str, list[int]],
+) -> tuple[Finding, ...]:
+    """Shrink the first ``shrink_per_class`` schedules of each signature and of each queue
+    anomaly, in schedule order (within a schedule: its anomalies, then its violation)."""
+    limit = settings.shrink_per_class
+    findings: list[Finding] = []
+    shrunk: dict[Signature | str, int] = {}
+    shrunk_seen: set[str] = set()
+    keys: list[Signature | str] = [*violating, *anomalies]
+    # within a schedule its anomalies come first (kind 0, in ANOMALY_CLASSES order)
+    events: list[list[tuple[int, int, Signature | int]]] = [
+        [(index, 1, signature) for index in indexes] for signature, indexes in violating.items()
+    ]
+    events += [
+        [(index, 0, ANOMALY_CLASSES.index(name)) for index in showing]
+        for name, showing in anomalies.items()
+    ]
+    merged = heapq.merge(*events)
+    for index, _, what in merged:
+        if all(shrunk.get(key, 0) >= limit for key in keys):
+            break
+        key = ANOMALY_CLASSES[what] if isinstance(what, int) else what
+        if shrunk.get(key, 0) >= limit:
+            continue
+        steps, _, _ = _schedule(settings, index)
+        if isinstance(key, str):
+            number = shrunk.get(key, 0) + 1
+            finding = _shrink_anomaly(
+                settings.config, steps, index, key, number, settings.invariants
+            )
+        else:
+            number = sum(1 for f in findings if f.violation_class == key[0]) + 1
+            finding = _shrink_finding(
+                settings.config, steps, index, key, number, settings.invariants
+            )
+        text = json.dumps(scenario_to_dict(finding.scenario)["steps"])
+        if text not in shrunk_seen:
+            shrunk_seen.add(text)
+            findings.append(finding)
+            shrunk[key] = shrunk.get(key, 0) + 1
+    return tuple(findings)
 
 
 def _signature(violation_class: str, result: ScenarioResult) -> Signature:

@@ -3,6 +3,7 @@ the verdict table of spec/replication.md (each class found where it exists, none
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,14 @@ from replication.errors import InputError
 from replication.explore import (
     CLASS_NAMES,
     ExploreReport,
+    ScheduleScan,
     build_scenario,
     classify,
     explore,
+    explore_settings,
+    finish_exploration,
     generate_schedule,
+    scan_schedules,
     shrink,
 )
 from replication.scenario import load_scenario, scenario_to_dict, scenario_to_text
@@ -168,6 +173,64 @@ def test_stop_when_found_ends_the_search_at_the_first_schedule_of_the_class() ->
     )
     assert report.schedules == report.first_schedule["S1"] + 1
     assert report.findings == ()
+
+
+# explorations with several classes, several shrinks per signature, link cuts and an early
+# stop: the range scans of any split must add up to the one-pass report
+SPLIT_CASES: list[dict[str, Any]] = [
+    {"mode": "kip-101", **TWO_BROKERS, "schedules": 300, "seed": 4, "shrink_per_class": 3},
+    {
+        "mode": "current",
+        "unclean_leader_election": True,
+        "schedules": 60,
+        "seed": 1,
+        "link_cuts": True,
+    },
+    {
+        "mode": "kip-101",
+        **TWO_BROKERS,
+        "schedules": 200,
+        "seed": 2,
+        "stop_when_found": ("S5", "S2"),
+    },
+]
+
+
+@pytest.mark.parametrize("arguments", SPLIT_CASES)
+@pytest.mark.parametrize("cuts", [(), (1,), (7, 8, 150), (37, 38, 39, 40)])
+def test_range_scans_of_any_split_give_the_one_pass_report(
+    arguments: dict[str, Any], cuts: tuple[int, ...]
+) -> None:
+    mode = arguments["mode"]
+    options = {key: value for key, value in arguments.items() if key != "mode"}
+    whole = explore(mode, **options)
+    settings = explore_settings(mode, **options)
+    bounds = [0, *(cut for cut in cuts if cut < settings.schedules), settings.schedules]
+    scans = [scan_schedules(settings, a, b) for a, b in itertools.pairwise(bounds)]
+    split = finish_exploration(settings, scans)
+    assert json.dumps(split.to_json()) == json.dumps(whole.to_json()), explain(whole)
+
+
+def test_a_range_scan_stops_once_its_own_schedules_showed_every_wanted_class() -> None:
+    settings = explore_settings(
+        "kip-101", **TWO_BROKERS, schedules=200, seed=2, stop_when_found=("S5",)
+    )
+    scan = scan_schedules(settings, 50, 200)
+    first = min(
+        index for (name, _, _), found in scan.violating.items() if name == "S5" for index in found
+    )
+    assert scan.stop == first + 1
+    assert scan.class_counts["S5"] == 1
+
+
+def test_finishing_refuses_scans_that_do_not_cover_every_schedule_in_order() -> None:
+    settings = explore_settings("kip-101", **TWO_BROKERS, schedules=10)
+    first, second = ScheduleScan(0, 5, 5, {}), ScheduleScan(5, 10, 10, {})
+    assert finish_exploration(settings, [first, second]).schedules == 10
+    with pytest.raises(ValueError, match="in order"):
+        finish_exploration(settings, [second, first])
+    with pytest.raises(ValueError, match="not to 10"):
+        finish_exploration(settings, [first])
 
 
 @pytest.mark.parametrize(
