@@ -7,21 +7,25 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 from typer.core import TyperGroup
 
 from ktk import __version__
-from ktk.console import err, escape, fail, is_interactive, out, reported_errors
+from ktk.console import ensure_one_of, err, escape, fail, is_interactive, out, reported_errors
 
 if TYPE_CHECKING:
-    from replication.explore import ExploreReport
+    from replication.explore import ExploreReport, ExploreSettings
     from replication.scenario import Scenario
     from replication.sim import ScenarioResult
 
 EXIT_EXPECT_FAILED = 1
+ENGINES = ("auto", "python", "spark")
+# `auto` explores on Spark from this many schedules: below it, starting the JVM and the tasks
+# costs more than the cores save (docs/replication.md, measured with benchmarks/bench_explore.py)
+AUTO_SPARK_SCHEDULES = 50_000
 EXIT_VIOLATIONS_FOUND = 1
 RUN = "run"
 EXIT_CODES_RUN = (
@@ -42,7 +46,8 @@ HELP = (
     "[--log-dir DIR]: the same as "
     "ktk replicate run FILE. " + EXIT_CODES_RUN + "\n\n"
     "ktk replicate explore --mode M [--min-isr N] [--acks A] [--unclean] [--elr] [--link-cuts] "
-    "--schedules N --seed S [--out DIR] [--json]: run seeded random fault schedules; each "
+    "--schedules N --seed S [--out DIR] [--json] [--engine python|spark|auto]: run seeded "
+    "random fault schedules; each "
     "violation class found is shrunk to a minimal scenario file that ktk replicate replays. "
     "ktk replicate explore --quorum 3 [--rule-off vote_log_check|pre_vote|...] [--rule-on "
     "count_observers]: the same for a KRaft controller quorum. A scenario file with a "
@@ -358,16 +363,32 @@ def explore_command(
     clock_jumps: bool = typer.Option(
         True, "--clock-jumps/--no-clock-jumps", help="With --quorum: draw clock jumps."
     ),
+    engine: str = typer.Option(
+        "auto",
+        "--engine",
+        help="auto (in process below "
+        f"{AUTO_SPARK_SCHEDULES:,} schedules, Spark from there or with --master/--conf), "
+        "python (in process) or spark (schedules spread over Spark tasks; the same findings "
+        "and files).",
+    ),
+    master: str | None = typer.Option(None, "--master", help="Spark master (engine spark)."),
+    conf: Annotated[
+        list[str] | None,
+        typer.Option("--conf", metavar="KEY=VALUE", help="Spark setting (engine spark)."),
+    ] = None,
 ) -> None:
     import time
 
-    from replication.explore import explore
+    from replication.explore import explore, explore_settings
 
+    ensure_one_of("--engine", engine, ENGINES)
     if quorum:
         from ktk.commands.replicate_quorum import explore_quorum_command
 
         if invariants is not None:
             raise fail("--invariants: a quorum exploration checks every quorum invariant")
+        if engine == "spark" or master is not None or conf:
+            raise fail("--engine spark: a quorum exploration runs in process")
 
         explore_quorum_command(
             voters=quorum,
@@ -384,13 +405,14 @@ def explore_command(
         )
         return
 
+    engine = resolve_explore_engine(engine, schedules, master, conf or [])
     acks_value: str | int = "all" if acks in ("all", "-1") else acks
     if acks_value != "all":
         if acks not in ("0", "1"):
             raise fail(f"--acks: must be 0, 1 or all (got {acks!r})")
         acks_value = int(acks)
-    with reported_errors(), _progress(schedules) as progress:
-        settings = None
+    with reported_errors(), _progress(schedules, engine) as progress:
+        producer_settings = None
         chosen = {
             "idempotence": idempotence,
             "max_in_flight": max_in_flight,
@@ -401,31 +423,33 @@ def explore_command(
         if producer or given:
             from replication.producer import ProducerSettings
 
-            settings = ProducerSettings(acks=acks_value, **given)  # type: ignore[arg-type]
-        if out_dir is not None:
-            # refuse a foreign directory before running anything
-            from ktkbase.outputs import plan_output_directory
+            producer_settings = ProducerSettings(acks=acks_value, **given)  # type: ignore[arg-type]
+        options: dict[str, Any] = {
+            "min_insync_replicas": min_isr,
+            "acks": acks_value,
+            "unclean_leader_election": unclean,
+            "eligible_leader_replicas": elr,
+            "link_cuts": link_cuts,
+            "disk_faults": disk_faults,
+            "producer": producer_settings,
+            "schedules": schedules,
+            "seed": seed,
+            "invariants": _invariant_names(invariants),
+        }
+        if engine == "spark":
+            settings = explore_settings(mode, **options)
+            report = _explore_on_spark(settings, out_dir, force, master, conf or [], progress)
+        else:
+            if out_dir is not None:
+                # refuse a foreign directory before running anything
+                from ktkbase.outputs import plan_output_directory
 
-            plan_output_directory(
-                out_dir, command="replicate explore", version=__version__, force=force
-            )
-        report = explore(
-            mode,
-            min_insync_replicas=min_isr,
-            acks=acks_value,
-            unclean_leader_election=unclean,
-            eligible_leader_replicas=elr,
-            link_cuts=link_cuts,
-            disk_faults=disk_faults,
-            producer=settings,
-            schedules=schedules,
-            seed=seed,
-            invariants=_invariant_names(invariants),
-            timer=time.perf_counter,
-            progress=progress,
-        )
-        if out_dir is not None:
-            _write_findings(report, out_dir, force)
+                plan_output_directory(
+                    out_dir, command="replicate explore", version=__version__, force=force
+                )
+            report = explore(mode, **options, timer=time.perf_counter, progress=progress)
+            if out_dir is not None:
+                _write_findings(report, out_dir, force)
     if as_json:
         typer.echo(json.dumps(report.to_json(include_timing=True), indent=2))
     else:
@@ -440,6 +464,55 @@ def explore_command(
         raise typer.Exit(EXIT_VIOLATIONS_FOUND)
 
 
+def resolve_explore_engine(engine: str, schedules: int, master: str | None, conf: list[str]) -> str:
+    """The engine `auto` stands for: Spark when a master or a Spark setting is given or from
+    AUTO_SPARK_SCHEDULES schedules, in process otherwise; other engines as given.
+
+    >>> resolve_explore_engine("auto", 1000, None, [])
+    'python'
+    >>> resolve_explore_engine("auto", 10, "local[2]", [])
+    'spark'
+    """
+    if engine != "auto":
+        return engine
+    if master is not None or conf or schedules >= AUTO_SPARK_SCHEDULES:
+        return "spark"
+    return "python"
+
+
+def _explore_on_spark(
+    settings: ExploreSettings,
+    out_dir: str | None,
+    force: bool,
+    master: str | None,
+    conf: list[str],
+    progress: Callable[[int, int], None] | None,
+) -> ExploreReport:
+    """The schedules spread over Spark tasks (spark_jobs/explore_schedules.py); the scenario
+    files written once, as the in-process engine writes them."""
+    import time
+
+    from spark_jobs.explore_schedules import run
+    from spark_jobs.session import parse_conf
+
+    try:
+        spark_conf = parse_conf(conf)
+    except ValueError as error:
+        raise fail(str(error)) from None
+    result = run(
+        settings,
+        out_dir=out_dir,
+        force=force,
+        master=master,
+        conf=spark_conf,
+        command="replicate explore",
+        version=__version__,
+        timer=time.perf_counter,
+        progress=progress,
+    )
+    return result.report
+
+
 def _write_findings(report: ExploreReport, out_dir: str, force: bool) -> None:
     """Every finding's minimal scenario into ``out_dir`` through ktk's safe output directory."""
     from ktkbase.outputs import output_directory
@@ -452,7 +525,7 @@ def _write_findings(report: ExploreReport, out_dir: str, force: bool) -> None:
 
 
 @contextmanager
-def _progress(total: int) -> Iterator[Callable[[int, int], None] | None]:
+def _progress(total: int, engine: str = "python") -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar on an interactive terminal; nothing otherwise."""
     if not is_interactive():
         yield None
@@ -460,7 +533,8 @@ def _progress(total: int) -> Iterator[Callable[[int, int], None] | None]:
     from rich.progress import Progress
 
     with Progress(console=err, transient=True) as bar:
-        task = bar.add_task("schedules", total=total)
+        label = "schedules on Spark" if engine == "spark" else "schedules"
+        task = bar.add_task(label, total=total)
 
         def update(done: int, _total: int) -> None:
             bar.update(task, completed=done)
