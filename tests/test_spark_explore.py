@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ktk.cli import app
+from ktkbase.errors import OutputError
 from replication.explore import explore, explore_settings
 from spark_jobs.explore_schedules import run, schedule_ranges
 
@@ -43,6 +44,7 @@ def without_timing(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize(("mode", "options"), CASES)
 def test_spark_exploration_gives_the_one_process_report_and_files(
     spark: Any, tmp_path: Path, mode: str, options: dict[str, Any]
@@ -58,6 +60,28 @@ def test_spark_exploration_gives_the_one_process_report_and_files(
     assert (tmp_path / "spark" / ".ktk-output.json").is_file()
 
 
+@pytest.mark.spark
+def test_spark_exploration_writes_the_same_files_to_a_hadoop_uri(
+    spark: Any, tmp_path: Path
+) -> None:
+    mode, options = CASES[1]
+    explore(mode, **options, out_dir=tmp_path / "python")
+    target = tmp_path / "uri"
+    settings = explore_settings(mode, **options)
+    run(settings, spark=spark, out_dir=f"file://{target}")
+    assert scenario_files(target) == scenario_files(tmp_path / "python")
+    assert (target / ".ktk-output.json").is_file()
+    # a second run replaces its own directory; a foreign one is refused
+    run(settings, spark=spark, out_dir=f"file://{target}")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    with pytest.raises(OutputError):
+        run(settings, spark=spark, out_dir=f"file://{foreign}")
+    assert sorted(path.name for path in foreign.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.spark
 def test_explore_engine_spark_prints_and_writes_what_engine_python_does(
     spark: Any, tmp_path: Path
 ) -> None:
