@@ -82,6 +82,18 @@ def test_spark_exploration_writes_the_same_files_to_a_hadoop_uri(
 
 
 @pytest.mark.spark
+def test_spark_exploration_reports_progress_from_none_to_every_schedule(spark: Any) -> None:
+    mode, options = CASES[1]
+    seen: list[tuple[int, int]] = []
+    result = run(explore_settings(mode, **options), spark=spark, progress=lambda *p: seen.append(p))
+    total = options["schedules"]
+    assert seen[0] == (0, total) and seen[-1] == (total, total)
+    assert all(0 <= done <= total and whole == total for done, whole in seen)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert result.report.schedules == total
+
+
+@pytest.mark.spark
 def test_explore_engine_spark_prints_and_writes_what_engine_python_does(
     spark: Any, tmp_path: Path
 ) -> None:
