@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from ktk.cli import app
 from ktkbase.errors import OutputError
 from replication.explore import explore, explore_settings
-from spark_jobs.explore_schedules import run, schedule_ranges
+from spark_jobs.explore_schedules import main, run, schedule_ranges
 
 # small explorations that still find several classes, shrink several schedules of a signature
 # and cut over many tasks (local[2]: 6 ranges)
@@ -107,6 +107,21 @@ def test_explore_engine_spark_prints_and_writes_what_engine_python_does(
     assert scenario_files(tmp_path / "spark") == scenario_files(tmp_path / "python")
     manifest = json.loads((tmp_path / "spark" / ".ktk-output.json").read_text())
     assert manifest["command"] == "replicate explore"
+
+
+@pytest.mark.spark
+def test_the_spark_submit_entry_point_writes_the_findings_and_exits_1(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--mode", "pre-0.11", "--min-isr", "1", "--schedules", "80", "--seed", "3"]
+    assert main([*args, "--out", str(tmp_path / "found")]) == 1
+    expected = explore("pre-0.11", min_insync_replicas=1, schedules=80, seed=3)
+    assert capsys.readouterr().out.startswith(expected.summary().splitlines()[0].split(":")[0])
+    assert sorted(scenario_files(tmp_path / "found")) == sorted(
+        finding.file_name for finding in expected.findings
+    )
+    manifest = json.loads((tmp_path / "found" / ".ktk-output.json").read_text())
+    assert manifest["command"] == "spark_jobs/explore_schedules.py"
 
 
 @pytest.mark.parametrize(
