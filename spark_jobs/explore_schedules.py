@@ -46,7 +46,7 @@ from replication.explore import (
     scan_schedules,
     write_scenarios,
 )
-from replication.modes import MODE_NAMES
+from replication.modes import ALL_MODE_NAMES
 from replication.scenario import scenario_to_text
 from spark_jobs import files
 
@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="explore_schedules.py", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--mode", default="current", choices=MODE_NAMES)
+    parser.add_argument("--mode", default="current", choices=ALL_MODE_NAMES)
     parser.add_argument("--min-isr", type=int, default=2)
     parser.add_argument("--acks", default="all", choices=("0", "1", "all", "-1"))
     parser.add_argument("--unclean", action="store_true")
