@@ -47,6 +47,7 @@ from replication.explore import (
     write_scenarios,
 )
 from replication.modes import ALL_MODE_NAMES
+from replication.producer import ProducerSettings
 from replication.scenario import scenario_to_text
 from spark_jobs import files
 
@@ -248,6 +249,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--unclean", action="store_true")
     parser.add_argument("--elr", action="store_true")
     parser.add_argument("--link-cuts", action="store_true")
+    parser.add_argument("--disk-faults", action="store_true")
+    parser.add_argument("--producer", action="store_true", help="send through Kafka's producer")
+    parser.add_argument("--idempotence", action="store_true", help="implies --producer")
+    parser.add_argument("--max-in-flight", type=int, default=None, help="implies --producer")
+    parser.add_argument("--retries", type=int, default=None, help="implies --producer")
+    parser.add_argument("--delivery-timeout-ms", type=int, default=None, help="implies --producer")
     parser.add_argument("--schedules", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="directory (any Hadoop URI) for the scenarios")
@@ -257,14 +264,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--master", default=None)
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
+    acks: str | int = "all" if args.acks in ("all", "-1") else int(args.acks)
     try:
+        given = {
+            name: value
+            for name, value in (
+                ("idempotence", args.idempotence or None),
+                ("max_in_flight", args.max_in_flight),
+                ("retries", args.retries),
+                ("delivery_timeout_ms", args.delivery_timeout_ms),
+            )
+            if value is not None
+        }
+        producer = None
+        if args.producer or given:
+            producer = ProducerSettings(acks=acks, **given)
         settings = explore_settings(
             args.mode,
             min_insync_replicas=args.min_isr,
-            acks="all" if args.acks in ("all", "-1") else int(args.acks),
+            acks=acks,
             unclean_leader_election=args.unclean,
             eligible_leader_replicas=args.elr,
             link_cuts=args.link_cuts,
+            disk_faults=args.disk_faults,
+            producer=producer,
             schedules=args.schedules,
             seed=args.seed,
         )

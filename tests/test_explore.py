@@ -27,6 +27,7 @@ from replication.explore import (
     scan_schedules,
     shrink,
 )
+from replication.producer import ProducerSettings
 from replication.scenario import load_scenario, scenario_to_dict, scenario_to_text
 from replication.sim import run_scenario
 
@@ -192,6 +193,25 @@ SPLIT_CASES: list[dict[str, Any]] = [
         "schedules": 200,
         "seed": 2,
         "stop_when_found": ("S5", "S2"),
+    },
+    # queue anomalies: shrunk before a schedule's violation, numbered per anomaly
+    {
+        "mode": "current",
+        **TWO_BROKERS,
+        "producer": ProducerSettings(acks=1, max_in_flight=3),
+        "schedules": 150,
+        "seed": 1,
+        "shrink_per_class": 2,
+        "disk_faults": True,
+    },
+    # an early stop on an anomaly
+    {
+        "mode": "kip-101",
+        **TWO_BROKERS,
+        "producer": ProducerSettings(max_in_flight=5),
+        "schedules": 200,
+        "seed": 2,
+        "stop_when_found": ("S5", "DuplicateWrite"),
     },
 ]
 

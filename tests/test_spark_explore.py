@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from ktk.cli import app
 from ktkbase.errors import OutputError
 from replication.explore import explore, explore_settings
+from replication.producer import ProducerSettings
 from spark_jobs.explore_schedules import main, run, schedule_ranges
 
 # small explorations that still find several classes, shrink several schedules of a signature
@@ -22,6 +23,16 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("kip-101", {"brokers": (1, 2), "schedules": 300, "seed": 4, "shrink_per_class": 3}),
     ("current", {"unclean_leader_election": True, "schedules": 60, "seed": 1, "link_cuts": True}),
     ("kip-101", {"brokers": (1, 2), "schedules": 200, "seed": 2, "stop_when_found": ("S5",)}),
+    (
+        "current",
+        {
+            "brokers": (1, 2),
+            "producer": ProducerSettings(acks=1, max_in_flight=3),
+            "schedules": 150,
+            "seed": 1,
+            "disk_faults": True,
+        },
+    ),
 ]
 
 
@@ -140,6 +151,15 @@ def test_explore_bad_engine_options_are_one_line_and_exit_2(
     assert message in outcome.stderr
     assert len(outcome.stderr.strip().splitlines()) == 1
     assert "Traceback" not in outcome.output
+
+
+def test_the_spark_submit_entry_point_reports_bad_producer_settings_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--idempotence", "--acks", "1", "--schedules", "10"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: acks: the idempotent producer needs acks=all")
+    assert len(error.strip().splitlines()) == 1
 
 
 def test_explore_on_spark_refuses_a_foreign_out_dir_before_starting_spark(tmp_path: Path) -> None:
