@@ -986,8 +986,9 @@ def explore(
 class ScheduleScan:
     """What schedules ``start`` to ``end`` (exclusive) showed, before any shrinking: for each
     signature (class, diverged, acknowledged loss), the indexes of its violating schedules in
-    order. ``stop`` is one past the last schedule run: ``end``, unless the settings'
-    ``stop_when_found`` classes were all seen earlier in the range.
+    order, and of each queue anomaly (with a producer), the schedules showing it. ``stop`` is
+    one past the last schedule run: ``end``, unless the settings' ``stop_when_found`` classes
+    were all seen earlier in the range.
 
     Small next to the work that made it (one index per violating schedule), so a task of a
     distributed engine returns it whole.
@@ -1067,10 +1068,10 @@ def scan_schedules(
 def finish_exploration(settings: ExploreSettings, scans: Sequence[ScheduleScan]) -> ExploreReport:
     """The report of an exploration from the scans of contiguous ranges covering schedules 0
     to ``settings.schedules``, in order: counts cut at the schedule where ``stop_when_found``
-    ended the search, and the first ``shrink_per_class`` schedules of each signature shrunk,
-    in schedule order, exactly as one pass over all schedules does (a shrunk scenario equal to
-    an earlier one is dropped and the next schedule of its signature shrunk instead). Each
-    schedule to shrink is generated again from the seed and its index.
+    ended the search, and the first ``shrink_per_class`` schedules of each signature and of
+    each queue anomaly shrunk, in schedule order, exactly as one pass over all schedules does (a
+    shrunk scenario equal to an earlier one is dropped and the next schedule of its kind shrunk
+    instead). Each schedule to shrink is generated again from the seed and its index.
 
     >>> settings = explore_settings(
     ...     "kip-101", brokers=(1, 2), max_lossy_crashes=0, schedules=60, seed=9
@@ -1215,10 +1216,6 @@ def _shrink_findings(
 def _signature(violation_class: str, result: ScenarioResult) -> Signature:
     """Class, divergence and loss: shrinking keeps all three (a divergence stays one)."""
     return violation_class, result.diverged, bool(lost_acks_all(result))
-
-
-def _finding_signature(finding: Finding) -> Signature:
-    return finding.violation_class, finding.diverged, bool(finding.acked_lost)
 
 
 def _all_found(wanted: Collection[str], class_counts: dict[str, int]) -> bool:
