@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from replication.explore import explore, explore_settings
+from replication.producer import ProducerSettings
 from spark_jobs.explore_schedules import run
 from spark_jobs.session import get_session
 
@@ -36,6 +37,16 @@ CONFIGURATIONS: list[tuple[str, str, dict[str, Any]]] = [
     ),
     ("kip-101", "RF 2, min ISR 1", {"brokers": (1, 2)}),
     ("pre-0.11", "RF 2, min ISR 1", {"brokers": (1, 2)}),
+    (
+        "current",
+        "producer in flight 5, link cuts",
+        {
+            "min_insync_replicas": 2,
+            "max_lossy_crashes": 0,
+            "link_cuts": True,
+            "producer": ProducerSettings(max_in_flight=5),
+        },
+    ),
 ]
 
 
@@ -82,8 +93,8 @@ def main() -> None:
         f"({cores} cores; session start-up {startup:.1f} s wall, not in the rates below)"
     )
     header = (
-        f"{'mode':<9} {'configuration':<28} {'python/s':>9} {'spark/s':>8} {'ratio':>6} "
-        f"{'python CPU':>10} {'spark CPU':>9} {'in tasks':>8} {'tasks':>5} {'violating':>9}"
+        f"{'mode':<9} {'configuration':<32} {'python/s':>9} {'spark/s':>8} {'ratio':>6} "
+        f"{'python CPU':>10} {'spark CPU':>9} {'in tasks':>8} {'tasks':>5} {'found':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -107,10 +118,10 @@ def main() -> None:
         cpu_per_schedule.append(python_cpu / schedules)
         spark_rates.append(spark_rate)
         print(
-            f"{mode:<9} {label:<28} {python_rate:>9,.0f} {spark_rate:>8,.0f} "
+            f"{mode:<9} {label:<32} {python_rate:>9,.0f} {spark_rate:>8,.0f} "
             f"{spark_rate / python_rate:>5.2f}x {python_cpu:>9.1f}s {spark_cpu:>8.1f}s "
             f"{result.task_cpu_seconds:>7.1f}s {len(result.ranges):>5} "
-            f"{in_process.violating_schedules:>9}"
+            f"{in_process.violating_schedules + sum(in_process.anomaly_counts.values()):>6}"
         )
 
     # the job's fixed cost: a run so small its schedules take no time
