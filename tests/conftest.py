@@ -3,6 +3,7 @@
 Reference vectors live in ``../shared/vectors`` beside the checkout (override with
 ``KTK_VECTORS``); a test that needs them fails when they are missing, so a run without them can
 never pass by skipping. One SparkSession serves the whole run; it starts on first use.
+Property tests are derandomized unless ``KTK_HYPOTHESIS=random``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# Property tests draw the same examples on every run, so a suite that passed passes again on
+# the same code; KTK_HYPOTHESIS=random draws new examples each run (a search for new failures,
+# reported with the seed that replays them). The fuzz suites choose their own (tests/fuzzing.py).
+hypothesis_settings.register_profile("fixed", derandomize=True)
+hypothesis_settings.register_profile("random", derandomize=False, print_blob=True)
+hypothesis_settings.load_profile(os.environ.get("KTK_HYPOTHESIS", "fixed"))
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO_ROOT / "examples"
