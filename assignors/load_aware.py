@@ -39,7 +39,10 @@ above ``(1 + tolerance) x bound``, one of its partitions moves to the lightest m
 take it: partitions it did not own before first (free), else the lightest single partition that
 brings it within the bound, else the one closest to half the gap. Every move strictly lowers
 the sum of squared loads, so this ends; it stops early when no single move helps (the bound may
-be unreachable). Without weights every partition weighs 1 and this is count balance.
+be unreachable): no partition of the fullest member, nor of any member level with it up to
+rounding (loads summed in another order may rank them the other way), can go to a lighter
+subscriber and lower the pair's maximum. Without weights every partition weighs 1 and this is
+count balance.
 
 ``load-aware-cooperative`` (:class:`CooperativeLoadAwareAssignor`) runs the same plan on the
 cooperative protocol: partitions that change owner are withheld for one round, as
@@ -280,7 +283,8 @@ def _rebalance(
     target: float,
 ) -> None:
     """Move one partition at a time off the fullest member while it is above ``target`` and a
-    move to a lighter subscriber strictly lowers the sum of squared loads."""
+    move to a lighter subscriber strictly lowers the sum of squared loads; when the fullest has
+    no such move, off the next member level with it (within rounding) that has one."""
     num_members = loads.size
     active = np.zeros(num_members, dtype=bool)
     for members in class_members:
@@ -294,40 +298,36 @@ def _rebalance(
     member_arrays = [np.asarray(members, dtype=_INDEX) for members in class_members]
     claimant, rank = arrays.claimant, arrays.rank
     tolerance = _EPSILON * max(1.0, float(loads.max()))
+    candidates = np.flatnonzero(active)
     while True:
-        candidates_members = np.flatnonzero(active)
-        heaviest = candidates_members[
-            np.lexsort((rank[candidates_members], -loads[candidates_members]))[0]
-        ]
-        if loads[heaviest] <= target + tolerance:
+        fullest = candidates[np.lexsort((rank[candidates], -loads[candidates]))]
+        top = float(loads[fullest[0]])
+        if top <= target + tolerance:
             return
+        # the members level with the fullest up to rounding (loads summed in another order may
+        # rank them the other way round): the first of them that has a move that helps gives one
+        level = fullest[: int(np.searchsorted(-loads[fullest], tolerance - top, side="right"))]
+        for heaviest in level.tolist():
+            move = _best_move(
+                heaviest,
+                holdings[heaviest],
+                weights,
+                loads,
+                counts,
+                claimant,
+                rank,
+                class_of,
+                member_arrays,
+                target,
+                tolerance,
+            )
+            if move is not None:
+                break
+        else:
+            return
+        pick, taker = move
         held = holdings[heaviest]
-        if held.size == 0:
-            return
-        held_classes = class_of[held]
-        receivers = np.full(len(class_members), NOBODY, dtype=_INDEX)
-        for class_index in np.unique(held_classes).tolist():
-            members = member_arrays[class_index]
-            members = members[members != heaviest]
-            if members.size:
-                best = np.lexsort((rank[members], counts[members], loads[members]))[0]
-                receivers[class_index] = members[best]
-        receiver = receivers[held_classes]
-        has_receiver = receiver >= 0
-        safe = np.where(has_receiver, receiver, 0)
-        gap = loads[heaviest] - loads[safe]
-        weight = weights[held]
-        valid = has_receiver & (weight > tolerance) & (weight < gap - tolerance)
-        if not valid.any():
-            return
-        cost = (claimant[held] == heaviest).astype(_INDEX) - (claimant[held] == receiver)
-        fixes = (weight >= loads[heaviest] - target) & (loads[safe] + weight <= target + tolerance)
-        closeness = np.where(fixes, weight, np.abs(gap / 2 - weight))
-        choices = np.flatnonzero(valid)
-        pick = choices[
-            np.lexsort((held[choices], closeness[choices], ~fixes[choices], cost[choices]))[0]
-        ]
-        partition, taker = int(held[pick]), int(receiver[pick])
+        partition = int(held[pick])
         owner[partition] = taker
         loads[heaviest] -= weights[partition]
         loads[taker] += weights[partition]
@@ -335,6 +335,51 @@ def _rebalance(
         counts[taker] += 1
         holdings[heaviest] = np.delete(held, pick)
         holdings[taker] = np.append(holdings[taker], partition)
+
+
+def _best_move(
+    heaviest: int,
+    held: np.ndarray,
+    weights: np.ndarray,
+    loads: np.ndarray,
+    counts: np.ndarray,
+    claimant: np.ndarray,
+    rank: np.ndarray,
+    class_of: np.ndarray,
+    member_arrays: list[np.ndarray],
+    target: float,
+    tolerance: float,
+) -> tuple[int, int] | None:
+    """The move of one of ``heaviest``'s ``held`` partitions to the lightest other subscriber
+    of its class, as (index in ``held``, taker), or None when no such move strictly lowers the
+    sum of squared loads: unclaimed first, then one that brings both within ``target``
+    (lightest first), then the one closest to half the gap."""
+    if held.size == 0:
+        return None
+    held_classes = class_of[held]
+    receivers = np.full(len(member_arrays), NOBODY, dtype=_INDEX)
+    for class_index in np.unique(held_classes).tolist():
+        members = member_arrays[class_index]
+        members = members[members != heaviest]
+        if members.size:
+            best = np.lexsort((rank[members], counts[members], loads[members]))[0]
+            receivers[class_index] = members[best]
+    receiver = receivers[held_classes]
+    has_receiver = receiver >= 0
+    safe = np.where(has_receiver, receiver, 0)
+    gap = loads[heaviest] - loads[safe]
+    weight = weights[held]
+    valid = has_receiver & (weight > tolerance) & (weight < gap - tolerance)
+    if not valid.any():
+        return None
+    cost = (claimant[held] == heaviest).astype(_INDEX) - (claimant[held] == receiver)
+    fixes = (weight >= loads[heaviest] - target) & (loads[safe] + weight <= target + tolerance)
+    closeness = np.where(fixes, weight, np.abs(gap / 2 - weight))
+    choices = np.flatnonzero(valid)
+    pick = int(
+        choices[np.lexsort((held[choices], closeness[choices], ~fixes[choices], cost[choices]))[0]]
+    )
+    return pick, int(receiver[pick])
 
 
 class LoadAwareAssignor:
