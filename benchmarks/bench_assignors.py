@@ -1,7 +1,11 @@
 """Assignor speed at scale: ktk against kafka-python's assignors, same groups, same run.
 
 Assignors: sticky, cooperative-sticky (first round of each rebalance: what it hands out while
-moving partitions are withheld), range, roundrobin.
+moving partitions are withheld), range, roundrobin against kafka-python; then ktk's assignors
+that kafka-python lacks, alone: the KIP-848 server-side ``uniform`` and ``server-range`` (Java's
+own are timed beside them by ``bench_server_assignors.py --oracle``), ``optimal``, ``load-aware``
+and ``load-aware-cooperative`` (no weights here: they balance counts), at the smallest peer
+size and at 2,000 x 100,000.
 
 Each scenario is a group of C consumers subscribed to every topic (topics of 1,000 partitions,
 P partitions in all): an initial assignment with no owned partitions, then a rebalance after
@@ -415,6 +419,7 @@ ORACLE_TOPICS, ORACLE_PER_TOPIC, ORACLE_CONSUMERS = 500, 2_000, 2_000
 ORACLE_LEAVE_EVERY = 10
 ORACLE_WARMUPS, ORACLE_REPS = 3, 3
 ORACLE_ASSIGNORS = ("sticky", "cooperative-sticky", "range", "roundrobin")
+KTK_ONLY = ("uniform", "server-range", "optimal", "load-aware", "load-aware-cooperative")
 
 
 def oracle_names() -> tuple[list[str], list[str]]:
@@ -623,6 +628,12 @@ def main() -> None:
     ]
     # kafka-python cannot finish these sizes: ktk alone
     plan += [("sticky", scenario, False) for scenario in ktk_sizes]
+    # assignors kafka-python does not have: ktk alone
+    plan += [
+        (protocol, scenario, False)
+        for protocol in KTK_ONLY
+        for scenario in (peer_sizes[0], ktk_sizes[0])
+    ]
 
     print(HEADER)
     print("-" * len(HEADER))
