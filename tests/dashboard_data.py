@@ -44,8 +44,11 @@ def synthetic_scores(
     seed: int = 7,
     recorded_every: int = 3,
     trace_prefix: str = "trace-",
+    interval_ms: int | None = None,
 ) -> pd.DataFrame:
-    """Score rows for `num_traces` traces x assignors (+ `recorded` on every n-th trace)."""
+    """Score rows for `num_traces` traces x assignors (+ `recorded` on every n-th trace);
+    with `interval_ms`, generations are that far apart (the interval_ms column, null on each
+    trace's first generation)."""
     rng = np.random.default_rng(seed)
     lengths = rng.integers(3, 11, size=num_traces)
     trace_index = np.repeat(np.arange(num_traces), lengths)
@@ -121,6 +124,11 @@ def synthetic_scores(
         )
         frames.append(frame[keep])
     scores = pd.concat(frames, ignore_index=True)
+    if interval_ms is not None:
+        scores["interval_ms"] = pd.array(
+            [None if generation == 1 else interval_ms for generation in scores["generation"]],
+            dtype="Int64",
+        )
     rack_values = scores["rack_mismatch"]
     scores["rack_mismatch"] = pd.array(
         [None if np.isnan(value) else int(value) for value in rack_values], dtype="Int64"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import doctest
 import errno
+import gzip
 import json
 import os
 import re
@@ -39,7 +41,7 @@ from dashboards.rebalance.aggregation import (
     scatter_points,
     summarise_assignors,
     summarise_traces,
-    timeline_index,
+    trace_table,
     worst_traces,
 )
 from dashboards.rebalance.page import render_rebalance, write_rebalance_page
@@ -47,6 +49,13 @@ from dashboards.rebalance.reading import normalise_scores, normalise_summary, re
 from dashboards.replication import render_replication, timeline_rows, write_replication_page
 
 HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def _trace_data(html: str) -> dict:
+    """The packed per-trace columns a rebalance page carries, unpacked as the page does."""
+    found = re.search(r'id="trace-data-packed">(.*?)</script>', html, re.S)
+    assert found is not None
+    return json.loads(gzip.decompress(base64.b64decode(found.group(1))))
 SCRIPT_BREAKOUT = "</script><script>alert(2)</script><!--"
 
 
@@ -595,28 +604,44 @@ def test_recorded_comparison_counts_traces_with_fewer_same_more_moves() -> None:
     assert recorded_comparison(_per_trace(scores[scores.assignor != "recorded"])).empty
 
 
-def test_timeline_index_holds_one_series_per_assignor_and_null_where_absent() -> None:
-    traces = timeline_index(
-        normalise_scores(_hand_scores()), ["a", "b"], ["range", "sticky", "uniform"]
+def test_trace_table_holds_every_trace_with_one_column_per_assignor_and_null_where_absent() -> None:
+    table = trace_table(normalise_scores(_hand_scores()), ["range", "sticky", "uniform"], ["b"])
+    assert table["ids"] == ["a", "b"] and table["lengths"] == [2, 1]
+    assert table["generation"] == [1, 2, 7] and table["members"] == [2, 3, 2]
+    assert table["series"][0] == {"spread": [1, 3, 0], "moved": [0, 4, 0], "revoked": [0, 6, 0]}
+    assert table["series"][2]["moved"] == [None, None, None]
+    assert table["worst"] == [1]
+    assert table["elapsed_s"] == [None, None, None]
+
+
+def test_trace_table_measures_time_only_for_traces_whose_every_gap_is_known() -> None:
+    scores = _rows(
+        dict(trace_id="t", assignor="range", generation=1, members=2, interval_ms=None),
+        dict(trace_id="t", assignor="range", generation=2, members=2, interval_ms=30_000),
+        dict(trace_id="t", assignor="range", generation=3, members=2, interval_ms=1_500),
+        dict(trace_id="u", assignor="range", generation=1, members=2, interval_ms=None),
+        dict(trace_id="u", assignor="range", generation=2, members=2, interval_ms=None),
     )
-    first = traces[0]
-    assert first["id"] == "a"
-    assert first["members"] == [[1, 2], [2, 3]]
-    assert first["series"][0] == [[1, 2], [1, 3], [0, 4], [0, 6]]
-    assert first["series"][2] is None
+    table = trace_table(normalise_scores(scores), ["range"], [])
+    assert table["elapsed_s"] == [0, 30, 31.5, None, None]
 
 
 # --- the page ------------------------------------------------------------------------------
 
 
-def test_page_embeds_plotly_once_and_references_nothing_remote(tmp_path: Path) -> None:
+def test_page_embeds_plotly_once_packed_and_references_nothing_remote(tmp_path: Path) -> None:
     html = render_rebalance(read_results(write_results(tmp_path / "r", synthetic_scores(40))))
-    assert html.count("Plotly.newPlot(") == 5
-    plotly_source = page.go.Figure().to_html(include_plotlyjs=True, full_html=False)
-    signature = re.search(r"plotly\.js v[\d.]+", plotly_source)
-    assert signature is not None and html.count(signature.group(0)) == 1
+    blobs = re.findall(r'id="plotly-js-packed">(.*?)</script>', html, re.S)
+    assert len(blobs) == 1
+    unpacked = gzip.decompress(base64.b64decode(blobs[0])).decode("utf-8")
+    assert unpacked == page.plotly.offline.get_plotlyjs()
+    figures = json.loads(re.search(r'id="plotly-figures">(.*?)</script>', html, re.S).group(1))
+    assert [entry["id"] for entry in figures["figures"]] == [
+        "churn-balance-chart", "optimal-gap-chart", "revocation-chart", "recorded-chart",
+        "timeline-chart"]  # fmt: skip
+    assert html.count("Plotly.newPlot(") == 1  # the loader draws every figure
     assert "<script src" not in html.replace(" ", "") and 'src="http' not in html
-    assert "cdn.plot.ly" not in html.split(signature.group(0))[0]
+    assert "cdn.plot.ly" not in html
 
 
 def test_page_inlines_the_timeline_script_shipped_as_package_data() -> None:
@@ -624,7 +649,7 @@ def test_page_inlines_the_timeline_script_shipped_as_package_data() -> None:
 
     shipped = resources.files("dashboards").joinpath("static/rebalance-timeline.js")
     script = shipped.read_text(encoding="utf-8")
-    assert "timeline-data" in script
+    assert "trace-data-packed" in script
     html = render_rebalance(results_of(_hand_scores()))
     assert html.endswith(f"<script>\n\n{script}\n</script>\n</body>\n</html>\n")
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
@@ -648,18 +673,15 @@ def test_hostile_ids_reach_the_page_only_escaped() -> None:
     errors = ({"trace_id": HOSTILE, "file": SCRIPT_BREAKOUT, "line": 2,
                "reason": f"member {HOSTILE} subscribes to unknown topic {HOSTILE}"},)  # fmt: skip
     html = render_rebalance(results_of(scores, errors, source=HOSTILE), timeline_traces=5)
-    body = html.split("<body>", 1)[1]
-    plotly_end = body.rfind("</script>", 0, body.find('id="churn-balance-chart"'))
-    own_markup = body[plotly_end:]
+    # plotly.js travels packed (base64), so every character of the body is the page's own
+    own_markup = html.split("<body>", 1)[1]
     assert HOSTILE not in html
     assert "<img" not in own_markup
     assert "</script><script>alert" not in html
     assert "<!--" not in own_markup
     assert "&lt;img src=x onerror=alert(1)&gt;" in own_markup
-    data = re.search(r'id="timeline-data">(.*?)</script>', html, re.S)
-    assert data is not None
-    index = json.loads(data.group(1))
-    assert {trace["id"] for trace in index["traces"]} == {HOSTILE, SCRIPT_BREAKOUT}
+    index = _trace_data(html)
+    assert set(index["ids"]) == {HOSTILE, SCRIPT_BREAKOUT}
     assert HOSTILE in index["assignors"]
 
 
@@ -678,11 +700,9 @@ def test_hostile_ids_read_from_result_files_never_leave_their_text(
     for script in re.finditer(r"<script[^>]*>(.*?)</script>", html, re.S):
         assert "\u2028" not in script.group(1) and "\u2029" not in script.group(1)
         assert "<!--" not in script.group(1)
-    data = re.search(r'id="timeline-data">(.*?)</script>', html, re.S)
-    assert data is not None
-    index = json.loads(data.group(1))
+    index = _trace_data(html)
     assert hostile_assignor in index["assignors"]
-    assert all(trace["id"].startswith(SCRIPT_BREAKOUT) for trace in index["traces"])
+    assert all(trace_id.startswith(SCRIPT_BREAKOUT) for trace_id in index["ids"])
     assert _protocol_cells(html)["range"] == SCRIPT_BREAKOUT
 
 
@@ -713,10 +733,9 @@ def test_twenty_thousand_traces_by_four_assignors_render_under_six_megabytes(
     written = write_rebalance_page(results_dir, tmp_path / "big.html")
     assert written.traces == 20_000 and len(written.assignors) == 4
     assert written.size_bytes < 6_000_000, written.size_bytes
-    html = written.path.read_text(encoding="utf-8")
-    data = re.search(r'id="timeline-data">(.*?)</script>', html, re.S)
-    assert data is not None
-    assert len(json.loads(data.group(1))["traces"]) == aggregation.DEFAULT_TIMELINE_TRACES
+    index = _trace_data(written.path.read_text(encoding="utf-8"))
+    assert len(index["ids"]) == 20_000 and sum(index["lengths"]) == scores["generation"].size // 4
+    assert len(index["worst"]) == aggregation.DEFAULT_TIMELINE_TRACES
 
 
 def test_write_atomically_replaces_the_page_and_leaves_no_temporary_files(tmp_path: Path) -> None:

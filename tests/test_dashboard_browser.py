@@ -378,10 +378,81 @@ def test_timeline_search_without_a_match_says_so(browser: Any, tmp_path: Path) -
         message = page.locator("#timeline-empty")
         assert message.is_visible()
         assert message.inner_text() == (
-            "No trace id contains \u201cno-such-trace\u201d among the 12 traces this page carries."
+            "No trace id contains \u201cno-such-trace\u201d (searched all 12 traces)."
         )
         assert page.locator("#timeline-select").is_disabled()
         page.fill("#timeline-search", "00003")
         assert page.locator("#timeline-empty").is_hidden()
         assert not page.locator("#timeline-select").is_disabled()
+        assert visit.errors == [] and visit.dialogs == []
+
+
+TIMELINE_READY = "() => document.getElementById('timeline-chart').dataset.ready === 'true'"
+
+
+def _drawn_trace(page: Any) -> str:
+    return page.evaluate("() => document.getElementById('timeline-chart').dataset.trace")
+
+
+def test_search_finds_a_trace_outside_the_worst_and_draws_it(browser: Any, tmp_path: Path) -> None:
+    scores = synthetic_scores(300, seed=5)
+    results = results_of(scores)
+    report = write_atomically(tmp_path / "report.html", render_rebalance(results, timeline_traces=10))
+    from dashboards.rebalance.aggregation import summarise_traces, worst_traces
+
+    worst = worst_traces(summarise_traces(results.summary), 10)
+    target = next(f"trace-{n:05d}" for n in range(300) if f"trace-{n:05d}" not in worst)
+    expected = scores[(scores.trace_id == target) & (scores.assignor == "range")]
+    with opened(browser, report, charts=5) as visit:
+        page = visit.page
+        page.wait_for_function(TIMELINE_READY)
+        assert page.locator("#timeline-select option").count() == 10
+        assert _drawn_trace(page) == worst[0]
+        page.fill("#timeline-search", target)
+        page.wait_for_function(
+            "id => document.getElementById('timeline-chart').dataset.trace === id", arg=target
+        )
+        assert page.inner_text("#timeline-count") == "1 of 300 traces match"
+        assert page.locator("#timeline-empty").is_hidden()
+        drawn = page.evaluate(
+            "() => { const chart = document.getElementById('timeline-chart');"
+            " const range = chart.data.findIndex(t => t.name === 'range');"
+            " return [chart.data[range].x, chart.data[range].y, chart.data[range + 1].y,"
+            " chart.layout.title.text, chart.dataset.axis]; }"
+        )
+        assert drawn[0] == expected["generation"].tolist()
+        assert drawn[1] == expected["spread"].tolist()
+        assert drawn[2] == expected["moved"].tolist()
+        assert drawn[3] == f"Trace {target}" and drawn[4] == "generation"
+        page.fill("#timeline-search", "trace-99999")
+        message = page.locator("#timeline-empty")
+        message.wait_for(state="visible")
+        assert message.inner_text() == (
+            "No trace id contains \u201ctrace-99999\u201d (searched all 300 traces)."
+        )
+        assert page.locator("#timeline-select option").count() == 0
+        assert visit.errors == [] and visit.dialogs == [] and visit.blocked == []
+
+
+def test_traces_with_timestamps_are_drawn_against_time(browser: Any, tmp_path: Path) -> None:
+    scores = synthetic_scores(20, seed=6, interval_ms=45_000)
+    report = write_atomically(tmp_path / "report.html", render_rebalance(results_of(scores)))
+    target = "trace-00007"
+    generations = int(((scores.trace_id == target) & (scores.assignor == "range")).sum())
+    with opened(browser, report, charts=5) as visit:
+        page = visit.page
+        page.wait_for_function(TIMELINE_READY)
+        page.fill("#timeline-search", target)
+        page.wait_for_function(
+            "id => document.getElementById('timeline-chart').dataset.trace === id", arg=target
+        )
+        drawn = page.evaluate(
+            "() => { const chart = document.getElementById('timeline-chart');"
+            " return [chart.data[1].x, chart.data[1].customdata, chart.dataset.axis,"
+            " chart.layout.xaxis4.title.text]; }"
+        )
+        assert drawn[0] == [45 * step for step in range(generations)]
+        assert drawn[1] == list(range(1, generations + 1))
+        assert drawn[2] == "time"
+        assert drawn[3] == "seconds since the trace's first generation (from its timestamp_ms)"
         assert visit.errors == [] and visit.dialogs == []

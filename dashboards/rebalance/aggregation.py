@@ -1,7 +1,7 @@
 """Aggregation of score rows for the rebalance page (pure pandas, no I/O, no HTML).
 
-Everything the page shows is aggregated here, so the HTML stays small for 20,000 traces; only
-the worst traces travel to the page in full, for the timeline.
+Everything the page shows is aggregated here, so the HTML stays small for 20,000 traces; the
+per-generation series of every trace travel as columns (:func:`trace_table`) for the drill-down.
 
 >>> import pandas as pd
 >>> from dashboards.rebalance.reading import normalise_scores, normalise_summary
@@ -424,74 +424,97 @@ def _segments(*keys: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), stops.tolist(), strict=True))
 
 
-def timeline_index(
-    scores: pd.DataFrame, trace_ids: Sequence[str], assignors: Sequence[str]
-) -> list[dict[str, Any]]:
-    """The per-trace series the timeline chart switches between, in JSON-ready lists.
+def trace_table(
+    scores: pd.DataFrame, assignors: Sequence[str], worst: Sequence[str]
+) -> dict[str, Any]:
+    """Every trace's per-generation series, columnar, for the page's drill-down.
 
-    Each trace: id, a label for the selector, members per generation, and per assignor (in
-    `assignors` order, null when the assignor has no rows) [generations, spread, moved, revoked].
-    Works on sorted numpy slices: 200 traces x 5 assignors take milliseconds, not seconds.
+    One row per trace x generation (traces sorted by id, generations ascending); ``lengths``
+    says how many rows each trace has. Per assignor (in ``assignors`` order) the spread, moved
+    and revoked of each row, null where the assignor has no row. ``elapsed_s`` is the time
+    since the trace's first generation (from the ``interval_ms`` the replay recorded between
+    generations' ``timestamp_ms``), null for the whole trace unless it has two generations or
+    more and every gap between them is known.
+    ``worst`` lists row-block indexes of the worst traces, worst first (the picker's default).
+    Columns instead of one object per trace keep 20,000 traces small enough for one page.
+
+    >>> from dashboards.rebalance.reading import normalise_scores
+    >>> scores = normalise_scores(pd.DataFrame({
+    ...     "trace_id": ["b", "b", "a", "a", "a"], "assignor": ["range"] * 3 + ["sticky"] * 2,
+    ...     "generation": [1, 2, 1, 1, 2], "members": [2, 3, 2, 2, 2], "spread": [0, 1, 0, 0, 0],
+    ...     "moved": [0, 4, 0, 0, 1], "revoked": [0, 9, 0, 0, 1],
+    ...     "interval_ms": [None, 1500, None, None, None]}))
+    >>> table = trace_table(scores, ["range", "sticky"], ["b"])
+    >>> table["ids"], table["lengths"], table["generation"], table["elapsed_s"]
+    (['a', 'b'], [2, 2], [1, 2, 1, 2], [None, None, 0, 1.5])
+    >>> table["series"][0]["moved"], table["series"][1]["moved"], table["worst"]
+    ([0, None, 0, 4], [0, 1, None, None], [1])
     """
-    wanted = scores[scores["trace_id"].isin(set(trace_ids))].sort_values(
-        list(KEY_COLUMNS), kind="stable"
+    ordered = scores.sort_values(list(KEY_COLUMNS), kind="stable")
+    interval = (
+        ordered["interval_ms"]
+        if "interval_ms" in ordered.columns
+        else pd.Series(np.nan, index=ordered.index, dtype="float64")
     )
-    trace_column = wanted["trace_id"].to_numpy()
-    assignor_column = wanted["assignor"].to_numpy()
-    columns = {
-        name: wanted[name].to_numpy(dtype="float64")
-        for name in ("generation", "spread", "moved", "revoked")
-    }
-    position_of = {name: index for index, name in enumerate(assignors)}
-    series_by_trace: dict[str, list[list[list[Any]] | None]] = {}
-    moved_by_trace: dict[str, float] = {}
-    for start, stop in _segments(trace_column, assignor_column):
-        trace_id, assignor = str(trace_column[start]), str(assignor_column[start])
-        series = series_by_trace.setdefault(trace_id, [None] * len(assignors))
-        if assignor in position_of:
-            series[position_of[assignor]] = [
-                _json_numbers(columns[name][start:stop])
-                for name in ("generation", "spread", "moved", "revoked")
-            ]
-        moved = float(np.nansum(columns["moved"][start:stop]))
-        moved_by_trace[trace_id] = max(moved_by_trace.get(trace_id, 0.0), moved)
-    members = wanted.groupby(["trace_id", "generation"], sort=True)["members"].max().reset_index()
-    members_trace = members["trace_id"].to_numpy()
-    members_by_trace = {
-        str(members_trace[start]): (
-            members["generation"].to_numpy()[start:stop],
-            members["members"].to_numpy()[start:stop],
-        )
-        for start, stop in _segments(members_trace)
-    }
-    spread_worst = wanted.groupby("trace_id", sort=False)["spread"].max()
-    traces: list[dict[str, Any]] = []
-    for trace_id in trace_ids:
-        if trace_id not in series_by_trace:
+    rows = (
+        ordered.assign(interval_ms=interval)
+        .groupby(["trace_id", "generation"], sort=True)
+        .agg(members=("members", "max"), interval_ms=("interval_ms", "max"))
+        .reset_index()
+    )
+    trace_column = rows["trace_id"].to_numpy()
+    segments = _segments(trace_column)
+    ids = [str(trace_column[start]) for start, _ in segments]
+    lengths = [stop - start for start, stop in segments]
+    intervals = rows["interval_ms"].to_numpy(dtype="float64")
+    elapsed = np.full(len(rows), np.nan)
+    for start, stop in segments:
+        gaps = intervals[start + 1 : stop]
+        if gaps.size == 0 or np.isnan(gaps).any():
             continue
-        generations, member_counts = members_by_trace[trace_id]
-        label = (
-            f"{trace_id} — {len(generations)} generations, up to "
-            f"{format_number(moved_by_trace[trace_id])} moved, worst spread "
-            f"{format_number(spread_worst[trace_id])}"
-        )
-        traces.append(
-            {
-                "id": trace_id,
-                "label": label,
-                "members": [_json_numbers(generations), _json_numbers(member_counts)],
-                "series": series_by_trace[trace_id],
-            }
-        )
-    return traces
+        elapsed[start] = 0.0
+        elapsed[start + 1 : stop] = np.cumsum(gaps) / 1000.0
+    row_of = pd.Series(
+        np.arange(len(rows)), index=pd.MultiIndex.from_frame(rows[["trace_id", "generation"]])
+    )
+    series: list[dict[str, list[int | float | None]]] = []
+    for assignor in assignors:
+        own = ordered[ordered["assignor"] == assignor]
+        positions = row_of.reindex(pd.MultiIndex.from_frame(own[["trace_id", "generation"]]))
+        columns: dict[str, list[int | float | None]] = {}
+        for name in ("spread", "moved", "revoked"):
+            values = np.full(len(rows), np.nan)
+            values[positions.to_numpy(dtype="int64")] = own[name].to_numpy(dtype="float64")
+            columns[name] = _json_numbers(values)
+        series.append(columns)
+    index_of = {trace_id: position for position, trace_id in enumerate(ids)}
+    return {
+        "assignors": list(assignors),
+        "ids": ids,
+        "lengths": lengths,
+        "generation": _json_numbers(rows["generation"].to_numpy()),
+        "members": _json_numbers(rows["members"].to_numpy(dtype="float64")),
+        "elapsed_s": _json_numbers(elapsed),
+        "series": series,
+        "worst": [index_of[trace_id] for trace_id in worst if trace_id in index_of],
+    }
 
 
 def _json_numbers(
     values: Sequence[Any] | pd.Series | pd.Index | np.ndarray,
 ) -> list[int | float | None]:
-    numbers: list[int | float | None] = []
-    for value in values:
-        number = float(value)
+    """Numbers as JSON-ready Python values: integers as int, NaN as None (vectorised when all
+    are whole numbers, the usual case)."""
+    array = np.asarray(values, dtype="float64")
+    missing = np.isnan(array)
+    filled = np.where(missing, 0.0, array)
+    if bool((filled == np.floor(filled)).all()):
+        numbers: list[int | float | None] = filled.astype("int64").tolist()
+        for position in np.flatnonzero(missing).tolist():
+            numbers[position] = None
+        return numbers
+    numbers = []
+    for number in array.tolist():
         if math.isnan(number):
             numbers.append(None)
         elif number.is_integer():

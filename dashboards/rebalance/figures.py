@@ -7,8 +7,6 @@ as light markup.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -317,12 +315,12 @@ def recorded_figure(comparison: pd.DataFrame, colours: dict[str, str]) -> go.Fig
     return figure
 
 
-def timeline_figure(
-    first_trace: dict[str, Any] | None, assignors: Sequence[str], colours: dict[str, str]
-) -> go.Figure:
-    """Four stacked panels over generations; trace order is fixed so the page script can swap data.
+def timeline_figure(assignors: Sequence[str], colours: dict[str, str]) -> go.Figure:
+    """Four stacked panels, empty until the page script draws a trace into them; trace order is
+    fixed so the script can swap data.
 
     Trace 0 is members; assignor i owns traces 1+3i (spread), 2+3i (moved), 3+3i (revoked).
+    Each point's customdata is its generation number, so the hover names it on a time axis too.
     """
     figure = make_subplots(
         rows=4,
@@ -336,33 +334,26 @@ def timeline_figure(
             "partitions revoked",
         ),
     )
-    members = first_trace["members"] if first_trace else [[], []]
     figure.add_trace(
         go.Scatter(
-            x=members[0],
-            y=members[1],
+            x=[],
+            y=[],
             mode="lines+markers",
             name="members",
             line={"color": "#555555", "shape": "hv"},
-            hovertemplate="generation %{x}: %{y} members<extra></extra>",
+            hovertemplate="generation %{customdata}: %{y} members<extra></extra>",
         ),
         row=1,
         col=1,
     )
-    for index, assignor in enumerate(assignors):
-        series = first_trace["series"][index] if first_trace else None
-        generations, spread, moved, revoked = series if series else ([], [], [], [])
+    for assignor in assignors:
         label = _label(assignor)
         dash = "dot" if assignor == RECORDED else "solid"
-        for row, values, what in (
-            (2, spread, "spread"),
-            (3, moved, "moved"),
-            (4, revoked, "revoked"),
-        ):
+        for row, what in ((2, "spread"), (3, "moved"), (4, "revoked")):
             figure.add_trace(
                 go.Scatter(
-                    x=generations,
-                    y=values,
+                    x=[],
+                    y=[],
                     mode="lines+markers",
                     name=label,
                     legendgroup=label,
@@ -370,7 +361,7 @@ def timeline_figure(
                     line={"color": colours[assignor], "dash": dash, "width": 1.6},
                     marker={"size": 4},
                     hovertemplate=(
-                        f"generation %{{x}}: %{{y}} partitions {what}<extra>{label}</extra>"
+                        f"generation %{{customdata}}: %{{y}} partitions {what}<extra>{label}</extra>"
                     ),
                 ),
                 row=row,
@@ -379,9 +370,8 @@ def timeline_figure(
     figure.update_xaxes(title_text="generation", row=4, col=1)
     for row, unit in ((1, "members"), (2, "partitions"), (3, "partitions"), (4, "partitions")):
         figure.update_yaxes(title_text=unit, rangemode="tozero", row=row, col=1)
-    title = f"Trace {escape(first_trace['id'])}" if first_trace else "No traces"
     figure.update_layout(
-        title={"text": title},
+        title={"text": "Pick a trace"},
         height=820,
         legend_title_text="assignor",
         hovermode="x unified",

@@ -10,8 +10,6 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +21,11 @@ from dashboards.page import (
     document,
     embed_json,
     escape,
-    figure_divs,
     format_number,
     is_ktk_page,
+    packed,
+    packed_figures,
+    static_script,
     write_page,
 )
 from dashboards.rebalance.aggregation import (
@@ -44,7 +44,7 @@ from dashboards.rebalance.aggregation import (
     scatter_points,
     summarise_assignors,
     summarise_traces,
-    timeline_index,
+    trace_table,
     worst_traces,
 )
 from dashboards.rebalance.figures import (
@@ -70,10 +70,9 @@ from ktkbase.outputs import check_output_file
 TIMELINE_SCRIPT = "static/rebalance-timeline.js"
 
 
-@cache
 def page_script(name: str = TIMELINE_SCRIPT) -> str:
     """The text of a script shipped in the dashboards package (declared as package data)."""
-    return resources.files("dashboards").joinpath(name).read_text(encoding="utf-8")
+    return static_script(name)
 
 
 def _summary_table(
@@ -279,7 +278,8 @@ def render_rebalance(
     rebalances = rebalance_rows(scores)
     comparison = recorded_comparison(per_trace)
     worst = worst_traces(per_trace, timeline_traces)
-    timeline = timeline_index(scores, worst, assignors)
+    traces = trace_table(scores, assignors, worst)
+    timed = any(value is not None for value in traces["elapsed_s"])
 
     verdict = results.verdict
     ranked = [str(entry["assignor"]) for entry in verdict["ranking"]] if verdict else []
@@ -305,10 +305,8 @@ def render_rebalance(
     ]
     if not comparison.empty:
         figures.append(("recorded-chart", recorded_figure(comparison, colours)))
-    figures.append(
-        ("timeline-chart", timeline_figure(timeline[0] if timeline else None, assignors, colours))
-    )
-    divs = figure_divs(figures)
+    figures.append(("timeline-chart", timeline_figure(assignors, colours)))
+    divs, plotly_markup = packed_figures(figures)
 
     has_optimal = (
         results.summary["total_min_moved"].notna().any() or scores["optimal_max_load"].notna().any()
@@ -360,18 +358,26 @@ def render_rebalance(
             "did (recorded) next to what each assignor would have done.</p>"
             f"{divs['recorded-chart']}{_recorded_table(comparison)}</section>"
         )
+    time_note = (
+        " Traces whose generations carry timestamps (timestamp_ms) are drawn against the "
+        "time since their first generation; the others against the generation number."
+        if timed
+        else " These results carry no time between generations (interval_ms), so the x axis "
+        "is the generation number."
+    )
     sections.append(
-        '<section id="timeline"><h2>Per-trace timeline</h2><p class="note">The '
-        f"{len(timeline):,} worst of {trace_count:,} traces (highest partitions moved plus "
-        "worst spread under any assignor). Pick one, or type part of a trace id.</p>"
+        '<section id="timeline"><h2>Per-trace timeline</h2><p class="note">Every one of the '
+        f"{trace_count:,} traces: type part of a trace id to find it. Without a search the "
+        f"picker lists the {len(traces['worst']):,} worst (highest partitions moved plus worst "
+        f"spread under any assignor).{time_note}</p>"
         '<p id="timeline-empty" class="empty" hidden></p>'
         '<div class="controls"><label>search <input id="timeline-search" type="search" '
         'placeholder="trace id" autocomplete="off"></label>'
         '<select id="timeline-select" aria-label="trace"></select>'
         '<span id="timeline-count" class="note"></span></div>'
         f"{divs['timeline-chart']}"
-        '<script type="application/json" id="timeline-data">'
-        f"{embed_json({'assignors': assignors, 'traces': timeline})}</script></section>"
+        '<script type="application/octet-stream" id="trace-data-packed">'
+        f"{packed(embed_json(traces))}</script></section>"
     )
     sections.append(_errors_section(results.errors))
     sections.append(_sources_section())
@@ -379,6 +385,7 @@ def render_rebalance(
         f"{results.source}: {trace_count:,} traces × {len(assignors)} assignors "
         f"({', '.join(assignors)})"
     )
+    sections.append(plotly_markup)
     return document("Rebalance comparison", subtitle, "\n".join(sections), "\n" + page_script())
 
 

@@ -94,6 +94,13 @@ SCORE_FIELDS = (
     ResultColumn(
         "assign_ms", "number", "time spent in the assignor (summary table)", required=False
     ),
+    ResultColumn(
+        "interval_ms",
+        "integer",
+        "milliseconds since the previous generation, from the traces' timestamp_ms (the "
+        "timeline's time axis; results version 3)",
+        required=False,
+    ),
 )
 SUMMARY_FIELDS = (
     ResultColumn("trace_id", "text", "the replayed trace"),

@@ -1,62 +1,137 @@
 (function () {
-  var source = document.getElementById("timeline-data");
+  // The drill-down: every trace's series travel packed and columnar (aggregation.trace_table);
+  // a trace's timeline is cut out of the columns when it is picked.
+  var source = document.getElementById("trace-data-packed");
   var chart = document.getElementById("timeline-chart");
   var select = document.getElementById("timeline-select");
   var search = document.getElementById("timeline-search");
   var count = document.getElementById("timeline-count");
   var empty = document.getElementById("timeline-empty");
-  if (!source || !chart || !select || !search) { return; }
-  var index = JSON.parse(source.textContent);
+  if (!source || !chart || !select || !search || !window.ktkReady) { return; }
+  var MAX_LISTED = 500;
+  var table = null;
+  var starts = [];
+  var lowered = [];
   // plotly reads labels as light markup and decodes entities, so text is entity-escaped for it
   function plotlyText(text) {
     return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;")
       .replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   }
+  function rows(position) {
+    return [starts[position], starts[position] + table.lengths[position]];
+  }
+  function timed(position) {
+    var span = rows(position);
+    for (var row = span[0]; row < span[1]; row += 1) {
+      if (table.elapsed_s[row] === null) { return false; }
+    }
+    return span[1] > span[0];
+  }
+  function label(position) {
+    var span = rows(position);
+    var movedMost = 0;
+    var spreadWorst = 0;
+    table.series.forEach(function (series) {
+      var moved = 0;
+      for (var row = span[0]; row < span[1]; row += 1) {
+        moved += series.moved[row] || 0;
+        spreadWorst = Math.max(spreadWorst, series.spread[row] || 0);
+      }
+      movedMost = Math.max(movedMost, moved);
+    });
+    return table.ids[position] + " \u2014 " + (span[1] - span[0]) + " generations, up to " +
+      movedMost.toLocaleString("en-US") + " moved, worst spread " +
+      spreadWorst.toLocaleString("en-US");
+  }
+  function noMatch(query) {
+    empty.hidden = false;
+    empty.textContent = "No trace id contains \u201c" + query + "\u201d (searched all " +
+      table.ids.length.toLocaleString("en-US") + " traces).";
+    chart.style.opacity = "0.25";
+  }
   function fillOptions(query) {
     var needle = query.trim().toLowerCase();
     while (select.firstChild) { select.removeChild(select.firstChild); }
-    var shown = 0;
-    index.traces.forEach(function (trace, position) {
-      if (needle && trace.id.toLowerCase().indexOf(needle) < 0) { return; }
+    var matches = [];
+    var total = 0;
+    if (!needle) {
+      matches = table.worst.slice(0, MAX_LISTED);
+      total = table.worst.length;
+    } else {
+      for (var position = 0; position < lowered.length; position += 1) {
+        if (lowered[position].indexOf(needle) < 0) { continue; }
+        total += 1;
+        if (matches.length < MAX_LISTED) { matches.push(position); }
+      }
+    }
+    matches.forEach(function (position) {
       var option = document.createElement("option");
       option.value = String(position);
-      option.textContent = trace.label;
+      option.textContent = label(position);
       select.appendChild(option);
-      shown += 1;
     });
-    count.textContent = shown + " of " + index.traces.length + " traces match";
-    select.disabled = shown === 0;
-    if (empty) {
-      // a clear "no match" state instead of a stale chart under an empty picker
-      empty.hidden = shown !== 0;
-      empty.textContent = shown === 0
-        ? "No trace id contains \u201c" + query.trim() + "\u201d among the " +
-          index.traces.length + " traces this page carries."
-        : "";
-      chart.style.opacity = shown === 0 ? "0.25" : "";
+    if (needle) {
+      count.textContent = total.toLocaleString("en-US") + " of " +
+        table.ids.length.toLocaleString("en-US") + " traces match" +
+        (total > matches.length ? " (the first " + matches.length + " listed)" : "");
+    } else {
+      count.textContent = "the " + total.toLocaleString("en-US") + " worst of " +
+        table.ids.length.toLocaleString("en-US") + " traces";
     }
-    return shown;
+    select.disabled = matches.length === 0;
+    if (needle && total === 0) {
+      noMatch(query.trim());
+    } else {
+      empty.hidden = true;
+      empty.textContent = "";
+      chart.style.opacity = "";
+    }
+    return matches.length;
   }
   function show(position) {
-    var trace = index.traces[position];
-    var xs = [trace.members[0]];
-    var ys = [trace.members[1]];
-    index.assignors.forEach(function (name, i) {
-      var series = trace.series[i] || [[], [], [], []];
-      xs.push(series[0], series[0], series[0]);
-      ys.push(series[1], series[2], series[3]);
+    var span = rows(position);
+    var onTime = timed(position);
+    var generations = table.generation.slice(span[0], span[1]);
+    var xs = onTime ? table.elapsed_s.slice(span[0], span[1]) : generations;
+    var allX = [xs];
+    var allY = [table.members.slice(span[0], span[1])];
+    var custom = [generations];
+    table.series.forEach(function (series) {
+      ["spread", "moved", "revoked"].forEach(function (name) {
+        var values = series[name].slice(span[0], span[1]);
+        var present = values.some(function (value) { return value !== null; });
+        allX.push(present ? xs : []);
+        allY.push(present ? values : []);
+        custom.push(present ? generations : []);
+      });
     });
-    var traceNumbers = xs.map(function (_, i) { return i; });
-    Plotly.restyle(chart, {x: xs, y: ys}, traceNumbers);
-    Plotly.relayout(chart, {"title.text": "Trace " + plotlyText(trace.id)});
-    chart.setAttribute("data-trace", trace.id);
+    var traceNumbers = allX.map(function (_, i) { return i; });
+    Plotly.restyle(chart, {x: allX, y: allY, customdata: custom}, traceNumbers);
+    Plotly.relayout(chart, {
+      "title.text": "Trace " + plotlyText(table.ids[position]),
+      "xaxis4.title.text": onTime
+        ? "seconds since the trace's first generation (from its timestamp_ms)"
+        : "generation",
+    });
+    chart.setAttribute("data-trace", table.ids[position]);
+    chart.setAttribute("data-axis", onTime ? "time" : "generation");
   }
-  select.addEventListener("change", function () { show(Number(select.value)); });
-  search.addEventListener("input", function () {
-    if (fillOptions(search.value) > 0) {
-      select.selectedIndex = 0;
-      show(Number(select.value));
-    }
-  });
-  fillOptions("");
+  function start(text) {
+    table = JSON.parse(text);
+    var row = 0;
+    table.lengths.forEach(function (length) { starts.push(row); row += length; });
+    lowered = table.ids.map(function (id) { return id.toLowerCase(); });
+    select.addEventListener("change", function () { show(Number(select.value)); });
+    search.addEventListener("input", function () {
+      if (fillOptions(search.value) > 0) {
+        select.selectedIndex = 0;
+        show(Number(select.value));
+      }
+    });
+    if (fillOptions(search.value) > 0) { show(Number(select.value)); }
+    chart.setAttribute("data-ready", "true");
+  }
+  window.ktkReady.then(function () {
+    return window.ktkUnpack(source.textContent);
+  }).then(start);
 })();
