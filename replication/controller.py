@@ -36,7 +36,8 @@ misses the record 1 and 2 hold, cannot win, and 2 wins with 3's vote:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from replication.partition import NONE, AlterPartitionRequest, ordered
@@ -44,6 +45,12 @@ from replication.raft_rules import LogPosition, is_majority, wins_vote
 
 RECOVERED = "RECOVERED"
 RECOVERING = "RECOVERING"
+
+
+def _names(broker_ids: Iterable[int]) -> str:
+    """Brokers in a sentence: "1", "1 and 2", "1, 2 and 3"."""
+    names = [str(broker_id) for broker_id in broker_ids]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +117,23 @@ class Controller:
             leader=self.replicas[0] if leader is None else leader,
         )
         self.unclean_elections = 0
+        # when a list: one sentence per partition change saying what changed and which request
+        # or rule caused it (the timeline's explanations); None records nothing (the explorer)
+        self.notes: list[str] | None = None
+        # the cause of the change being made, set by the outermost public call
+        self._cause: str | None = None
+
+    @contextmanager
+    def _because(self, cause: str) -> Iterator[None]:
+        """Changes made inside are explained by ``cause`` (an enclosing cause wins)."""
+        if self._cause is not None:
+            yield
+            return
+        self._cause = cause
+        try:
+            yield
+        finally:
+            self._cause = None
 
     # ------------------------------------------------------------------ brokers
 
@@ -140,7 +164,8 @@ class Controller:
         if broker.fenced:
             return False
         broker.fenced = True
-        return self._remove_from_isr(broker_id)
+        with self._because(f"broker {broker_id} fenced: no heartbeat (R2.7)"):
+            return self._remove_from_isr(broker_id)
 
     def unfence(self, broker_id: int) -> bool:
         """Heartbeats again: eligible to lead a leaderless partition."""
@@ -148,16 +173,22 @@ class Controller:
         changed = broker.fenced or broker.in_controlled_shutdown
         broker.fenced = False
         broker.in_controlled_shutdown = False
-        return self.maybe_elect_leaderless() or changed
+        with self._because(f"broker {broker_id} unfenced: a leaderless partition takes a leader"):
+            return self.maybe_elect_leaderless() or changed
 
     def controlled_shutdown(self, broker_id: int) -> bool:
         """A clean shutdown: the broker leaves the ISR and leadership before it stops."""
         self.brokers[broker_id].in_controlled_shutdown = True
-        return self._remove_from_isr(broker_id)
+        with self._because(f"broker {broker_id} in controlled shutdown"):
+            return self._remove_from_isr(broker_id)
 
     def register(self, broker_id: int) -> int:
         """A new process incarnation registers; with ELR it counts as a possibly unclean
         shutdown and leaves both ISR and ELR (R2.7, R5.5 rule 6). Returns the broker epoch."""
+        with self._because(f"broker {broker_id} registered a new incarnation"):
+            return self._register(broker_id)
+
+    def _register(self, broker_id: int) -> int:
         broker = self.brokers[broker_id]
         if self.registration.leader == broker_id and not broker.fenced:
             # the old incarnation still led: the new one starts fenced, so leadership moves first
@@ -190,6 +221,10 @@ class Controller:
     def elect(self, target: str | int) -> ElectionOutcome:
         """``auto``: elect if leaderless or the leader is unacceptable; ``preferred``: R5.3;
         ``unclean``: ElectLeaders(UNCLEAN); a broker id: move leadership to that ISR member."""
+        with self._because(f"elect {target} requested"):
+            return self._elect(target)
+
+    def _elect(self, target: str | int) -> ElectionOutcome:
         before = self.unclean_elections
         if target == "preferred":
             changed = self._change(self.registration.isr, election="preferred")
@@ -257,6 +292,8 @@ class Controller:
         if unclean:
             recovery_state = RECOVERING
             self.unclean_elections += 1
+        if self.notes is not None:
+            self._note_change(current, target, leader, ordered(elr, self.replicas), unclean)
         new_elr = ordered(elr, self.replicas)
         if (
             target == current.isr
@@ -308,6 +345,43 @@ class Controller:
             if won:
                 return candidate
         return keep
+    def _note_change(
+        self,
+        current: PartitionRegistration,
+        isr: tuple[int, ...],
+        leader: int,
+        elr: tuple[int, ...],
+        unclean: bool,
+    ) -> None:
+        """One sentence: what this partition change does and why (``_cause``)."""
+        parts: list[str] = []
+        joined = [r for r in isr if r not in current.isr]
+        left = [r for r in current.isr if r not in isr]
+        if joined:
+            parts.append(f"{_names(joined)} joined the ISR")
+        if left:
+            parts.append(f"{_names(left)} left the ISR")
+        if leader != current.leader:
+            epoch = current.leader_epoch + 1
+            if leader == -1:
+                parts.append("no replica can lead: the partition is offline")
+            elif unclean:
+                parts.append(
+                    f"{leader} became leader in epoch {epoch} by an unclean election (it was "
+                    "not in the ISR: acknowledged records it lacks are lost)"
+                )
+            else:
+                parts.append(
+                    f"{leader} became leader in epoch {epoch}, chosen from the ISR "
+                    f"{{{', '.join(map(str, isr))}}}"
+                )
+        if elr != current.elr:
+            parts.append(f"ELR now {{{', '.join(map(str, elr))}}}")
+        if not parts:
+            return
+        cause = f" ({self._cause})" if self._cause else ""
+        assert self.notes is not None
+        self.notes.append(f"controller: {'; '.join(parts)}{cause}")
 
     def _choose_leader(self, target: tuple[int, ...], election: str) -> int:
         current_leader = self.registration.leader
@@ -321,8 +395,14 @@ class Controller:
 
     # ------------------------------------------------------------------ AlterPartition
 
-    def handle_alter_partition(self, request: AlterPartitionRequest) -> str:
-        """R2.6 checks in order; on success the ISR is committed and partitionEpoch bumped."""
+    def handle_alter_partition(self, request: AlterPartitionRequest, reason: str = "") -> str:
+        """R2.6 checks in order; on success the ISR is committed and partitionEpoch bumped.
+        ``reason`` (why the leader proposed it) explains the change in ``notes``."""
+        cause = f"AlterPartition from leader {request.leader_id}" + (f", {reason}" if reason else "")
+        with self._because(cause):
+            return self._alter_partition(request)
+
+    def _alter_partition(self, request: AlterPartitionRequest) -> str:
         current = self.registration
         if (
             request.leader_epoch > current.leader_epoch

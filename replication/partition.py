@@ -134,6 +134,8 @@ class PendingChange:
     request: AlterPartitionRequest
     added: tuple[int, ...] = ()
     removed: tuple[int, ...] = ()
+    # why the leader proposed it, in words (the rule that fired), for the timeline
+    reason: str = ""
 
 
 @dataclass(slots=True)
@@ -163,6 +165,16 @@ class PartitionReplica:
     broker_epochs: dict[int, int] = field(default_factory=dict)
     # follower only: must reconcile with the leader before fetching (R4.5)
     truncating: bool = False
+    # when a list: every rule that changes this replica's LEO or HW appends one sentence saying
+    # which rule fired (the timeline's explanations); None records nothing (the explorer)
+    notes: list[str] | None = None
+
+    def _note(self, text: str) -> None:
+        if self.notes is not None:
+            self.notes.append(text)
+
+    def _rule(self) -> str:
+        return f"({self.mode.name} rule)"
 
     # ---------------------------------------------------------------- transitions
 
@@ -212,10 +224,17 @@ class PartitionReplica:
         self.followers = {}
         if not new_epoch:
             return
+        # after go_offline the epoch is -1: the first leader this incarnation hears of
+        occasion = (
+            "on restart"
+            if self.leader_epoch == -1
+            else f"on following leader {leader_id} in epoch {leader_epoch}"
+        )
         self.leader_epoch = leader_epoch
         if not new_leader and not self.mode.reconcile_on_every_epoch:
             return
         truncation = self.mode.truncation
+        before = self.log.log_end_offset
         if truncation == "high-watermark":
             self.log.truncate_to(self.log.high_watermark)
             self.truncating = False
@@ -226,6 +245,17 @@ class PartitionReplica:
             self.truncating = False
         else:
             self.truncating = True
+            self._note(
+                f"replica {self.broker_id} will ask leader {leader_id} where its log ends "
+                f"before fetching (OffsetsForLeaderEpoch) {occasion} {self._rule()}"
+            )
+        after = self.log.log_end_offset
+        if after < before:
+            dropped = f"offset {after}" if after == before - 1 else f"offsets {after}-{before - 1}"
+            self._note(
+                f"replica {self.broker_id} truncated to its high watermark "
+                f"{self.log.high_watermark} {occasion}, dropping {dropped} {self._rule()}"
+            )
 
     def update_committed_isr(self, isr: Iterable[int], partition_epoch: int, now_ms: int) -> None:
         """Same leader epoch, newer partition state from the controller: commit it."""
@@ -280,7 +310,14 @@ class PartitionReplica:
             if counts:
                 new_high_watermark = state.log_end_offset
         if new_high_watermark > self.log.high_watermark:
+            before = self.log.high_watermark
             self.log.update_high_watermark(new_high_watermark)
+            if self.notes is not None:
+                self._note(
+                    f"leader {self.broker_id} HW {before} -> {new_high_watermark}: the lowest "
+                    f"LEO over the ISR {{{', '.join(map(str, self.maximal_isr()))}}} and the "
+                    "caught-up followers (R1.5)"
+                )
             return True
         return False
 
@@ -351,7 +388,13 @@ class PartitionReplica:
             return None
         new_isr = tuple(r for r in self.replicas if r in self.isr or r == replica_id)
         request = self._alter_partition_request(new_isr)
-        self.pending = PendingChange(request, added=(replica_id,))
+        reason = (
+            f"{replica_id} caught up: its LEO {state.log_end_offset} reached leader {self.broker_id}'s "
+            f"high watermark {self.log.high_watermark}"
+        )
+        if self.mode.leso_isr_join:
+            reason += f" and the epoch start offset {self.leader_epoch_start_offset}"
+        self.pending = PendingChange(request, added=(replica_id,), reason=reason + " (R2.4)")
         return request
 
     def maybe_shrink_isr(self, now_ms: int) -> AlterPartitionRequest | None:
@@ -371,7 +414,12 @@ class PartitionReplica:
             return None
         new_isr = tuple(r for r in self.isr if r not in out_of_sync)
         request = self._alter_partition_request(new_isr)
-        self.pending = PendingChange(request, removed=out_of_sync)
+        reason = (
+            f"{', '.join(map(str, out_of_sync))} not caught up to leader {self.broker_id}'s LEO "
+            f"{leader_log_end_offset} within "
+            f"replica.lag.time.max.ms ({self.lag_time_max_ms} ms) (R2.5)"
+        )
+        self.pending = PendingChange(request, removed=out_of_sync, reason=reason)
         return request
 
     def handle_alter_partition_response(
@@ -524,7 +572,14 @@ class PartitionReplica:
         if response.diverging_epoch is not None:
             epoch, end_offset = response.diverging_epoch
             target, _done = truncation_offset(log, epoch, end_offset)
+            before = log.log_end_offset
             log.truncate_to(target)
+            if log.log_end_offset < before:
+                self._note(
+                    f"replica {self.broker_id} truncated to {log.log_end_offset}: the leader "
+                    f"said its log diverges where epoch {epoch} ends, at {end_offset} "
+                    f"(DivergingEpoch in the fetch response) {self._rule()}"
+                )
             return f"diverging({epoch}, {end_offset}): truncated to {log.log_end_offset}"
         if response.error == OFFSET_OUT_OF_RANGE:
             return self._handle_out_of_range(response)
@@ -534,7 +589,13 @@ class PartitionReplica:
             log.append_record(record)
         if self.mode.flush_before_ack and response.records:
             log.flush()
+        before = log.high_watermark
         log.update_high_watermark(min(response.high_watermark, log.log_end_offset))
+        if log.high_watermark != before and self.notes is not None:
+            self._note(
+                f"replica {self.broker_id} HW {before} -> {log.high_watermark}: the leader's "
+                f"high watermark in the fetch response, capped at its own LEO (R2.2)"
+            )
         # the leader's log start, unless it is past this replica's HW (Kafka refuses that)
         leader_start = response.leader_log_start_offset
         if log.log_start_offset < leader_start <= log.high_watermark:
@@ -546,9 +607,17 @@ class PartitionReplica:
         log = self.log
         if response.leader_log_end_offset < log.log_end_offset:
             log.truncate_to(response.leader_log_end_offset)
+            self._note(
+                f"replica {self.broker_id} truncated to the leader's shorter LEO "
+                f"{log.log_end_offset} on OFFSET_OUT_OF_RANGE (R4.6, the legacy unclean path)"
+            )
             return f"out of range: truncated to {log.log_end_offset}"
         if response.leader_log_start_offset > log.log_end_offset:
             log.truncate_fully_and_start_at(response.leader_log_start_offset)
+            self._note(
+                f"replica {self.broker_id} started its log over at the leader's log start "
+                f"{log.log_start_offset}: it begins past this replica's LEO (R4.6)"
+            )
             return f"out of range: log restarted at the leader's log start {log.log_start_offset}"
         return "out of range"
 
@@ -561,7 +630,14 @@ class PartitionReplica:
             done = True
         else:
             target, done = truncation_offset(log, epoch, end_offset)
+        before = log.log_end_offset
         log.truncate_to(target)
+        if log.log_end_offset < before:
+            answer = f"epoch {epoch} ends at {end_offset}" if epoch != -1 else f"offset {end_offset}"
+            self._note(
+                f"replica {self.broker_id} truncated to {log.log_end_offset}: the leader's "
+                f"OffsetsForLeaderEpoch answer ({answer}) {self._rule()}"
+            )
         if done:
             self.truncating = False
         return f"epoch answer ({epoch}, {end_offset}): truncated to {log.log_end_offset}", done

@@ -88,6 +88,8 @@ OPS = (
 )
 # the settings a ``producer`` step takes (replication.producer.ProducerSettings)
 PRODUCER_OPTIONS = tuple(SETTING_FIELDS)
+# ``{comment: "text"}`` alone is a step that changes nothing and shows its text in the timeline
+COMMENT = "comment"
 
 # Documented limits (docs/replication.md), checked before anything runs.
 MAX_FILE_BYTES = 1_000_000
@@ -247,6 +249,8 @@ class Step:
 
     def describe(self) -> str:
         """A short label for the timeline, e.g. ``fetch 1 (response lost)``."""
+        if self.op == COMMENT:
+            return COMMENT
         if self.op == "expect":
             text = "expect"
         elif isinstance(self.target, tuple):
@@ -626,6 +630,12 @@ def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
         raise ScenarioError(
             "a step is a mapping like {fetch: 1}", step=index, field="step", value=raw
         )
+    if list(raw) == ["comment"]:
+        # a step that only says something: the timeline shows it, the cluster does nothing
+        comment = raw["comment"]
+        if not isinstance(comment, str):
+            raise ScenarioError("must be text", step=index, field="comment", value=comment)
+        return Step(op=COMMENT, target=comment)
     ops = [key for key in raw if key in OPS]
     if "send" in ops and "producer" in ops:
         ops.remove("producer")  # {send: m1, producer: p1}: here an option of send

@@ -59,6 +59,7 @@ from replication.partition import (
 )
 from replication.producer import FIRST_PRODUCER_ID, Batch, ProducerClient, ProducerSettings
 from replication.scenario import (
+    COMMENT,
     PRODUCER_OPTIONS,
     Scenario,
     ScenarioConfig,
@@ -132,6 +133,8 @@ class ProduceRequest:
 class InFlightAlterPartition:
     deliver_at_ms: int
     request: AlterPartitionRequest
+    # why the leader sent it, with the step it was sent at (the controller's explanation)
+    reason: str = ""
 
 
 @dataclass(slots=True)
@@ -219,7 +222,20 @@ class Cluster:
         self._acked_values: set[str] = set()
         # values below a log start a leader moved (delete_records)
         self.deleted: frozenset[str] = frozenset()
+        # when a list (record_notes): the rules that changed a value, one sentence each
+        self.notes: list[str] | None = None
         self._propagate()
+
+    def record_notes(self) -> list[str]:
+        """From now on every rule that changes a replica's LEO or HW, the ISR, the leader or
+        an acknowledgement says so in the returned list (shared by the controller and every
+        replica; the caller empties it between steps)."""
+        notes: list[str] = []
+        self.notes = notes
+        self.controller.notes = notes
+        for broker in self.brokers.values():
+            broker.replica.notes = notes
+        return notes
 
     # ------------------------------------------------------------------ queries
 
@@ -345,6 +361,13 @@ class Cluster:
                 elif outcome == OK:
                     self.acked.append(request.value)
                     self.acked_all.append(request.value)
+                if self.notes is not None:
+                    self.notes.append(
+                        f"{request.value} {'acknowledged' if outcome == OK else outcome}: "
+                        f"leader {replica.broker_id}'s high watermark "
+                        f"{replica.log.high_watermark} covers its offset "
+                        f"{request.required_offset - 1} (acks=all, R3.4)"
+                    )
             elif self.now_ms >= request.deadline_ms:
                 request.result = REQUEST_TIMED_OUT
                 self._answer_owner(request)
@@ -532,8 +555,15 @@ class Cluster:
         return f"flushed to {broker.replica.log.flushed}"
 
     def _send_alter_partition(self, request: AlterPartitionRequest) -> None:
+        reason = ""
+        if self.notes is not None:
+            pending = self.brokers[request.leader_id].replica.pending
+            why = f": {pending.reason}" if pending is not None and pending.reason else ""
+            reason = f"sent at step {self.step_index}{why}"
         self.in_flight.append(
-            InFlightAlterPartition(self.now_ms + self.config.alter_partition_delay_ms, request)
+            InFlightAlterPartition(
+                self.now_ms + self.config.alter_partition_delay_ms, request, reason
+            )
         )
         self._deliver_alter_partitions()
 
@@ -548,7 +578,7 @@ class Cluster:
             ):
                 continue
             self.in_flight.remove(item)
-            error = self.controller.handle_alter_partition(item.request)
+            error = self.controller.handle_alter_partition(item.request, item.reason)
             registration = self.controller.registration
             if self.hears(CONTROLLER, sender.broker_id):
                 sender.replica.handle_alter_partition_response(
@@ -1045,6 +1075,8 @@ class Cluster:
             return self.heal_link(link["from"], link["to"], both)
         if op == "expect":
             return "expect"
+        if op == COMMENT:
+            return ""
         handler: Callable[[str | int], str] = getattr(self, op)
         return handler(cast("str | int", target))
 
@@ -1084,6 +1116,8 @@ class StepOutcome(NamedTuple):
     result: str
     view: ClusterView
     new_violations: tuple[Violation, ...]
+    # the rules that changed a value in this step, in the order they fired (record_changes)
+    changes: tuple[str, ...] = ()
 
 
 class Runner:
@@ -1108,17 +1142,23 @@ class Runner:
         *,
         invariants: Sequence[Invariant] = INVARIANTS,
         storage_factory: StorageFactory | None = None,
+        record_changes: bool = False,
     ) -> None:
         self.cluster = Cluster(config, mode, storage_factory)
         if mode.commit_rule == "majority":
             invariants = majority_invariants(invariants)
         self.checker = InvariantChecker(invariants)
         self.steps_run = 0
+        # the explorer runs without: no sentence is built when nobody reads it
+        self._notes = self.cluster.record_notes() if record_changes else None
 
     def step(self, step: Step) -> StepOutcome:
         index = self.steps_run
         cluster = self.cluster
         cluster.step_index = index
+        notes = self._notes
+        if notes is not None:
+            notes.clear()
         result = cluster.apply(step)
         if cluster.producers:
             # what the producers may send now goes out at the end of the step
@@ -1127,7 +1167,8 @@ class Runner:
         view = cluster.view()
         new = self.checker.check(view)
         self.steps_run = index + 1
-        return StepOutcome(index, result, view, tuple(new))
+        changes = tuple(notes) if notes is not None else ()
+        return StepOutcome(index, result, view, tuple(new), changes)
 
     @property
     def violations(self) -> list[Violation]:
@@ -1181,6 +1222,7 @@ class ScenarioResult:
             document["invariants"] = list(self.invariants)
         document["violations"] = [v.to_json() for v in self.violations]
         document["expect_failures"] = list(self.expect_failures)
+        document["expectations_checked"] = self.expectations_checked
         document["timeline"] = [entry.to_json() for entry in self.timeline]
         return document
 
@@ -1197,7 +1239,13 @@ def run_scenario(
     list, else all) and every ``expect`` that applies to the mode."""
     protocol = effective_mode(scenario.config, mode)
     chosen = select_invariants(invariants if invariants is not None else scenario.invariants)
-    runner = Runner(scenario.config, protocol, invariants=chosen, storage_factory=storage_factory)
+    runner = Runner(
+        scenario.config,
+        protocol,
+        invariants=chosen,
+        storage_factory=storage_factory,
+        record_changes=True,
+    )
     timeline: list[TimelineEntry] = []
     expect_failures: list[str] = []
     expectations_checked = 0
@@ -1213,7 +1261,7 @@ def run_scenario(
                     check_expect(outcome.step_index, expect_fields(step), state, runner.violations)
                 )
             continue
-        comment = step.option("comment")
+        comment = step.target if step.op == COMMENT else step.option("comment")
         timeline.append(
             TimelineEntry(
                 step=outcome.step_index,
@@ -1226,6 +1274,7 @@ def run_scenario(
                 replicas=view.replicas,
                 acked=view.acked,
                 comment=comment if isinstance(comment, str) else None,
+                changes=outcome.changes,
             )
         )
     return ScenarioResult(

@@ -186,6 +186,8 @@ class TimelineEntry:
     replicas: tuple[ReplicaView, ...]
     acked: tuple[str, ...]
     comment: str | None = None
+    # one sentence per rule that changed a value in this step, as the simulator applied it
+    changes: tuple[str, ...] = ()
 
     def to_json(self) -> JsonObject:
         document: JsonObject = {
@@ -201,6 +203,8 @@ class TimelineEntry:
         }
         if self.comment is not None:
             document["comment"] = self.comment
+        if self.changes:
+            document["changes"] = list(self.changes)
         return document
 
 

@@ -724,6 +724,21 @@ def test_embedded_json_round_trips_and_cannot_close_its_script() -> None:
     assert json.loads(embedded) == value
 
 
+def test_page_size_grows_per_trace_slowly_enough_for_twenty_thousand_under_six_megabytes() -> None:
+    """The page's fixed part plus its per-trace growth, measured at 1,000 and 2,000 traces
+    (every trace searchable), projects to under 6 MB at 20,000 (the slow test renders them)."""
+    sizes = {}
+    for count in (1_000, 2_000):
+        scores = synthetic_scores(count, seed=9, recorded_every=0, interval_ms=30_000)
+        html = render_rebalance(results_of(scores))
+        assert len(_trace_data(html)["ids"]) == count
+        sizes[count] = len(html.encode("utf-8"))
+    per_trace = (sizes[2_000] - sizes[1_000]) / 1_000
+    projected = sizes[1_000] + per_trace * 19_000
+    assert per_trace > 0, per_trace
+    assert projected < 6_000_000, projected
+
+
 @pytest.mark.slow
 def test_twenty_thousand_traces_by_four_assignors_render_under_six_megabytes(
     tmp_path: Path,

@@ -223,7 +223,8 @@ def _print_timeline(document: dict[str, Any]) -> None:
     table = Table(
         title=f"{escape(document['name'])} ({document['mode']})",
         title_justify="left",
-        caption="replica columns: LEO/HW/leader epoch, L = leader",
+        caption="replica columns: LEO/HW/leader epoch, L = leader; under each result, the "
+        "rule that changed a value in that step (from the simulator's own record)",
         caption_justify="left",
     )
     table.add_column("step", justify="right")
@@ -249,13 +250,16 @@ def _print_timeline(document: dict[str, Any]) -> None:
         op = escape(entry["op"])
         if entry.get("comment"):
             op += f"\n[dim]# {escape(entry['comment'])}[/]"
+        result = escape(str(entry["result"]))
+        for change in entry.get("changes", ()):
+            result += f"\n[cyan]\u21b3 {escape(change)}[/]"
         table.add_row(
             str(entry["step"]),
             op,
             *cells,
             escape(",".join(map(str, entry["isr"]))),
             escape(" ".join(newly_acked)),
-            escape(str(entry["result"])),
+            result.lstrip("\n"),
         )
     out.print(table)
 
