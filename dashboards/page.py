@@ -93,6 +93,9 @@ tr.violation td { background: #fde2e1; }
 .acked { color: #1b7f3b; }
 .ok { color: #1b7f3b; font-weight: 600; }
 .bad { color: #b3261e; font-weight: 600; }
+td.why { min-width: 22em; max-width: 40em; font-size: 12px; color: #2b4a6b; }
+td.why div + div { margin-top: 3px; }
+.comment { color: #666; font-style: italic; }
 code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 """
 

@@ -250,6 +250,9 @@ class StepRow:
     newly_acked: tuple[str, ...]
     outcome: str
     time_ms: int | None = None
+    comment: str = ""
+    # the rules that changed a value at this step, as the simulator recorded them
+    changes: tuple[str, ...] = ()
 
 
 def _int_or_none(value: object) -> int | None:
@@ -291,6 +294,10 @@ def _ids(values: object) -> tuple[str, ...] | None:
     return tuple(str(value) for value in values)
 
 
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _text(value: object) -> str:
     if value is None:
         return ""
@@ -299,21 +306,19 @@ def _text(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _replica_sort_key(replica_id: str) -> tuple[int, int | str]:
-    return (0, int(replica_id)) if replica_id.lstrip("-").isdigit() else (1, replica_id)
-
-
 def replica_ids(result: Mapping[str, Any]) -> list[str]:
-    """Every replica id named in the final state or in any step, numerically ordered."""
-    found: set[str] = set()
+    """Every replica id named in the final state or in any step, in the order the result lists
+    them (the assignment order, as `ktk replicate` prints its columns), then any only a step
+    names."""
+    found: dict[str, None] = {}
     replicas = result.get("replicas")
     if isinstance(replicas, Mapping):
-        found.update(str(key) for key in replicas)
+        found.update((str(key), None) for key in replicas)
     for entry in _timeline(result):
         states = entry.get("replicas")
         if isinstance(states, Mapping):
-            found.update(str(key) for key in states)
-    return sorted(found, key=_replica_sort_key)
+            found.update((str(key), None) for key in states if str(key) not in found)
+    return list(found)
 
 
 def _timeline(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -355,6 +360,8 @@ def timeline_rows(result: Mapping[str, Any]) -> list[StepRow]:
                 newly_acked=newly_acked,
                 outcome=_text(outcome),
                 time_ms=_int_or_none(entry.get("time_ms")),
+                comment=_text(entry.get("comment")),
+                changes=tuple(_text(change) for change in _list(entry.get("changes"))),
             )
         )
     return rows
@@ -645,8 +652,17 @@ def _expect_rows(result: Mapping[str, Any]) -> str:
     if not isinstance(failures, list):
         return ""
     if not failures:
+        checked = result.get("expectations_checked")
+        if checked == 0:
+            return (
+                '<tr><td>expectations</td><td class="text" id="expectations">no expectations '
+                "for this mode</td></tr>"
+            )
+        if not _is_int(checked):
+            return ""  # an older result: whether any expect step applied is unknown
         return (
-            '<tr><td>expectations</td><td class="text"><span class="ok">all held</span></td></tr>'
+            '<tr><td>expectations</td><td class="text" id="expectations">'
+            '<span class="ok">all held</span></td></tr>'
         )
     items = "<br>".join(escape(_text(failure)) for failure in failures)
     return (
@@ -698,10 +714,13 @@ def _steps_table(
         body.append(
             f"<tr{css}><td>{row.step}</td>"
             + (f"<td>{format_number(row.time_ms)}</td>" if with_time else "")
-            + f'<td class="text mono">{escape(row.op)}</td>'
-            f"{''.join(replica_cells)}<td>{escape(row.leader or '—')}</td>"
+            + f'<td class="text"><span class="mono">{escape(row.op)}</span>'
+            + (f'<div class="comment"># {escape(row.comment)}</div>' if row.comment else "")
+            + f"</td>{''.join(replica_cells)}<td>{escape(row.leader or '—')}</td>"
             f'<td class="text">{escape(isr_text)}</td><td class="text">{acks}</td>'
-            f'<td class="text">{escape(row.outcome)}</td></tr>'
+            f'<td class="text">{escape(row.outcome)}</td>'
+            f'<td class="text why">{"".join(f"<div>{escape(c)}</div>" for c in row.changes)}'
+            "</td></tr>"
         )
     return (
         '<div class="table-wrap"><table id="steps-table"><thead><tr><th>step</th>'
@@ -709,6 +728,8 @@ def _steps_table(
         + '<th class="text">operation</th>'
         f'{replica_headers}<th>leader</th><th class="text">ISR</th>'
         '<th class="text">acknowledged</th><th class="text">result</th>'
+        '<th class="text" title="each rule that changed a value in this step, as the simulator '
+        'applied it">why (the rule that fired)</th>'
         f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
 
@@ -720,7 +741,7 @@ def _logs_section(result: Mapping[str, Any], acked_lost: frozenset[str]) -> str:
     acked = frozenset(str(value) for value in result.get("acked") or ())
     rows = []
     by_id = {str(key): state for key, state in replicas.items()}
-    for replica in sorted(by_id, key=_replica_sort_key):
+    for replica in by_id:
         state = by_id[replica]
         if not isinstance(state, Mapping):
             continue
