@@ -406,26 +406,123 @@ def _replica_steps(
     )
 
 
+# the plot width labels are laid out for: narrower than the chart at 1280 px and wider, so
+# labels that clear each other here clear each other on any larger screen too
+LABEL_LAYOUT_PX = 700
+LABEL_CHAR_PX = 7.5  # an upper bound on one character at the band's 11 px font
+LABEL_GAP_PX = 10
+BAND_LEVEL_PX = 22
+
+
+@dataclass(frozen=True, slots=True)
+class EventLabel:
+    """One labelled marker of the events band: an acknowledgement or an invariant violation."""
+
+    step: int
+    text: str
+    kind: str  # "acked", "lost" or "violation"
+    level: int = 0
+    # the label runs to the right of its marker, or to the left near the right edge
+    side: str = "right"
+
+
+def layout_labels(events: Sequence[EventLabel], first_step: int, last_step: int) -> list[EventLabel]:
+    """Give each label a level (a line of the band) and a side so that no two labels on one
+    level overlap and none runs past the right edge: a label is as wide as its text at
+    :data:`LABEL_LAYOUT_PX`, runs right of its step (left of it when it would pass the edge),
+    and takes the lowest level where it overlaps nothing.
+
+    >>> events = [EventLabel(1, "m1", "acked"), EventLabel(1, "m2", "acked"),
+    ...           EventLabel(9, "m3", "lost")]
+    >>> [(label.level, label.side) for label in layout_labels(events, 0, 10)]
+    [(0, 'right'), (1, 'right'), (0, 'left')]
+    """
+    step_px = LABEL_LAYOUT_PX / max(last_step - first_step + 1, 1)
+    levels: list[list[tuple[float, float]]] = []
+    placed: list[EventLabel] = []
+    for event in sorted(events, key=lambda event: (event.step, event.kind, event.text)):
+        at = (event.step - first_step + 0.5) * step_px
+        width = 12 + LABEL_CHAR_PX * len(event.text) + LABEL_GAP_PX
+        side = "right" if at + width <= LABEL_LAYOUT_PX else "left"
+        span = (at, at + width) if side == "right" else (at - width, at)
+        level = next(
+            (
+                index
+                for index, taken in enumerate(levels)
+                if all(span[1] <= low or high <= span[0] for low, high in taken)
+            ),
+            len(levels),
+        )
+        if level == len(levels):
+            levels.append([])
+        levels[level].append(span)
+        placed.append(EventLabel(event.step, event.text, event.kind, level, side))
+    return placed
+
+
+EVENT_STYLES = {
+    "acked": ("acknowledged (acks=all)", "triangle-up", "#1b7f3b"),
+    "lost": ("acknowledged, then lost", "triangle-up", "#b3261e"),
+    "violation": ("invariant violated (also a dotted line)", "x", "#b3261e"),
+}
+# what the markers of the ISR panel mean, shown in the legend
+ISR_KEY = (
+    ("in the ISR (filled)", "circle", "#555555", "#555555"),
+    ("not in the ISR (hollow)", "circle", "#ffffff", "#555555"),
+    ("leader (star)", "star", "#555555", "#555555"),
+    ("offline (red outline)", "circle", "#ffffff", "#b3261e"),
+)
+
+
+def _events(
+    rows: Sequence[StepRow], acked_lost: frozenset[str], violations: Sequence[Mapping[str, Any]]
+) -> list[EventLabel]:
+    events = [
+        EventLabel(row.step, record, "lost" if record in acked_lost else "acked")
+        for row in rows
+        for record in row.newly_acked
+    ]
+    by_step: dict[int, list[str]] = {}
+    for violation in violations:
+        step = _int_or_none(violation.get("step"))
+        if step is None:
+            continue
+        names = by_step.setdefault(step, [])
+        name = _text(violation.get("invariant", "violation"))
+        if name not in names:
+            names.append(name)
+    events += [EventLabel(step, ", ".join(names), "violation") for step, names in by_step.items()]
+    return events
+
+
 def timeline_figure(
     rows: Sequence[StepRow],
     replicas: Sequence[str],
     acked_lost: frozenset[str],
     violations: Sequence[Mapping[str, Any]],
 ) -> go.Figure:
-    """Three panels over steps: LEO and HW per replica with acks, leader epoch, ISR and leader."""
+    """Four panels over steps: the events (acknowledgements and violations, each labelled, the
+    labels laid out by :func:`layout_labels` so none overlaps another), LEO and HW per replica,
+    leader epoch, ISR and leader. Every kind of marker has a legend entry."""
+    steps = [row.step for row in rows]
+    first_step, last_step = (min(steps), max(steps)) if steps else (0, 0)
+    events = layout_labels(_events(rows, acked_lost, violations), first_step, last_step)
+    levels = max((event.level for event in events), default=0) + 1
+    band_px = 30 + BAND_LEVEL_PX * levels
+    height = 760 + band_px
     figure = make_subplots(
-        rows=3,
+        rows=4,
         cols=1,
         shared_xaxes=True,
-        vertical_spacing=0.07,
-        row_heights=[0.5, 0.25, 0.25],
+        vertical_spacing=0.06,
+        row_heights=[band_px / height, 0.5, 0.22, 0.22],
         subplot_titles=(
+            "events: acknowledgements and invariant violations",
             "log end offset (solid) and high watermark (dashed), in offsets",
             "leader epoch per replica",
-            "ISR membership (filled) and leader (star)",
+            "ISR membership and leader",
         ),
     )
-    steps = [row.step for row in rows]
     ops = [escape(row.op) for row in rows]
     for index, replica in enumerate(replicas):
         colour = _colour(index)
@@ -443,7 +540,7 @@ def timeline_figure(
                     line={"color": colour, "dash": dash, "shape": "hv"},
                     marker={"size": 5},
                 ),
-                row=1,
+                row=2,
                 col=1,
             )
         # a replica without a known epoch (offline) reports a negative one: draw a gap instead
@@ -464,7 +561,7 @@ def timeline_figure(
                 line={"color": colour, "shape": "hv"},
                 showlegend=False,
             ),
-            row=2,
+            row=3,
             col=1,
         )
         in_isr = [row.isr is not None and replica in row.isr for row in rows]
@@ -496,62 +593,75 @@ def timeline_figure(
                 ],
                 hoverinfo="text",
             ),
-            row=3,
+            row=4,
             col=1,
         )
-    ack_steps, ack_levels, ack_labels, ack_colours = [], [], [], []
-    for row in rows:
-        if not row.newly_acked:
-            continue
-        level = max(
-            (state.hw for state in row.replicas.values() if state.hw is not None), default=0
-        )
-        for record in row.newly_acked:
-            lost = record in acked_lost
-            ack_steps.append(row.step)
-            ack_levels.append(level)
-            ack_labels.append(escape(record) + (" (lost)" if lost else ""))
-            ack_colours.append("#b3261e" if lost else "#1b7f3b")
-    if ack_steps:
+    for name, symbol, fill, outline in ISR_KEY:
+        # legend entries only: no point is drawn (x and y are empty)
         figure.add_trace(
             go.Scatter(
-                x=ack_steps,
-                y=ack_levels,
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=name,
+                legendgroup="key",
+                legendgrouptitle_text="ISR panel",
+                marker={"symbol": symbol, "color": fill, "size": 11,
+                        "line": {"color": outline, "width": 2}},
+                hoverinfo="skip",
+            ),
+            row=4,
+            col=1,
+        )  # fmt: skip
+    for kind, (name, symbol, colour) in EVENT_STYLES.items():
+        own = [event for event in events if event.kind == kind]
+        if not own:
+            continue
+        figure.add_trace(
+            go.Scatter(
+                x=[event.step for event in own],
+                y=[-event.level for event in own],
                 mode="markers+text",
-                name="acknowledged (red: lost later)",
-                text=ack_labels,
-                textposition="top center",
-                marker={"symbol": "triangle-up", "size": 12, "color": ack_colours},
-                hovertemplate="acknowledged %{text} at step %{x}<extra></extra>",
+                name=name,
+                legendgroup="events",
+                legendgrouptitle_text="events",
+                text=[escape(event.text) for event in own],
+                textposition=[f"middle {event.side}" for event in own],
+                textfont={"size": 11, "color": colour},
+                cliponaxis=False,
+                marker={"symbol": symbol, "size": 10, "color": colour},
+                hovertemplate=f"{escape(name)} at step %{{x}}: %{{text}}<extra></extra>",
             ),
             row=1,
             col=1,
         )
-    invariants_by_step: dict[int, list[str]] = {}
-    for violation in violations:
-        step = _int_or_none(violation.get("step"))
-        if step is None:
-            continue
-        names = invariants_by_step.setdefault(step, [])
-        name = _text(violation.get("invariant", "violation"))
-        if name not in names:
-            names.append(name)
-    for position, (step, names) in enumerate(sorted(invariants_by_step.items())):
-        figure.add_vline(x=step, line={"color": "#b3261e", "width": 1.5, "dash": "dot"})
-        # neighbouring steps' labels would overlap; three heights keep them apart
-        figure.add_annotation(
-            x=step,
-            y=1.0 - 0.22 * (position % 3),
-            xref="x",
-            yref="y domain",
-            text="<br>".join(escape(name) for name in names),
-            showarrow=False,
-            font={"color": "#b3261e", "size": 10},
-            xanchor="left",
-            yanchor="top",
-            align="left",
-            bgcolor="rgba(255,255,255,0.85)",
-        )
+        if kind in ("acked", "lost"):
+            # the same acknowledgements at the HW level they reached, unlabelled
+            level_of = {
+                row.step: max(
+                    (state.hw for state in row.replicas.values() if state.hw is not None),
+                    default=0,
+                )
+                for row in rows
+            }
+            figure.add_trace(
+                go.Scatter(
+                    x=[event.step for event in own],
+                    y=[level_of.get(event.step, 0) for event in own],
+                    mode="markers",
+                    name=name,
+                    legendgroup="events",
+                    showlegend=False,
+                    text=[escape(event.text) for event in own],
+                    marker={"symbol": symbol, "size": 12, "color": colour},
+                    hovertemplate=f"{escape(name)} at step %{{x}}: %{{text}}<extra></extra>",
+                ),
+                row=2,
+                col=1,
+            )
+    for event in events:
+        if event.kind == "violation":
+            figure.add_vline(x=event.step, line={"color": "#b3261e", "width": 1.5, "dash": "dot"})
     highest_offset = max(
         (
             value
@@ -563,16 +673,19 @@ def timeline_figure(
         default=0,
     )
     if highest_offset <= 20:
-        figure.update_yaxes(dtick=1, row=1, col=1)
-    figure.update_xaxes(title_text="scenario step", dtick=1, row=3, col=1)
-    figure.update_yaxes(title_text="offset", rangemode="tozero", row=1, col=1)
-    figure.update_yaxes(title_text="epoch", rangemode="tozero", dtick=1, row=2, col=1)
-    figure.update_yaxes(title_text="replica", row=3, col=1)
+        figure.update_yaxes(dtick=1, row=2, col=1)
+    figure.update_yaxes(
+        visible=False, range=[-levels + 0.4, 0.6], fixedrange=True, row=1, col=1
+    )
+    figure.update_xaxes(title_text="scenario step", dtick=1, row=4, col=1)
+    figure.update_yaxes(title_text="offset", rangemode="tozero", row=2, col=1)
+    figure.update_yaxes(title_text="epoch", rangemode="tozero", dtick=1, row=3, col=1)
+    figure.update_yaxes(title_text="replica", row=4, col=1)
     figure.update_layout(
-        height=760,
+        height=height,
         margin={"t": 60, "l": 80, "r": 20, "b": 50},
         hovermode="closest",
-        legend_title_text="replica",
+        legend={"title": {"text": "replicas and markers"}, "groupclick": "toggleitem"},
     )
     return figure
 
@@ -789,9 +902,10 @@ def render_replication(result: dict[str, Any]) -> str:
         )
         sections.append(
             '<section id="timeline"><h2>Replicas over the scenario</h2><p class="note">One '
-            "point per scenario step. Triangles mark acks=all acknowledgements at the step "
-            "they arrived (red: the record was lost later); dotted red lines mark invariant "
-            f"violations.</p>{divs['replication-chart']}</section>"
+            "point per scenario step. The top band names each acks=all acknowledgement at the "
+            "step it arrived (red: the record was lost later) and each invariant violation "
+            "(also a dotted red line across the panels); the legend says what every marker "
+            f"means.</p>{divs['replication-chart']}</section>"
         )
         sections.append(
             '<section id="steps"><h2>Steps</h2><p class="note">Orange rows change the ISR; '

@@ -456,3 +456,63 @@ def test_traces_with_timestamps_are_drawn_against_time(browser: Any, tmp_path: P
         assert drawn[2] == "time"
         assert drawn[3] == "seconds since the trace's first generation (from its timestamp_ms)"
         assert visit.errors == [] and visit.dialogs == []
+
+
+def _overlapping(boxes: list[dict[str, float]]) -> list[tuple[int, int]]:
+    return [
+        (first, second)
+        for first in range(len(boxes))
+        for second in range(first + 1, len(boxes))
+        if boxes[first]["x"] < boxes[second]["x"] + boxes[second]["width"]
+        and boxes[second]["x"] < boxes[first]["x"] + boxes[first]["width"]
+        and boxes[first]["y"] < boxes[second]["y"] + boxes[second]["height"]
+        and boxes[second]["y"] < boxes[first]["y"] + boxes[first]["height"]
+    ]
+
+
+@pytest.mark.parametrize("width", [1280, 1600])
+def test_replication_chart_labels_never_overlap_and_every_marker_has_a_legend(
+    browser: Any, tmp_path: Path, width: int
+) -> None:
+    result = s1_like_result()
+    # crowd the chart: many acknowledgements on one step and on neighbouring steps, and a
+    # violation on every one of three neighbouring steps
+    last = result["timeline"][-1]["step"]
+    for entry in result["timeline"][1:6]:
+        entry["acked"] = [*entry["acked"], *(f"record-{entry['step']}-{n}" for n in range(3))]
+    result["violations"] = [
+        {"invariant": name, "step": step, "detail": "x"}
+        for step, name in ((last - 2, "StrongIsr"), (last - 1, "LeaderCompleteness"),
+                           (last, "LogMatching"), (last, "StrongIsr"))
+    ]  # fmt: skip
+    page_path = write_replication_page(result, tmp_path / "replication.html")
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(page_path.resolve().as_uri())
+        page.wait_for_function(CHART_RENDERED, arg=1, timeout=30_000)
+        labels = page.locator("#replication-chart .textpoint text")
+        texts = labels.all_text_contents()
+        assert "record-1-2" in texts and "LeaderCompleteness" in texts
+        assert "LogMatching, StrongIsr" in texts
+        boxes = [labels.nth(i).bounding_box() for i in range(labels.count())]
+        assert all(box is not None for box in boxes)
+        assert _overlapping(boxes) == []  # type: ignore[arg-type]
+        band = page.locator("#replication-chart .bglayer rect").first.bounding_box()
+        assert band is not None
+        for box in boxes:  # inside the plot, not under the legend or cut at the edge
+            assert box is not None
+            assert band["x"] <= box["x"] and box["x"] + box["width"] <= band["x"] + band["width"]
+        legend = page.locator("#replication-chart .legendtext").all_text_contents()
+        for entry in ("in the ISR (filled)", "not in the ISR (hollow)", "leader (star)",
+                      "offline (red outline)", "acknowledged (acks=all)",
+                      "acknowledged, then lost", "invariant violated (also a dotted line)"):
+            assert entry in legend, legend  # fmt: skip
+        _screenshot_page(page, f"replication-crowded-{width}.png")
+    finally:
+        context.close()
+
+
+def _screenshot_page(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
