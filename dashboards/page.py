@@ -164,8 +164,8 @@ def packed_figures(figures: Iterable[tuple[str, go.Figure]]) -> tuple[dict[str, 
             f'style="height:{int(height)}px; width:100%;"></div>'
         )
         specs.append(
-            f"{{\"id\": {embed_json(div_id)}, "
-            f"\"figure\": {script_safe(plotly.io.to_json(figure, validate=False))}}}"
+            f'{{"id": {embed_json(div_id)}, '
+            f'"figure": {script_safe(plotly.io.to_json(figure, validate=False))}}}'
         )
     markup = (
         '<script type="application/octet-stream" id="plotly-js-packed">'

@@ -426,7 +426,9 @@ class EventLabel:
     side: str = "right"
 
 
-def layout_labels(events: Sequence[EventLabel], first_step: int, last_step: int) -> list[EventLabel]:
+def layout_labels(
+    events: Sequence[EventLabel], first_step: int, last_step: int
+) -> list[EventLabel]:
     """Give each label a level (a line of the band) and a side so that no two labels on one
     level overlap and none runs past the right edge: a label is as wide as its text at
     :data:`LABEL_LAYOUT_PX`, runs right of its step (left of it when it would pass the edge),
@@ -674,9 +676,7 @@ def timeline_figure(
     )
     if highest_offset <= 20:
         figure.update_yaxes(dtick=1, row=2, col=1)
-    figure.update_yaxes(
-        visible=False, range=[-levels + 0.4, 0.6], fixedrange=True, row=1, col=1
-    )
+    figure.update_yaxes(visible=False, range=[-levels + 0.4, 0.6], fixedrange=True, row=1, col=1)
     figure.update_xaxes(title_text="scenario step", dtick=1, row=4, col=1)
     figure.update_yaxes(title_text="offset", rangemode="tozero", row=2, col=1)
     figure.update_yaxes(title_text="epoch", rangemode="tozero", dtick=1, row=3, col=1)

@@ -398,7 +398,9 @@ class Controller:
     def handle_alter_partition(self, request: AlterPartitionRequest, reason: str = "") -> str:
         """R2.6 checks in order; on success the ISR is committed and partitionEpoch bumped.
         ``reason`` (why the leader proposed it) explains the change in ``notes``."""
-        cause = f"AlterPartition from leader {request.leader_id}" + (f", {reason}" if reason else "")
+        cause = f"AlterPartition from leader {request.leader_id}" + (
+            f", {reason}" if reason else ""
+        )
         with self._because(cause):
             return self._alter_partition(request)
 

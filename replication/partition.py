@@ -389,8 +389,8 @@ class PartitionReplica:
         new_isr = tuple(r for r in self.replicas if r in self.isr or r == replica_id)
         request = self._alter_partition_request(new_isr)
         reason = (
-            f"{replica_id} caught up: its LEO {state.log_end_offset} reached leader {self.broker_id}'s "
-            f"high watermark {self.log.high_watermark}"
+            f"{replica_id} caught up: its LEO {state.log_end_offset} reached leader "
+            f"{self.broker_id}'s high watermark {self.log.high_watermark}"
         )
         if self.mode.leso_isr_join:
             reason += f" and the epoch start offset {self.leader_epoch_start_offset}"
@@ -633,7 +633,9 @@ class PartitionReplica:
         before = log.log_end_offset
         log.truncate_to(target)
         if log.log_end_offset < before:
-            answer = f"epoch {epoch} ends at {end_offset}" if epoch != -1 else f"offset {end_offset}"
+            answer = (
+                f"epoch {epoch} ends at {end_offset}" if epoch != -1 else f"offset {end_offset}"
+            )
             self._note(
                 f"replica {self.broker_id} truncated to {log.log_end_offset}: the leader's "
                 f"OffsetsForLeaderEpoch answer ({answer}) {self._rule()}"

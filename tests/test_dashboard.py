@@ -56,6 +56,8 @@ def _trace_data(html: str) -> dict:
     found = re.search(r'id="trace-data-packed">(.*?)</script>', html, re.S)
     assert found is not None
     return json.loads(gzip.decompress(base64.b64decode(found.group(1))))
+
+
 SCRIPT_BREAKOUT = "</script><script>alert(2)</script><!--"
 
 

@@ -397,7 +397,9 @@ def _drawn_trace(page: Any) -> str:
 def test_search_finds_a_trace_outside_the_worst_and_draws_it(browser: Any, tmp_path: Path) -> None:
     scores = synthetic_scores(300, seed=5)
     results = results_of(scores)
-    report = write_atomically(tmp_path / "report.html", render_rebalance(results, timeline_traces=10))
+    report = write_atomically(
+        tmp_path / "report.html", render_rebalance(results, timeline_traces=10)
+    )
     from dashboards.rebalance.aggregation import summarise_traces, worst_traces
 
     worst = worst_traces(summarise_traces(results.summary), 10)
@@ -504,9 +506,15 @@ def test_replication_chart_labels_never_overlap_and_every_marker_has_a_legend(
             assert box is not None
             assert band["x"] <= box["x"] and box["x"] + box["width"] <= band["x"] + band["width"]
         legend = page.locator("#replication-chart .legendtext").all_text_contents()
-        for entry in ("in the ISR (filled)", "not in the ISR (hollow)", "leader (star)",
-                      "offline (red outline)", "acknowledged (acks=all)",
-                      "acknowledged, then lost", "invariant violated (also a dotted line)"):
+        for entry in (
+            "in the ISR (filled)",
+            "not in the ISR (hollow)",
+            "leader (star)",
+            "offline (red outline)",
+            "acknowledged (acks=all)",
+            "acknowledged, then lost",
+            "invariant violated (also a dotted line)",
+        ):
             assert entry in legend, legend  # fmt: skip
         _screenshot_page(page, f"replication-crowded-{width}.png")
     finally:

@@ -21,16 +21,13 @@ S1 = EXAMPLES / "scenarios" / "s1-two-round-hw-lag.yaml"
 
 
 def _changes(document: dict, step: int) -> list[str]:
-    return next(entry for entry in document["timeline"] if entry["step"] == step).get(
-        "changes", []
-    )
+    return next(entry for entry in document["timeline"] if entry["step"] == step).get("changes", [])
 
 
 def test_restart_under_pre_011_says_it_truncated_to_the_high_watermark() -> None:
     document = run_scenario(load_scenario(S1), "pre-0.11").to_json()
     assert _changes(document, 8) == [
-        "replica 1 truncated to its high watermark 1 on restart, dropping offset 1 "
-        "(pre-0.11 rule)"
+        "replica 1 truncated to its high watermark 1 on restart, dropping offset 1 (pre-0.11 rule)"
     ]
 
 
@@ -58,8 +55,7 @@ def test_fencing_and_election_are_explained_by_the_controller() -> None:
 def test_high_watermark_moves_and_acknowledgements_say_why() -> None:
     document = run_scenario(load_scenario(S1), "pre-0.11").to_json()
     assert _changes(document, 6) == [
-        "leader 2 HW 1 -> 2: the lowest LEO over the ISR {2, 1} and the caught-up followers "
-        "(R1.5)",
+        "leader 2 HW 1 -> 2: the lowest LEO over the ISR {2, 1} and the caught-up followers (R1.5)",
         "m2 acknowledged: leader 2's high watermark 2 covers its offset 1 (acks=all, R3.4)",
     ]
     assert _changes(document, 3) == [

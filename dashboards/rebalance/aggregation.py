@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboards.page import format_number
 from dashboards.rebalance.reading import KEY_COLUMNS
 
 RECORDED = "recorded"

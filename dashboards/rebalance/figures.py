@@ -7,6 +7,7 @@ as light markup.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -361,7 +362,8 @@ def timeline_figure(assignors: Sequence[str], colours: dict[str, str]) -> go.Fig
                     line={"color": colours[assignor], "dash": dash, "width": 1.6},
                     marker={"size": 4},
                     hovertemplate=(
-                        f"generation %{{customdata}}: %{{y}} partitions {what}<extra>{label}</extra>"
+                        f"generation %{{customdata}}: %{{y}} partitions {what}"
+                        f"<extra>{label}</extra>"
                     ),
                 ),
                 row=row,
