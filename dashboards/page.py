@@ -121,15 +121,16 @@ def script_safe(json_text: str) -> str:
     return json_text
 
 
-def packed(text: str) -> str:
+def packed(text: str, level: int = 6) -> str:
     """`text` gzip-compressed (no timestamp: same text, same bytes) and base64-encoded, for a
-    page script to unpack with the browser's DecompressionStream.
+    page script to unpack with the browser's DecompressionStream. Level 6: on the per-trace
+    columns of 20,000 traces level 9 is 10% smaller but ten times slower (3.6 s against 0.3 s).
 
     >>> import base64, gzip
     >>> gzip.decompress(base64.b64decode(packed("ktk"))).decode()
     'ktk'
     """
-    data = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+    data = gzip.compress(text.encode("utf-8"), compresslevel=level, mtime=0)
     return base64.b64encode(data).decode("ascii")
 
 
@@ -137,7 +138,7 @@ def packed(text: str) -> str:
 def packed_plotly() -> str:
     """plotly.js packed (:func:`packed`): a third of its 4.8 MB, so a page of 20,000 traces
     fits in 6 MB."""
-    return packed(plotly.offline.get_plotlyjs())
+    return packed(plotly.offline.get_plotlyjs(), level=9)
 
 
 PLOTLY_LOADER = "static/plotly-loader.js"

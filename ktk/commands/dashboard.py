@@ -32,7 +32,8 @@ def dashboard_command(
         typer.Option(
             "--timeline-traces",
             min=1,
-            help="How many of the worst traces the per-trace timeline carries.",
+            help="How many of the worst traces the timeline's picker lists before a search "
+            "(a search covers every trace).",
         ),
     ] = 200,
     force: Annotated[
