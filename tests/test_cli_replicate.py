@@ -208,8 +208,9 @@ def test_description_and_step_comments_reach_the_output_and_the_json(tmp_path: P
     assert "comment" not in document["timeline"][1]
 
 
-def test_documents_without_description_or_comments_have_no_new_fields():
-    document = json.loads(invoke(str(S1), "--json").stdout)
+def test_documents_without_description_or_comments_have_no_new_fields(tmp_path: Path):
+    path = write(tmp_path, [{"produce": "m1"}, {"fetch": 1}])
+    document = json.loads(invoke(str(path), "--json").stdout)
     assert "description" not in document and "invariants" not in document
     assert all("comment" not in entry for entry in document["timeline"])
 
