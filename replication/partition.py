@@ -225,11 +225,7 @@ class PartitionReplica:
         if not new_epoch:
             return
         # after go_offline the epoch is -1: the first leader this incarnation hears of
-        occasion = (
-            "on restart"
-            if self.leader_epoch == -1
-            else f"on following leader {leader_id} in epoch {leader_epoch}"
-        )
+        restarted = self.leader_epoch == -1
         self.leader_epoch = leader_epoch
         if not new_leader and not self.mode.reconcile_on_every_epoch:
             return
@@ -245,6 +241,14 @@ class PartitionReplica:
             self.truncating = False
         else:
             self.truncating = True
+        if self.notes is None:
+            return
+        occasion = (
+            "on restart"
+            if restarted
+            else f"on following leader {leader_id} in epoch {leader_epoch}"
+        )
+        if self.truncating:
             self._note(
                 f"replica {self.broker_id} will ask leader {leader_id} where its log ends "
                 f"before fetching (OffsetsForLeaderEpoch) {occasion} {self._rule()}"
