@@ -113,6 +113,16 @@ def embed_json(value: Any) -> str:
     return text
 
 
+def compact_json(value: Any) -> str:
+    """JSON without spaces (a fifth smaller once compressed), for data that is packed
+    (:func:`packed`) rather than written into the markup.
+
+    >>> compact_json({"ids": ["a", "b"], "n": [1, None]})
+    '{"ids":["a","b"],"n":[1,null]}'
+    """
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def script_safe(json_text: str) -> str:
     """JSON text (already serialised) made safe inside a <script> element, like
     :func:`embed_json`."""

@@ -435,7 +435,7 @@ def layout_labels(
     and takes the lowest level where it overlaps nothing.
 
     >>> events = [EventLabel(1, "m1", "acked"), EventLabel(1, "m2", "acked"),
-    ...           EventLabel(9, "m3", "lost")]
+    ...           EventLabel(10, "m3", "lost")]
     >>> [(label.level, label.side) for label in layout_labels(events, 0, 10)]
     [(0, 'right'), (1, 'right'), (0, 'left')]
     """

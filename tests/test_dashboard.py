@@ -613,19 +613,19 @@ def test_trace_table_holds_every_trace_with_one_column_per_assignor_and_null_whe
     assert table["series"][0] == {"spread": [1, 3, 0], "moved": [0, 4, 0], "revoked": [0, 6, 0]}
     assert table["series"][2]["moved"] == [None, None, None]
     assert table["worst"] == [1]
-    assert table["elapsed_s"] == [None, None, None]
+    assert table["interval_ms"] == [None, None, None]
 
 
-def test_trace_table_measures_time_only_for_traces_whose_every_gap_is_known() -> None:
+def test_trace_table_keeps_the_gaps_between_generations_and_none_before_a_first() -> None:
     scores = _rows(
-        dict(trace_id="t", assignor="range", generation=1, members=2, interval_ms=None),
+        dict(trace_id="t", assignor="range", generation=1, members=2, interval_ms=5_000),
         dict(trace_id="t", assignor="range", generation=2, members=2, interval_ms=30_000),
         dict(trace_id="t", assignor="range", generation=3, members=2, interval_ms=1_500),
         dict(trace_id="u", assignor="range", generation=1, members=2, interval_ms=None),
         dict(trace_id="u", assignor="range", generation=2, members=2, interval_ms=None),
     )
     table = trace_table(normalise_scores(scores), ["range"], [])
-    assert table["elapsed_s"] == [0, 30, 31.5, None, None]
+    assert table["interval_ms"] == [None, 30_000, 1_500, None, None]
 
 
 # --- the page ------------------------------------------------------------------------------

@@ -438,6 +438,8 @@ def test_search_finds_a_trace_outside_the_worst_and_draws_it(browser: Any, tmp_p
 
 def test_traces_with_timestamps_are_drawn_against_time(browser: Any, tmp_path: Path) -> None:
     scores = synthetic_scores(20, seed=6, interval_ms=45_000)
+    # one gap of trace 3 is unknown: that trace is drawn against generations
+    scores.loc[(scores.trace_id == "trace-00003") & (scores.generation == 2), "interval_ms"] = None
     report = write_atomically(tmp_path / "report.html", render_rebalance(results_of(scores)))
     target = "trace-00007"
     generations = int(((scores.trace_id == target) & (scores.assignor == "range")).sum())
@@ -457,6 +459,15 @@ def test_traces_with_timestamps_are_drawn_against_time(browser: Any, tmp_path: P
         assert drawn[1] == list(range(1, generations + 1))
         assert drawn[2] == "time"
         assert drawn[3] == "seconds since the trace's first generation (from its timestamp_ms)"
+        page.fill("#timeline-search", "trace-00003")
+        page.wait_for_function(
+            "() => document.getElementById('timeline-chart').dataset.trace === 'trace-00003'"
+        )
+        axis = page.evaluate(
+            "() => { const chart = document.getElementById('timeline-chart');"
+            " return [chart.dataset.axis, chart.data[1].x.slice(0, 3)]; }"
+        )
+        assert axis == ["generation", [1, 2, 3]]
         assert visit.errors == [] and visit.dialogs == []
 
 

@@ -430,9 +430,9 @@ def trace_table(
 
     One row per trace x generation (traces sorted by id, generations ascending); ``lengths``
     says how many rows each trace has. Per assignor (in ``assignors`` order) the spread, moved
-    and revoked of each row, null where the assignor has no row. ``elapsed_s`` is the time
-    since the trace's first generation (from the ``interval_ms`` the replay recorded between
-    generations' ``timestamp_ms``), null for the whole trace unless it has two generations or
+    and revoked of each row, null where the assignor has no row. ``interval_ms`` is the time
+    since the generation before (the replay records it from the generations' ``timestamp_ms``),
+    null where unknown; the page draws a trace against time when it has two generations or
     more and every gap between them is known.
     ``worst`` lists row-block indexes of the worst traces, worst first (the picker's default).
     Columns instead of one object per trace keep 20,000 traces small enough for one page.
@@ -444,8 +444,8 @@ def trace_table(
     ...     "moved": [0, 4, 0, 0, 1], "revoked": [0, 9, 0, 0, 1],
     ...     "interval_ms": [None, 1500, None, None, None]}))
     >>> table = trace_table(scores, ["range", "sticky"], ["b"])
-    >>> table["ids"], table["lengths"], table["generation"], table["elapsed_s"]
-    (['a', 'b'], [2, 2], [1, 2, 1, 2], [None, None, 0, 1.5])
+    >>> table["ids"], table["lengths"], table["generation"], table["interval_ms"]
+    (['a', 'b'], [2, 2], [1, 2, 1, 2], [None, None, None, 1500])
     >>> table["series"][0]["moved"], table["series"][1]["moved"], table["worst"]
     ([0, None, 0, 4], [0, 1, None, None], [1])
     """
@@ -466,13 +466,8 @@ def trace_table(
     ids = [str(trace_column[start]) for start, _ in segments]
     lengths = [stop - start for start, stop in segments]
     intervals = rows["interval_ms"].to_numpy(dtype="float64")
-    elapsed = np.full(len(rows), np.nan)
-    for start, stop in segments:
-        gaps = intervals[start + 1 : stop]
-        if gaps.size == 0 or np.isnan(gaps).any():
-            continue
-        elapsed[start] = 0.0
-        elapsed[start + 1 : stop] = np.cumsum(gaps) / 1000.0
+    # a trace's first generation has no generation before it
+    intervals[[start for start, _ in segments]] = np.nan
     row_of = pd.Series(
         np.arange(len(rows)), index=pd.MultiIndex.from_frame(rows[["trace_id", "generation"]])
     )
@@ -493,7 +488,7 @@ def trace_table(
         "lengths": lengths,
         "generation": _json_numbers(rows["generation"].to_numpy()),
         "members": _json_numbers(rows["members"].to_numpy(dtype="float64")),
-        "elapsed_s": _json_numbers(elapsed),
+        "interval_ms": _json_numbers(intervals),
         "series": series,
         "worst": [index_of[trace_id] for trace_id in worst if trace_id in index_of],
     }

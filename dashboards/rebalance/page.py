@@ -18,8 +18,8 @@ import plotly.graph_objects as go
 
 from dashboards.page import (
     assignor_colours,
+    compact_json,
     document,
-    embed_json,
     escape,
     format_number,
     is_ktk_page,
@@ -279,7 +279,7 @@ def render_rebalance(
     comparison = recorded_comparison(per_trace)
     worst = worst_traces(per_trace, timeline_traces)
     traces = trace_table(scores, assignors, worst)
-    timed = any(value is not None for value in traces["elapsed_s"])
+    timed = any(value is not None for value in traces["interval_ms"])
 
     verdict = results.verdict
     ranked = [str(entry["assignor"]) for entry in verdict["ranking"]] if verdict else []
@@ -377,7 +377,7 @@ def render_rebalance(
         '<span id="timeline-count" class="note"></span></div>'
         f"{divs['timeline-chart']}"
         '<script type="application/octet-stream" id="trace-data-packed">'
-        f"{packed(embed_json(traces))}</script></section>"
+        f"{packed(compact_json(traces))}</script></section>"
     )
     sections.append(_errors_section(results.errors))
     sections.append(_sources_section())

@@ -20,12 +20,16 @@
   function rows(position) {
     return [starts[position], starts[position] + table.lengths[position]];
   }
-  function timed(position) {
+  // seconds since the trace's first generation, or null unless every gap is known
+  function elapsed(position) {
     var span = rows(position);
-    for (var row = span[0]; row < span[1]; row += 1) {
-      if (table.elapsed_s[row] === null) { return false; }
+    if (span[1] - span[0] < 2) { return null; }
+    var seconds = [0];
+    for (var row = span[0] + 1; row < span[1]; row += 1) {
+      if (table.interval_ms[row] === null) { return null; }
+      seconds.push(seconds[seconds.length - 1] + table.interval_ms[row] / 1000);
     }
-    return span[1] > span[0];
+    return seconds;
   }
   function label(position) {
     var span = rows(position);
@@ -90,9 +94,10 @@
   }
   function show(position) {
     var span = rows(position);
-    var onTime = timed(position);
+    var seconds = elapsed(position);
+    var onTime = seconds !== null;
     var generations = table.generation.slice(span[0], span[1]);
-    var xs = onTime ? table.elapsed_s.slice(span[0], span[1]) : generations;
+    var xs = onTime ? seconds : generations;
     var allX = [xs];
     var allY = [table.members.slice(span[0], span[1])];
     var custom = [generations];
