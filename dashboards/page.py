@@ -161,11 +161,11 @@ def static_script(name: str) -> str:
 
 
 def packed_figures(figures: Iterable[tuple[str, go.Figure]]) -> tuple[dict[str, str], str]:
-    """Empty divs for each (div id, figure), and the markup that fills them: plotly.js packed
-    once, every figure's JSON, and the loader script (``dashboards/static/plotly-loader.js``)
-    that unpacks plotly.js and draws the figures. The loader sets ``window.ktkReady``, a
-    promise that resolves once every figure is drawn; ``window.ktkUnpack(text)`` unpacks
-    other packed data of the page."""
+    """Empty divs for each (div id, figure), and the markup that fills them: plotly.js and the
+    figures' JSON, each packed (:func:`packed`), and the loader script
+    (``dashboards/static/plotly-loader.js``) that unpacks both and draws the figures. The loader
+    sets ``window.ktkReady``, a promise that resolves once every figure is drawn;
+    ``window.ktkUnpack(text)`` unpacks other packed data of the page."""
     divs: dict[str, str] = {}
     specs: list[str] = []
     for div_id, figure in figures:
@@ -175,14 +175,15 @@ def packed_figures(figures: Iterable[tuple[str, go.Figure]]) -> tuple[dict[str, 
             f'style="height:{int(height)}px; width:100%;"></div>'
         )
         specs.append(
-            f'{{"id": {embed_json(div_id)}, '
-            f'"figure": {script_safe(plotly.io.to_json(figure, validate=False))}}}'
+            f'{{"id":{compact_json(div_id)},'
+            f'"figure":{plotly.io.to_json(figure, validate=False, pretty=False)}}}'
         )
+    document = f'{{"config":{compact_json(PLOTLY_CONFIG)},"figures":[{",".join(specs)}]}}'
     markup = (
         '<script type="application/octet-stream" id="plotly-js-packed">'
         f"{packed_plotly()}</script>\n"
-        '<script type="application/json" id="plotly-figures">'
-        f'{{"config": {embed_json(PLOTLY_CONFIG)}, "figures": [{", ".join(specs)}]}}</script>\n'
+        '<script type="application/octet-stream" id="plotly-figures-packed">'
+        f"{packed(document)}</script>\n"
         f"<script>\n{static_script(PLOTLY_LOADER)}</script>"
     )
     return divs, markup

@@ -51,11 +51,16 @@ from dashboards.replication import render_replication, timeline_rows, write_repl
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
-def _trace_data(html: str) -> dict:
-    """The packed per-trace columns a rebalance page carries, unpacked as the page does."""
-    found = re.search(r'id="trace-data-packed">(.*?)</script>', html, re.S)
+def _unpacked(html: str, element_id: str) -> dict:
+    """The packed JSON of one element of a rebalance page, unpacked as the page does."""
+    found = re.search(f'id="{element_id}">(.*?)</script>', html, re.S)
     assert found is not None
     return json.loads(gzip.decompress(base64.b64decode(found.group(1))))
+
+
+def _trace_data(html: str) -> dict:
+    """The packed per-trace columns a rebalance page carries."""
+    return _unpacked(html, "trace-data-packed")
 
 
 SCRIPT_BREAKOUT = "</script><script>alert(2)</script><!--"
@@ -542,7 +547,8 @@ def test_protocol_is_never_guessed_from_the_numbers(tmp_path: Path) -> None:
     directory = write_results(tmp_path / "r", synthetic_scores(20, seed=1))
     html = render_rebalance(read_results(directory))
     assert set(_protocol_cells(html).values()) == {"not recorded"}
-    assert "cooperative-sticky (not recorded)" in html
+    figures = json.dumps(_unpacked(html, "plotly-figures-packed"), ensure_ascii=False)
+    assert "cooperative-sticky (not recorded)" in figures
 
 
 def test_any_recorded_protocol_value_is_labelled_as_recorded(tmp_path: Path) -> None:
@@ -637,7 +643,7 @@ def test_page_embeds_plotly_once_packed_and_references_nothing_remote(tmp_path: 
     assert len(blobs) == 1
     unpacked = gzip.decompress(base64.b64decode(blobs[0])).decode("utf-8")
     assert unpacked == page.plotly.offline.get_plotlyjs()
-    figures = json.loads(re.search(r'id="plotly-figures">(.*?)</script>', html, re.S).group(1))
+    figures = _unpacked(html, "plotly-figures-packed")
     assert [entry["id"] for entry in figures["figures"]] == [
         "churn-balance-chart", "optimal-gap-chart", "revocation-chart", "recorded-chart",
         "timeline-chart"]  # fmt: skip

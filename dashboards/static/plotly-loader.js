@@ -21,13 +21,15 @@
   }
   window.ktkUnpack = unpack;
   var source = document.getElementById("plotly-js-packed");
-  var figures = JSON.parse(document.getElementById("plotly-figures").textContent);
-  window.ktkReady = unpack(source.textContent).then(function (code) {
-    var script = document.createElement("script");
-    script.text = code;
-    document.head.appendChild(script);
-    return Promise.all(figures.figures.map(function (entry) {
-      return Plotly.newPlot(entry.id, entry.figure.data, entry.figure.layout, figures.config);
-    }));
-  }).catch(complain);
+  var figureSource = document.getElementById("plotly-figures-packed");
+  window.ktkReady = Promise.all([unpack(source.textContent), unpack(figureSource.textContent)])
+    .then(function (unpacked) {
+      var script = document.createElement("script");
+      script.text = unpacked[0];
+      document.head.appendChild(script);
+      var figures = JSON.parse(unpacked[1]);
+      return Promise.all(figures.figures.map(function (entry) {
+        return Plotly.newPlot(entry.id, entry.figure.data, entry.figure.layout, figures.config);
+      }));
+    }).catch(complain);
 })();
