@@ -622,6 +622,22 @@ def test_trace_table_holds_every_trace_with_one_column_per_assignor_and_null_whe
     assert table["interval_ms"] == [None, None, None]
 
 
+def test_delta_encoded_series_add_back_to_every_assignors_own_values() -> None:
+    scores = normalise_scores(synthetic_scores(30, seed=3))
+    names = aggregation.assignor_order(scores["assignor"].unique())
+    table = trace_table(scores, names, [])
+    encoded = aggregation.delta_encoded(table)
+    assert set(encoded["reference"]) == {"spread", "moved", "revoked"}
+    for measure, reference in encoded["reference"].items():
+        base = encoded["series"][reference][measure]
+        for position, columns in enumerate(encoded["series"]):
+            decoded = [
+                value if position == reference or value is None or root is None else value + root
+                for value, root in zip(columns[measure], base, strict=True)
+            ]
+            assert decoded == table["series"][position][measure], (measure, names[position])
+
+
 def test_trace_table_keeps_the_gaps_between_generations_and_none_before_a_first() -> None:
     scores = _rows(
         dict(trace_id="t", assignor="range", generation=1, members=2, interval_ms=5_000),

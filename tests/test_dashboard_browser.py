@@ -426,6 +426,14 @@ def test_search_finds_a_trace_outside_the_worst_and_draws_it(browser: Any, tmp_p
         assert drawn[1] == expected["spread"].tolist()
         assert drawn[2] == expected["moved"].tolist()
         assert drawn[3] == f"Trace {target}" and drawn[4] == "generation"
+        # every assignor's numbers, whichever one the page stores the others relative to
+        moved = page.evaluate(
+            "() => Object.fromEntries(document.getElementById('timeline-chart').data"
+            ".filter((t, i) => i % 3 === 2).map(t => [t.name, t.y]))"
+        )
+        for name, values in moved.items():
+            rows = scores[(scores.trace_id == target) & (scores.assignor == name)]
+            assert values == rows["moved"].tolist(), name
         page.fill("#timeline-search", "trace-99999")
         message = page.locator("#timeline-empty")
         message.wait_for(state="visible")

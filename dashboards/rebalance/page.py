@@ -35,6 +35,7 @@ from dashboards.rebalance.aggregation import (
     TABLE_COLUMNS,
     assignor_order,
     best_assignors,
+    delta_encoded,
     paused_spreads,
     protocol_label,
     rebalance_rows,
@@ -377,7 +378,7 @@ def render_rebalance(
         '<span id="timeline-count" class="note"></span></div>'
         f"{divs['timeline-chart']}"
         '<script type="application/octet-stream" id="trace-data-packed">'
-        f"{packed(compact_json(traces))}</script></section>"
+        f"{packed(compact_json(delta_encoded(traces)))}</script></section>"
     )
     sections.append(_errors_section(results.errors))
     sections.append(_sources_section())

@@ -121,8 +121,23 @@
     chart.setAttribute("data-trace", table.ids[position]);
     chart.setAttribute("data-axis", onTime ? "time" : "generation");
   }
+  // aggregation.delta_encoded: each measure is stored relative to one reference assignor
+  function addReferences() {
+    Object.keys(table.reference).forEach(function (name) {
+      var reference = table.reference[name];
+      var base = table.series[reference][name];
+      table.series.forEach(function (series, position) {
+        if (position === reference) { return; }
+        var values = series[name];
+        for (var row = 0; row < values.length; row += 1) {
+          if (base[row] !== null && values[row] !== null) { values[row] += base[row]; }
+        }
+      });
+    });
+  }
   function start(text) {
     table = JSON.parse(text);
+    addReferences();
     var row = 0;
     table.lengths.forEach(function (length) { starts.push(row); row += length; });
     lowered = table.ids.map(function (id) { return id.toLowerCase(); });
