@@ -360,6 +360,7 @@ class Controller:
             if won:
                 return candidate
         return keep
+
     def _note_change(
         self,
         current: PartitionRegistration,
