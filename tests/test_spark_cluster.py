@@ -1,11 +1,14 @@
-"""The replay job on a real (loopback) standalone cluster, submitted with spark-submit.
+"""The replay job on a real (loopback) standalone cluster.
 
 A master and two one-core workers are started from the pyspark installation's
-``bin/spark-class`` on 127.0.0.1. The executors run a Python that has ktk's third-party
-dependencies but cannot import ktk: a fresh virtual environment whose only addition is a
-``.pth`` line naming the dependency directory (``.pth`` files inside a directory added that
-way are not processed, so the editable install of ktk there stays invisible). Results equal
-to the in-process engine's therefore prove the job ships its own code to the executors.
+``bin/spark-class`` on 127.0.0.1 and stopped by pid. No executor can import ktk, so results
+equal to the in-process engine's prove the job ships its own code:
+
+- the documented spark-submit recipe runs with a venv-pack archive (``spark.archives``) that
+  holds the executors' dependencies but not ktk;
+- the other tests' executors run a fresh virtual environment whose only addition is a ``.pth``
+  line naming the dependency directory (``.pth`` files inside a directory added that way are
+  not processed, so the editable install of ktk there stays invisible).
 """
 
 from __future__ import annotations
