@@ -299,10 +299,17 @@ SHIPPED_PACKAGES = (
     "replication",
     "spark_jobs",
 )
-# third-party modules executors import, each also the name of its distribution (docs/spark.md:
+# third-party modules executors import, with the distribution that provides each (docs/spark.md:
 # shipping them as a packed environment): ortools for the assignors' cost flows, mmh3 for the
-# key-trace job's partitioners
-EXECUTOR_DEPENDENCIES = ("pandas", "pyarrow", "numpy", "ortools", "mmh3")
+# key-trace job's partitioners, PyYAML for the explorer's scenarios
+EXECUTOR_DEPENDENCIES: dict[str, str] = {
+    "pandas": "pandas",
+    "pyarrow": "pyarrow",
+    "numpy": "numpy",
+    "ortools": "ortools",
+    "mmh3": "mmh3",
+    "yaml": "PyYAML",
+}
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _shipped: dict[str, Path] = {}
 # applications whose executors passed the check: later jobs of the same run skip it

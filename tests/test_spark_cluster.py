@@ -206,7 +206,7 @@ def _packed_environment(directory: Path) -> Path:
             timeout=30,
         ).stdout.strip()
     )
-    pending, copied = list(EXECUTOR_DEPENDENCIES), set()
+    pending, copied = list(EXECUTOR_DEPENDENCIES.values()), set()
     while pending:
         name = pending.pop()
         try:

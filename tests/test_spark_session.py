@@ -277,7 +277,7 @@ import json, sys
 from assignors import registry
 from assignors.traces import files, generate, job
 from partitioners import keytrace_job
-import spark_jobs.replay_traces, spark_jobs.score_key_traces
+import spark_jobs.explore_schedules, spark_jobs.replay_traces, spark_jobs.score_key_traces
 files.write_traces_jsonl(list(generate.generate_rows("mixed", 6, seed=3)), sys.argv[1])
 run = job.replay_paths([sys.argv[1]], registry.builtin_names(), timings=False)
 assert not run.failures, run.failures
@@ -293,7 +293,7 @@ print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
         ).stdout
     )
     provided = importlib.metadata.packages_distributions()
-    allowed, pending = set(), list(session.EXECUTOR_DEPENDENCIES)
+    allowed, pending = set(), list(session.EXECUTOR_DEPENDENCIES.values())
     while pending:
         name = pending.pop().lower()
         if name in allowed:
