@@ -9,8 +9,8 @@ Every run is a separate process (``python -m ktk replay`` or ``spark-submit``), 
 seconds are the process tree's: the driver, its JVM and the Python workers (see ``timed``).
 Wall time includes everything a user waits for (JVM start, session, writing results).
 The cluster (a master and two one-core workers on 127.0.0.1, from pyspark's spark-class) is
-started once before its runs; its daemons and executors are not descendants of the
-submitted driver, so the cluster's CPU figure is the driver's only and marked so.
+started once before its runs and stopped by pid; its executors are not descendants of the
+submitted driver, so their CPU is read from the workers' process trees (``timed``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 from assignors.traces import files as trace_files
@@ -45,11 +46,11 @@ def write_traces(directory: Path, groups: int, files: int) -> int:
     return len(rows)
 
 
-def _tree_cpu(root: int, seen: dict[int, float]) -> None:
-    """Record the CPU seconds (user + system) of ``root`` and every descendant, from /proc."""
+def _process_table() -> tuple[dict[int, list[int]], dict[int, tuple[float, float]]]:
+    """Children of every process, and each one's (own, reaped children's) CPU seconds."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
-    stats: dict[int, float] = {}
+    stats: dict[int, tuple[float, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -59,28 +60,55 @@ def _tree_cpu(root: int, seen: dict[int, float]) -> None:
             continue
         fields = text[text.rindex(")") + 2 :].split()
         children.setdefault(int(fields[1]), []).append(int(entry))
-        stats[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
-    pending = [root]
+        own = (int(fields[11]) + int(fields[12])) / tick
+        reaped = (int(fields[13]) + int(fields[14])) / tick
+        stats[int(entry)] = (own, reaped)
+    return children, stats
+
+
+def _tree_cpu(roots: list[int], seen: dict[int, float], skip_roots: bool = False) -> None:
+    """Record the CPU seconds (user + system) of every descendant of ``roots`` (and the roots
+    themselves unless ``skip_roots``), from /proc."""
+    children, stats = _process_table()
+    pending = [child for root in roots for child in children.get(root, [])]
+    if not skip_roots:
+        pending.extend(roots)
     while pending:
         pid = pending.pop()
         if pid in stats:
-            seen[pid] = max(seen.get(pid, 0.0), stats[pid])
+            seen[pid] = max(seen.get(pid, 0.0), stats[pid][0])
         pending.extend(children.get(pid, []))
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+def _daemon_cpu(pids: list[int]) -> float:
+    """Own plus reaped children's CPU seconds of long-running ``pids`` (the cluster's)."""
+    _, stats = _process_table()
+    return sum(sum(stats.get(pid, (0.0, 0.0))) for pid in pids)
+
+
+def timed(
+    command: list[str], env: dict[str, str], cluster: Sequence[int] = ()
+) -> tuple[float, float]:
     """Wall and CPU seconds of a run. CPU is the larger of two counts of the whole process
     tree: getrusage(RUSAGE_CHILDREN) (exact, but only for processes their parents waited for;
     a JVM or Python worker killed at exit is missed) and the sum over every descendant's
-    /proc CPU, sampled every 0.2 s (misses only what ran in the last 0.2 s of a process)."""
+    /proc CPU, sampled every 0.2 s (misses only what ran in the last 0.2 s of a process).
+    ``cluster``: pids of a standalone cluster's daemons, whose executors (and their Python
+    workers) run the job but descend from the daemons, not from the submitting process; their
+    CPU counts too: the larger of their descendants' sampled CPU and the daemons' own plus
+    reaped children's CPU over the run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    daemons_before = _daemon_cpu(list(cluster))
     start = time.perf_counter()
     seen: dict[int, float] = {}
+    executors: dict[int, float] = {}
     process = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     while process.poll() is None:
-        _tree_cpu(process.pid, seen)
+        _tree_cpu([process.pid], seen)
+        if cluster:
+            _tree_cpu(list(cluster), executors, skip_roots=True)
         time.sleep(0.2)
     stderr = process.stderr.read() if process.stderr else ""
     wall = time.perf_counter() - start
@@ -88,7 +116,11 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     if process.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{stderr[-3000:]}")
     waited = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, max(waited, sum(seen.values()))
+    cpu = max(waited, sum(seen.values()))
+    if cluster:
+        time.sleep(2)  # the workers reap the application's executors
+        cpu += max(sum(executors.values()), _daemon_cpu(list(cluster)) - daemons_before)
+    return wall, cpu
 
 
 def _spark_home() -> Path:
@@ -166,6 +198,9 @@ class Cluster:
             time.sleep(0.5)
         raise SystemExit("the loopback cluster did not start in 120 s")
 
+    def pids(self) -> list[int]:
+        return [process.pid for process in self.processes]
+
     def stop(self) -> None:
         for process in self.processes:
             process.terminate()
@@ -194,7 +229,9 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="ktk-bench-") as scratch:
         base = Path(scratch)
-        cluster = Cluster(base, env) if "cluster" in args.engines else None
+        # the executors get ktk from the job (the zip it ships), not from PYTHONPATH
+        daemon_env = {key: value for key, value in env.items() if key != "PYTHONPATH"}
+        cluster = Cluster(base, daemon_env) if "cluster" in args.engines else None
         try:
             for traces in args.traces:
                 for files in args.files:
@@ -234,14 +271,14 @@ def main() -> None:
                                 engine,
                                 *master,
                             ]
-                        figures[engine] = timed(command, env)
+                        daemons = cluster.pids() if engine == "cluster" and cluster else []
+                        figures[engine] = timed(command, env, daemons)
                     print(
                         f"{traces} traces ({generations} generations, {size / 1e6:.2f} MB) "
                         f"in {files} file(s):"
                     )
                     reference = figures.get("python")
                     for engine, (wall, cpu) in figures.items():
-                        note = " (driver only)" if engine == "cluster" else ""
                         ratio = ""
                         if reference and engine != "python":
                             ratio = (
@@ -249,7 +286,7 @@ def main() -> None:
                                 f"CPU {cpu / reference[1]:.2f}x in-process"
                             )
                         print(
-                            f"  {engine:8} wall {wall:7.1f} s  CPU {cpu:7.1f} s{note}{ratio}",
+                            f"  {engine:8} wall {wall:7.1f} s  CPU {cpu:7.1f} s{ratio}",
                             flush=True,
                         )
         finally:

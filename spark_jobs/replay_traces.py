@@ -4,11 +4,12 @@ Data flow (docs/spark.md)::
 
     trace files (JSONL / JSONL.gz / Parquet; local or any Hadoop-compatible path)
       -> one task per file reads its rows with assignors.traces          (file, line kept)
-      -> per-trace cost (generations x partitions) aggregated to the driver
+         and keeps them per trace, pickled once, with an estimated cost   (persisted)
+      -> per-trace cost (generations x partitions) collected to the driver
       -> traces planned into buckets, longest-processing-time first (bucket_plan)
-      -> rows partitioned by bucket, one task per bucket, 2-4 buckets per core
+      -> rows partitioned by bucket, one task per bucket, 3 buckets per core
       -> each task: assignors.traces.job.replay_trace_rows per trace      (pure Python)
-      -> score, summary and error rows collected to the driver
+      -> score, summary and error rows (and the task's CPU seconds) collected to the driver
       -> scores.parquet, summary.parquet, errors.jsonl written by assignors.traces.results
          into a staged directory (ktkbase.outputs) that is moved into place
 
@@ -26,17 +27,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import heapq
-import json
 import logging
+import pickle
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pandas as pd
-import pyarrow as pa
-
+from assignors.model import no_cycle_collection
 from assignors.traces import files as trace_files
 from assignors.traces import format as trace_format
 from assignors.traces import job, results, scoring
@@ -47,56 +47,60 @@ from ktkbase.outputs import plan_output_directory, staged_directory
 from spark_jobs import files
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
-# rows travel between stages as JSON text: the trace format is nested and open-ended
-RAW_ROW_SCHEMA = (
-    "trace_id string, source string, line long, row string, error string, "
-    "file_index long, row_index long, cost long"
-)
-RAW_ROW_COLUMNS = (
-    "trace_id",
-    "source",
-    "line",
-    "row",
-    "error",
-    "file_index",
-    "row_index",
-    "cost",
-)
 
-ERROR_COLUMNS = ("error_file", "error_line", "error_reason")
+# rows travel between stages as one pickled list per trace and file: the read task parses
+# each row once, and later stages move opaque bytes (no JSON or Arrow round trips)
+class TracePart(NamedTuple):
+    """One trace's rows from one file (``trace_id`` None: the file's rows naming no trace,
+    as failures), with their estimated cost; ``payload`` is the pickled list of
+    :class:`~assignors.traces.files.RawRow` (or of failures) in reading order."""
+
+    trace_id: str | None
+    file_index: int
+    cost: int
+    payload: bytes
+
+
 # replay tasks per core: enough that the last task to finish is short, few enough that each
 # task's start-up (a Python worker, a round trip) stays small next to its work
 BUCKETS_PER_CORE = 3
 
-# one output table per trace: score rows, summary rows and error rows told apart by row_kind
-SCORE_ROW, SUMMARY_ROW, ERROR_ROW = "score", "summary", "error"
-_SUMMARY_ONLY = [f for f in scoring.SUMMARY_SCHEMA if f.name not in scoring.SCORE_SCHEMA.names]
-OUTPUT_SCHEMA = pa.schema([*scoring.SCORE_SCHEMA, *_SUMMARY_ONLY])
-OUTPUT_COLUMNS = (*OUTPUT_SCHEMA.names, *ERROR_COLUMNS, "row_kind")
-
 DEFAULT_COMMAND = "spark_jobs/replay_traces.py"
 
 
-def read_file_rows(
+def read_file_parts(
     uri: str, content: bytes | None = None, name: str | None = None, file_index: int = 0
-) -> Iterator[tuple[object, ...]]:
-    """Rows of one trace file as (trace_id, source, line, row JSON, error, file_index,
-    row_index), reported under ``name`` (default: the file's own name).
+) -> Iterator[TracePart]:
+    """The rows of one trace file by trace, reported under ``name`` (default: the file's own
+    name): one :class:`TracePart` per trace in order of first appearance, then one for the
+    rows naming no trace (as failures), if any.
 
-    A row that cannot be read becomes an error row; its trace (when the row names one) is then
-    reported and skipped as a whole by the replay stage.
+    A row that cannot be read stays a raw row with its error; its trace (when the row names
+    one) is then reported and skipped as a whole by the replay stage.
     """
-    with files.readable(uri, content) as (path, source):
+    by_trace: dict[str, list[trace_files.RawRow]] = {}
+    costs: dict[str, int] = {}
+    orphans: list[trace_format.TraceFailure] = []
+    # the rows are many small objects without cycles: the cycle collector would only walk them
+    with files.readable(uri, content) as (path, source), no_cycle_collection():
         shown = name if name is not None else source
-        for row_index, (trace_id, raw) in enumerate(trace_files.file_raw_rows(path)):
-            text = None if raw.row is None else json.dumps(raw.row)
-            error = None if raw.error is None else raw.error.replace(path, shown)
-            cost = row_cost(raw.row)
-            yield (trace_id, shown, raw.line or 0, text, error, file_index, row_index, cost)
+        for trace_id, raw in trace_files.file_raw_rows(path):
+            if raw.source != shown or raw.error is not None:
+                error = None if raw.error is None else raw.error.replace(path, shown)
+                raw = raw._replace(source=shown, error=error)
+            if trace_id is None:
+                orphans.append(trace_format.TraceFailure(None, shown, raw.line, raw.error or ""))
+                continue
+            by_trace.setdefault(trace_id, []).append(raw)
+            costs[trace_id] = costs.get(trace_id, 0) + row_cost(raw.row)
+    for trace_id, rows in by_trace.items():
+        yield TracePart(trace_id, file_index, costs[trace_id], pickle.dumps(rows, protocol=5))
+    if orphans:
+        yield TracePart(None, file_index, 0, pickle.dumps(orphans, protocol=5))
 
 
 def row_cost(row: object) -> int:
@@ -157,71 +161,84 @@ def bucket_plan(costs: Mapping[str, int], buckets: int) -> BucketPlan:
     return BucketPlan(bucket_of, loads)
 
 
-def _raw_rows(rows: Sequence[tuple[Any, ...]]) -> list[trace_files.RawRow]:
-    """One trace's rows (:data:`RAW_ROW_COLUMNS` tuples) as the domain job's raw rows, in
-    reading order: files as listed, rows as they stand in each file."""
-    ordered = sorted(rows, key=lambda row: (row[5], row[6]))
-    return [
-        trace_files.RawRow(
-            source, int(line) or None, None if text is None else json.loads(text), error
-        )
-        for _, source, line, text, error, *_ in ordered
-    ]
+class TaskOutcome(NamedTuple):
+    """What one replay task (a bucket of traces) returns: its rows, and how long it took in
+    its Python worker (CPU and wall seconds, from its first input row to its last output)."""
+
+    bucket: int
+    traces: int
+    cpu_seconds: float
+    wall_seconds: float
+    scores: list[scoring.ScoreRow]
+    summary: list[scoring.SummaryRow]
+    failures: list[trace_format.TraceFailure]
 
 
-def _replay_trace(
-    rows: Sequence[tuple[Any, ...]],
+def replay_bucket(
+    parts: Iterable[TracePart],
     assignors: Sequence[str],
-    timings: bool,
+    timings: bool = True,
     cost_model: CostModel | None = None,
-) -> list[list[Any]]:
-    """Replay one trace (``rows``: its raw rows, :data:`RAW_ROW_COLUMNS` tuples) with the
-    domain job.
+    bucket: int = 0,
+) -> TaskOutcome:
+    """Replay the traces of one bucket with the domain job, in trace id order; each trace's
+    rows in reading order (files as listed, rows as read).
 
-    The output rows (:data:`OUTPUT_COLUMNS` lists) are its score rows, then its summary rows
-    (one per assignor), or a single error row, told apart by ``row_kind``.
+    >>> import json
+    >>> row = {"trace_id": "g", "generation": 1, "topics": [{"name": "t", "partitions": 2}],
+    ...        "members": [{"member_id": "a", "topics": ["t"]}]}
+    >>> parts = list(read_file_parts("hdfs://nn/g.jsonl", json.dumps(row).encode() + b"\\n"))
+    >>> [(part.trace_id, part.cost) for part in parts]
+    [('g', 2)]
+    >>> outcome = replay_bucket(parts, ["range"], timings=False)
+    >>> [(row.assignor, row.generations) for row in outcome.summary], outcome.traces
+    ([('range', 1)], 1)
     """
-    trace_id = str(rows[0][0])
-    outcome = job.replay_trace_rows(
-        trace_id, _raw_rows(rows), assignors, timings=timings, cost_model=cost_model
+    cpu, wall = time.process_time(), time.perf_counter()
+    by_trace: dict[str, list[tuple[int, bytes]]] = {}
+    for part in parts:
+        assert part.trace_id is not None
+        by_trace.setdefault(part.trace_id, []).append((part.file_index, part.payload))
+    traces = len(by_trace)
+    scores: list[scoring.ScoreRow] = []
+    summary: list[scoring.SummaryRow] = []
+    failures: list[trace_format.TraceFailure] = []
+    # unpickled rows and the replay's rows are many small objects without cycles: with the
+    # cycle collector on, unpickling alone took 10x longer (it walked them, again and again)
+    with no_cycle_collection():
+        for trace_id in sorted(by_trace):
+            rows = [
+                row
+                for _, payload in sorted(by_trace.pop(trace_id), key=lambda item: item[0])
+                for row in pickle.loads(payload)
+            ]
+            outcome = job.replay_trace_rows(
+                trace_id, rows, assignors, timings=timings, cost_model=cost_model
+            )
+            if isinstance(outcome, trace_format.TraceFailure):
+                failures.append(outcome)
+            else:
+                scores.extend(outcome.scores)
+                summary.extend(outcome.summary)
+    return TaskOutcome(
+        bucket,
+        traces,
+        time.process_time() - cpu,
+        time.perf_counter() - wall,
+        scores,
+        summary,
+        failures,
     )
-    if isinstance(outcome, trace_format.TraceFailure):
-        error = (trace_id, outcome.file, outcome.line, outcome.reason)
-        return _output_rows(ERROR_ROW, [error], ("trace_id", *ERROR_COLUMNS))
-    return [
-        *_output_rows(SCORE_ROW, outcome.scores, scoring.ScoreRow._fields),
-        *_output_rows(SUMMARY_ROW, outcome.summary, scoring.SummaryRow._fields),
-    ]
-
-
-_OUTPUT_POSITION = {name: position for position, name in enumerate(OUTPUT_COLUMNS)}
-
-
-def _output_rows(kind: str, records: Sequence[tuple], fields: Sequence[str]) -> list[list[Any]]:
-    """Rows of one kind with every output column (absent ones, and NaN, None).
-
-    >>> (row,) = _output_rows(ERROR_ROW, [("t", "f.jsonl", 3, "x")], ("trace_id", *ERROR_COLUMNS))
-    >>> [value for value in row if value is not None]
-    ['t', 'f.jsonl', 3, 'x', 'error']
-    """
-    positions = [_OUTPUT_POSITION[name] for name in fields]
-    rows = []
-    for record in records:
-        row: list[Any] = [None] * len(OUTPUT_COLUMNS)
-        for position, value in zip(positions, record, strict=True):
-            row[position] = None if isinstance(value, float) and value != value else value
-        row[-1] = kind
-        rows.append(row)
-    return rows
 
 
 class ScoringJob(NamedTuple):
-    """The replay stage, planned: ``scored`` yields one column dict of output rows per task
-    (a bucket of traces); ``raw_rows`` is persisted (unpersist once collected)."""
+    """The replay stage, planned: ``scored`` yields one :class:`TaskOutcome` per task (a
+    bucket of traces); ``parts`` (the rows read, by trace and file) is persisted: unpersist
+    once collected."""
 
-    scored: Any  # pyspark RDD of dict[str, list]
+    scored: Any  # pyspark RDD of TaskOutcome
     orphan_errors: list[trace_format.TraceFailure]
-    raw_rows: DataFrame
+    parts: Any  # pyspark RDD of TracePart
     plan: BucketPlan
 
 
@@ -232,6 +249,34 @@ def replay_buckets(spark: SparkSession, trace_count: int) -> int:
     return max(1, min(trace_count, BUCKETS_PER_CORE * cores))
 
 
+def _read_stage(spark: SparkSession, paths: Sequence[str]) -> Any:
+    """An RDD of the :class:`TracePart` of every input file: one task per file (up to 4 per
+    core), local files read in place, remote ones from the bytes Spark's binaryFile source
+    read."""
+    found = files.list_inputs(spark, paths, trace_files.TRACE_SUFFIXES)
+    # listing order decides which of a trace's rows comes first, as in the Python engine
+    indexed = {location: (index, name) for index, (location, name) in enumerate(found)}
+    context = spark.sparkContext
+    local = [location for location, _ in found if files.local_name(location) is not None]
+    remote = [location for location, _ in found if files.local_name(location) is None]
+
+    def read(entry: tuple[str, bytes | None]) -> Iterator[TracePart]:
+        uri, content = entry
+        index, name = indexed.get(uri, (len(indexed), uri))
+        return read_file_parts(uri, content, name, index)
+
+    sources = []
+    if local:
+        slices = max(1, min(len(local), 4 * context.defaultParallelism))
+        sources.append(context.parallelize([(uri, None) for uri in local], slices))
+    if remote:
+        loaded = spark.read.format("binaryFile").load(remote).select("path", "content")
+        sources.append(loaded.rdd.map(lambda row: (row[0], row[1])))
+    if not sources:
+        return context.emptyRDD()
+    return (sources[0] if len(sources) == 1 else context.union(sources)).flatMap(read)
+
+
 def build_scores(
     spark: SparkSession,
     paths: Sequence[str],
@@ -240,33 +285,21 @@ def build_scores(
     cost_model: CostModel | None = None,
 ) -> ScoringJob:
     """Read the rows, plan the traces into buckets by cost, and the replay stage over them."""
-    from pyspark.sql import functions as F
+    from pyspark import StorageLevel
 
-    found = files.list_inputs(spark, paths, trace_files.TRACE_SUFFIXES)
-    # listing order decides which of a trace's rows comes first, as in the Python engine
-    indexed = {location: (index, name) for index, (location, name) in enumerate(found)}
-
-    def read(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        for batch in batches:
-            for uri, content in zip(batch["path"], batch["content"], strict=True):
-                index, name = indexed.get(uri, (len(indexed), uri))
-                rows = list(read_file_rows(uri, content, name, index))
-                yield pd.DataFrame(rows, columns=RAW_ROW_COLUMNS, dtype=object)
-
-    listed = files.listing(spark, [location for location, _ in found])
-    raw_rows = listed.mapInPandas(read, RAW_ROW_SCHEMA).persist()
-
-    orphan_errors = [
-        trace_format.TraceFailure(None, row["source"], row["line"] or None, row["error"])
-        for row in raw_rows.filter(F.col("trace_id").isNull()).collect()
-    ]
-    named = raw_rows.filter(F.col("trace_id").isNotNull())
-    # a cheap aggregate (one number per trace) lets the driver balance the heavy stage: the
-    # input is split by trace, not by file, so one large file spreads over every core
-    costs = {
-        row["trace_id"]: int(row["cost"])
-        for row in named.groupBy("trace_id").agg(F.sum("cost").alias("cost")).collect()
-    }
+    parts = _read_stage(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
+    # a cheap pass over the read rows (one number per trace and file, and the rows naming no
+    # trace) lets the driver balance the heavy stage: the input is split by trace, not by
+    # file, so one large file spreads over every core
+    costs: dict[str, int] = {}
+    orphan_errors: list[trace_format.TraceFailure] = []
+    for trace_id, cost, orphans in parts.map(
+        lambda part: (part.trace_id, part.cost, part.payload if part.trace_id is None else None)
+    ).collect():
+        if trace_id is None:
+            orphan_errors.extend(pickle.loads(orphans))
+        else:
+            costs[trace_id] = costs.get(trace_id, 0) + cost
     plan = bucket_plan(costs, replay_buckets(spark, len(costs)))
     log.info(
         "%d traces in %d replay tasks (largest task %.2fx the mean cost)",
@@ -277,25 +310,20 @@ def build_scores(
     bucket_of = spark.sparkContext.broadcast(plan.bucket_of)
     names = list(assignors)
 
-    def replay_partition(pairs: Iterable[tuple[int, tuple[Any, ...]]]) -> Iterator[dict]:
-        by_trace: dict[str, list[tuple[Any, ...]]] = {}
-        for _, row in pairs:
-            by_trace.setdefault(row[0], []).append(row)
-        rows = [
-            row
-            for trace_id in sorted(by_trace)
-            for row in _replay_trace(by_trace[trace_id], names, timings, cost_model)
-        ]
-        if rows:
-            yield {name: [row[i] for row in rows] for i, name in enumerate(OUTPUT_COLUMNS)}
+    def replay_partition(pairs: Iterable[tuple[int, TracePart]]) -> Iterator[TaskOutcome]:
+        from pyspark import TaskContext
 
-    keyed = named.select(*RAW_ROW_COLUMNS).rdd.map(
-        lambda row: (bucket_of.value[row[0]], tuple(row))
+        task = TaskContext.get()
+        bucket = task.partitionId() if task is not None else 0
+        yield replay_bucket((part for _, part in pairs), names, timings, cost_model, bucket)
+
+    keyed = parts.filter(lambda part: part.trace_id is not None).map(
+        lambda part: (bucket_of.value[part.trace_id], part)
     )
     scored = keyed.partitionBy(len(plan.loads), lambda bucket: bucket).mapPartitions(
         replay_partition
     )
-    return ScoringJob(scored, orphan_errors, raw_rows, plan)
+    return ScoringJob(scored, orphan_errors, parts, plan)
 
 
 _PROGRESS_GROUP = "ktk-replay"
@@ -346,44 +374,38 @@ class RunResult(NamedTuple):
     summary: list[scoring.SummaryRow]
     errors: list[trace_format.TraceFailure]
     plan: BucketPlan | None = None
+    tasks: tuple[TaskTiming, ...] = ()
+
+
+class TaskTiming(NamedTuple):
+    """How long one replay task ran in its Python worker (see :class:`TaskOutcome`)."""
+
+    bucket: int
+    traces: int
+    cpu_seconds: float
+    wall_seconds: float
 
 
 def _collected(
-    parts: Iterable[dict[str, list[Any]]],
+    outcomes: Sequence[TaskOutcome],
 ) -> tuple[list[scoring.ScoreRow], list[scoring.SummaryRow], list[trace_format.TraceFailure]]:
-    """Score, summary and error rows on the driver, from each task's column lists (the results
-    are small next to the work that made them)."""
+    """Score, summary and error rows of every task on the driver (they are small next to the
+    work that made them); logs how the tasks' CPU seconds spread."""
     scores, summary, failures = [], [], []
-    score_fields = scoring.ScoreRow._fields
-    summary_fields = scoring.SummaryRow._fields
-    for columns in parts:
-        for index, kind in enumerate(columns["row_kind"]):
-            if kind == SCORE_ROW:
-                scores.append(scoring.ScoreRow(*(_plain(columns[f][index]) for f in score_fields)))
-            elif kind == SUMMARY_ROW:
-                summary.append(
-                    scoring.SummaryRow(*(_plain(columns[f][index]) for f in summary_fields))
-                )
-            elif kind == ERROR_ROW:
-                failures.append(
-                    trace_format.TraceFailure(
-                        columns["trace_id"][index],
-                        columns["error_file"][index],
-                        _plain(columns["error_line"][index]),
-                        columns["error_reason"][index],
-                    )
-                )
+    for outcome in outcomes:
+        scores.extend(outcome.scores)
+        summary.extend(outcome.summary)
+        failures.extend(outcome.failures)
+    if outcomes:
+        seconds = sorted(outcome.cpu_seconds for outcome in outcomes)
+        log.info(
+            "%d replay tasks, CPU seconds min %.1f / median %.1f / max %.1f",
+            len(seconds),
+            seconds[0],
+            seconds[len(seconds) // 2],
+            seconds[-1],
+        )
     return scores, summary, failures
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar or NaN as the plain Python value (None for missing)."""
-    if value is None:
-        return None
-    if isinstance(value, float) and value != value:
-        return None
-    item = getattr(value, "item", None)
-    return item() if callable(item) else value
 
 
 def _output(
@@ -450,11 +472,11 @@ def run(
             remote = (fs, plan)
         planned = build_scores(spark, paths, assignors, timings=timings, cost_model=cost_model)
         try:
-            with _watched(spark, planned.plan, progress):
-                parts = planned.scored.collect()
-            scores, summary, failures = _collected(parts)
+            with _watched(spark, planned.plan, progress), no_cycle_collection():
+                outcomes = planned.scored.collect()
+            scores, summary, failures = _collected(outcomes)
         finally:
-            planned.raw_rows.unpersist()
+            planned.parts.unpersist()
         errors = planned.orphan_errors
         errors = failures + errors
         if local_staging is not None:
@@ -467,7 +489,11 @@ def run(
                     fs.write_bytes(fs.join(staging, name), data)
     summary.sort(key=lambda row: (row.trace_id, row.assignor))
     errors.sort(key=lambda failure: (failure.trace_id is None, trace_format.failure_key(failure)))
-    return RunResult(summary, errors, planned.plan)
+    tasks = tuple(
+        TaskTiming(outcome.bucket, outcome.traces, outcome.cpu_seconds, outcome.wall_seconds)
+        for outcome in sorted(outcomes, key=lambda outcome: outcome.bucket)
+    )
+    return RunResult(summary, errors, planned.plan, tasks)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -52,6 +52,12 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.parquet.compression.codec": "snappy",
 }
 
+# The driver's JVM moves bytes (listing, shuffle blocks, results) while Python workers do the
+# work: the JIT's optimising tier costs more CPU than it saves in such a run (5-6 of its
+# 13-15 CPU seconds of overhead on a local[2] replay, docs/spark.md), so the driver stops at
+# the quick tier. Set spark.driver.extraJavaOptions to choose otherwise.
+DRIVER_JIT = "-XX:TieredStopAtLevel=1"
+
 INSTALL_JAVA_HINT = (
     "Spark needs Java {minimum} or newer. Install it, e.g. on Debian/Ubuntu "
     "`sudo apt-get install openjdk-17-jre-headless`, on macOS `brew install openjdk@17`, or "
@@ -207,7 +213,8 @@ def plan_conf(
             filled.append(key)
     if "spark.driver.extraJavaOptions" not in preset and LOG4J_CONFIG.is_file():
         planned["spark.driver.extraJavaOptions"] = (
-            f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Dktk.spark.log={spark_log_file()}"
+            f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} -Dktk.spark.log={spark_log_file()} "
+            + DRIVER_JIT
         )
         filled.append("spark.driver.extraJavaOptions")
     planned.update(conf or {})
@@ -292,8 +299,17 @@ SHIPPED_PACKAGES = (
     "replication",
     "spark_jobs",
 )
-# third-party modules executors import (docs/spark.md: shipping them as a packed environment)
-EXECUTOR_DEPENDENCIES = ("pandas", "pyarrow", "numpy")
+# third-party modules executors import, with the distribution that provides each (docs/spark.md:
+# shipping them as a packed environment): ortools for the assignors' cost flows, mmh3 for the
+# key-trace job's partitioners, PyYAML for the explorer's scenarios
+EXECUTOR_DEPENDENCIES: dict[str, str] = {
+    "pandas": "pandas",
+    "pyarrow": "pyarrow",
+    "numpy": "numpy",
+    "ortools": "ortools",
+    "mmh3": "mmh3",
+    "yaml": "PyYAML",
+}
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _shipped: dict[str, Path] = {}
 # applications whose executors passed the check: later jobs of the same run skip it

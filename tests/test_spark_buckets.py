@@ -56,13 +56,15 @@ def test_one_input_file_spreads_over_every_core_with_balanced_tasks(spark, tmp_p
         assert job.scored.getNumPartitions() == len(job.plan.loads)
         assert job.plan.imbalance() <= 2.0
         # each task got exactly its planned traces
-        per_task = job.scored.map(lambda part: sorted(set(part["trace_id"]))).collect()
-        assert len(per_task) == len(job.plan.loads)
-        for traces in per_task:
-            assert len({job.plan.bucket_of[trace] for trace in traces}) == 1
-        assert sum(len(traces) for traces in per_task) == 2000
+        outcomes = job.scored.collect()
+        assert sorted(outcome.bucket for outcome in outcomes) == list(range(len(job.plan.loads)))
+        for outcome in outcomes:
+            traces = {row.trace_id for row in outcome.summary}
+            assert len(traces) == outcome.traces
+            assert {job.plan.bucket_of[trace] for trace in traces} == {outcome.bucket}
+        assert sum(outcome.traces for outcome in outcomes) == 2000
     finally:
-        job.raw_rows.unpersist()
+        job.parts.unpersist()
 
 
 @pytest.mark.slow

@@ -176,6 +176,14 @@ def test_jvm_logs_go_to_a_file_named_by_the_log4j_config() -> None:
     assert f"-Dktk.spark.log={session.spark_log_file()}" in options
 
 
+def test_the_driver_jvm_stops_at_the_quick_jit_tier_unless_someone_set_its_options() -> None:
+    planned, filled = session.plan_conf({})
+    assert planned["spark.driver.extraJavaOptions"].endswith(" -XX:TieredStopAtLevel=1")
+    assert "spark.driver.extraJavaOptions" in filled
+    preset = {"spark.driver.extraJavaOptions": "-Xss4m"}
+    assert "spark.driver.extraJavaOptions" not in session.plan_conf(preset)[0]
+
+
 def test_code_zip_holds_the_job_packages_and_is_byte_identical_across_builds(tmp_path) -> None:
     import zipfile
 
@@ -253,3 +261,59 @@ def test_key_trace_job_prepares_the_executors_before_reading(monkeypatch) -> Non
     with pytest.raises(KtkError, match="executors refused"):
         score_key_traces.report(["unread.jsonl"], ["java-builtin"], spark=spark)  # type: ignore[arg-type]
     assert prepared == [spark]
+
+
+def test_executor_dependencies_cover_every_third_party_module_the_jobs_import(tmp_path) -> None:
+    """What an executor imports running both jobs (every built-in assignor, a key trace) is
+    ktk, the standard library, pyspark, EXECUTOR_DEPENDENCIES and what those require."""
+    import importlib.metadata
+    import json
+    import re
+    import subprocess
+    import sys
+
+    probe = """
+import json, sys
+from assignors import registry
+from assignors.traces import files, generate, job
+from partitioners import keytrace_job
+import spark_jobs.explore_schedules, spark_jobs.replay_traces, spark_jobs.score_key_traces
+files.write_traces_jsonl(list(generate.generate_rows("mixed", 6, seed=3)), sys.argv[1])
+run = job.replay_paths([sys.argv[1]], registry.builtin_names(), timings=False)
+assert not run.failures, run.failures
+print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+    imported = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", probe, str(tmp_path / "t.jsonl")],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        ).stdout
+    )
+    provided = importlib.metadata.packages_distributions()
+    allowed, pending = set(), list(session.EXECUTOR_DEPENDENCIES.values())
+    while pending:
+        name = pending.pop().lower()
+        if name in allowed:
+            continue
+        allowed.add(name)
+        try:
+            requires = importlib.metadata.distribution(name).requires or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        pending += [re.match(r"[\w.-]+", r).group(0) for r in requires if "extra ==" not in r]
+    third_party = {
+        module
+        for module in imported
+        if module not in sys.stdlib_module_names
+        and not module.startswith("_")
+        and module not in (*session.SHIPPED_PACKAGES, "pyspark", "py4j", "cython_runtime")
+    }
+    uncovered = {
+        module
+        for module in third_party
+        if not {d.lower() for d in provided.get(module, [module])} & allowed
+    }
+    assert not uncovered
