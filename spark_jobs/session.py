@@ -282,12 +282,27 @@ def get_session(
     with _jvm_stderr_to(spark_log_file() if not under_submit else None):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    _quiet_accumulator_server(session.sparkContext)
     log.info("Spark %s on %s", session.version, session.sparkContext.master)
     if filled:
         log.info("ktk set %s (nobody else had)", ", ".join(filled))
     if "spark.driver.extraJavaOptions" in filled:
         log.info("Spark's own log: %s", spark_log_file())
     return session
+
+
+def _quiet_accumulator_server(context: object) -> None:
+    """PySpark's accumulator server (a thread in the driver) prints a traceback to the console
+    when the JVM's connection to it breaks, as it does when the JVM dies; the CLI reports that
+    in one line, so the server's errors go to ktk's log instead."""
+    server = getattr(context, "_accumulatorServer", None)
+    if server is None:
+        return
+
+    def handle_error(request: object, client_address: object) -> None:
+        log.debug("Spark's accumulator connection ended: %r", sys.exc_info()[1])
+
+    server.handle_error = handle_error
 
 
 # what executors import: ktk's packages Spark jobs need (not the CLI or the dashboards)

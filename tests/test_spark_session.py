@@ -317,3 +317,15 @@ print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
         if not {d.lower() for d in provided.get(module, [module])} & allowed
     }
     assert not uncovered
+
+
+@pytest.mark.spark
+def test_a_broken_accumulator_connection_is_logged_not_printed_as_a_traceback(spark, capsys):
+    # PySpark's accumulator server prints a traceback when the JVM's connection breaks (a dead
+    # JVM); ktk's session sends it to the log, and the CLI reports the dead JVM in one line
+    server = spark.sparkContext._accumulatorServer
+    try:
+        raise EOFError
+    except EOFError:
+        server.handle_error(None, ("127.0.0.1", 1))
+    assert capsys.readouterr().err == ""
