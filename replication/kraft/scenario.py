@@ -76,6 +76,8 @@ from replication.scenario import (
     _check_tree,
     _decode,
     _identifier,
+    _integer,
+    _parse_invariants,
     _read_text,
     _shown,
 )
@@ -306,7 +308,7 @@ def _parse(document: object, source: str | None) -> QuorumScenario:
     if description is not None and not isinstance(description, str):
         raise ScenarioError("must be text", field="description", value=description)
     settings = _parse_settings(document.get("quorum"))
-    invariants = _parse_invariants(document.get("invariants"))
+    invariants = _parse_invariants(document.get("invariants"), QUORUM_INVARIANTS)
     raw_steps = document.get("steps")
     if not isinstance(raw_steps, list):
         raise ScenarioError("steps must be a list", field="steps", value=raw_steps)
@@ -327,17 +329,6 @@ def _parse(document: object, source: str | None) -> QuorumScenario:
             )
         steps.append(step)
     return QuorumScenario(name, settings, tuple(steps), source, description, invariants)
-
-
-def _integer(value: object, where: str, minimum: int, maximum: int, **located: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:
-        raise ScenarioError(
-            f"must be an integer from {minimum:,} to {maximum:,}",
-            field=where,
-            value=value,
-            **located,
-        )
-    return value
 
 
 def _node_id(value: object, where: str, **located: Any) -> int:
@@ -459,22 +450,6 @@ def _parse_liveness(raw: object) -> BrokerLiveness | None:
             )
         values[key] = _integer(item, f"quorum.broker_heartbeats.{key}", 1, 10**9)
     return BrokerLiveness(**values)
-
-
-def _parse_invariants(raw: object) -> tuple[str, ...] | None:
-    if raw is None:
-        return None
-    names = [raw] if isinstance(raw, str) else raw
-    if not isinstance(names, list) or not names:
-        raise ScenarioError("a list of invariant names", field="invariants", value=raw)
-    for name in names:
-        if name not in QUORUM_INVARIANTS:
-            raise ScenarioError(
-                f"unknown invariant; expected some of {', '.join(QUORUM_INVARIANTS)}",
-                field="invariants",
-                value=name,
-            )
-    return tuple(name for name in QUORUM_INVARIANTS if name in names)
 
 
 def _parse_step(index: int, raw: object, settings: QuorumSettings, voters: set[int]) -> QuorumStep:
