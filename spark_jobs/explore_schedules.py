@@ -28,7 +28,6 @@ import argparse
 import contextlib
 import logging
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -50,6 +49,7 @@ from replication.modes import ALL_MODE_NAMES
 from replication.producer import ProducerSettings
 from replication.scenario import scenario_to_text
 from spark_jobs import files
+from spark_jobs.session import stage_progress
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -129,33 +129,15 @@ def _watched(
     if progress is None or not ranges:
         yield
         return
-    context = spark.sparkContext
-    total, tasks = ranges[-1][1], len(ranges)
-    stopped = threading.Event()
-
-    def watch() -> None:
-        tracker = context.statusTracker()
-        while not stopped.wait(0.3):
-            finished = 0
-            for job_id in tracker.getJobIdsForGroup(_PROGRESS_GROUP):
-                info = tracker.getJobInfo(job_id)
-                for stage_id in info.stageIds if info is not None else ():
-                    stage = tracker.getStageInfo(stage_id)
-                    if stage is not None and stage.numTasks == tasks:
-                        finished = max(finished, stage.numCompletedTasks)
-            progress(total * finished // tasks, total)
-
-    context.setJobGroup(_PROGRESS_GROUP, "exploring fault schedules")
-    progress(0, total)
-    watcher = threading.Thread(target=watch, name="ktk-progress", daemon=True)
-    watcher.start()
-    try:
+    with stage_progress(
+        spark,
+        group=_PROGRESS_GROUP,
+        description="exploring fault schedules",
+        tasks=len(ranges),
+        total=ranges[-1][1],
+        progress=progress,
+    ):
         yield
-    finally:
-        stopped.set()
-        watcher.join(timeout=5)
-        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-    progress(total, total)
 
 
 def _local_output(

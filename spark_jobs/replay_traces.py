@@ -30,7 +30,6 @@ import heapq
 import logging
 import pickle
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -45,6 +44,7 @@ from assignors.traces.cost import CostModel
 from ktkbase.errors import KtkError
 from ktkbase.outputs import plan_output_directory, staged_directory
 from spark_jobs import files
+from spark_jobs.session import stage_progress
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -338,33 +338,15 @@ def _watched(
     if progress is None:
         yield
         return
-    context = spark.sparkContext
-    total, tasks = len(plan.bucket_of), len(plan.loads)
-    stopped = threading.Event()
-
-    def watch() -> None:
-        tracker = context.statusTracker()
-        while not stopped.wait(0.3):
-            finished = 0
-            for job_id in tracker.getJobIdsForGroup(_PROGRESS_GROUP):
-                info = tracker.getJobInfo(job_id)
-                for stage_id in info.stageIds if info is not None else ():
-                    stage = tracker.getStageInfo(stage_id)
-                    if stage is not None and stage.numTasks == tasks:
-                        finished = max(finished, stage.numCompletedTasks)
-            progress(total * finished // max(1, tasks), total)
-
-    context.setJobGroup(_PROGRESS_GROUP, "replaying traces")
-    progress(0, total)
-    watcher = threading.Thread(target=watch, name="ktk-progress", daemon=True)
-    watcher.start()
-    try:
+    with stage_progress(
+        spark,
+        group=_PROGRESS_GROUP,
+        description="replaying traces",
+        tasks=len(plan.loads),
+        total=len(plan.bucket_of),
+        progress=progress,
+    ):
         yield
-    finally:
-        stopped.set()
-        watcher.join(timeout=5)
-        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-    progress(total, total)
 
 
 class RunResult(NamedTuple):

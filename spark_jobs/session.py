@@ -22,8 +22,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -303,6 +304,48 @@ def _quiet_accumulator_server(context: object) -> None:
         log.debug("Spark's accumulator connection ended: %r", sys.exc_info()[1])
 
     server.handle_error = handle_error
+
+
+@contextlib.contextmanager
+def stage_progress(
+    spark: SparkSession,
+    *,
+    group: str,
+    description: str,
+    tasks: int,
+    total: int,
+    progress: Callable[[int, int], None],
+) -> Iterator[None]:
+    """Run the body's Spark jobs in job group ``group`` and report ``progress(done, total)``
+    every 0.3 s, ``done`` being ``total`` in proportion to the finished tasks of the group's
+    stage that has ``tasks`` tasks (Spark's status tracker); ``(0, total)`` first and
+    ``(total, total)`` last."""
+    context = spark.sparkContext
+    stopped = threading.Event()
+
+    def watch() -> None:
+        tracker = context.statusTracker()
+        while not stopped.wait(0.3):
+            finished = 0
+            for job_id in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job_id)
+                for stage_id in info.stageIds if info is not None else ():
+                    stage = tracker.getStageInfo(stage_id)
+                    if stage is not None and stage.numTasks == tasks:
+                        finished = max(finished, stage.numCompletedTasks)
+            progress(total * finished // max(1, tasks), total)
+
+    context.setJobGroup(group, description)
+    progress(0, total)
+    watcher = threading.Thread(target=watch, name="ktk-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stopped.set()
+        watcher.join(timeout=5)
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    progress(total, total)
 
 
 # what executors import: ktk's packages Spark jobs need (not the CLI or the dashboards)
