@@ -31,6 +31,7 @@ from replication.explore import (
     MAX_SCHEDULE_STEPS,
     MAX_SCHEDULES,
     MAX_SEED,
+    _check_int,
     _Generator,
 )
 from replication.modes import ProtocolMode, get_mode
@@ -201,14 +202,6 @@ class CompareReport:
             "link_cuts": self.link_cuts,
             "configurations": [result.to_json() for result in self.results],
         }
-
-
-def _check_int(value: object, name: str, minimum: int, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise InputError(
-            f"must be an integer from {minimum:,} to {maximum:,}", field=name, value=value
-        )
-    return value
 
 
 def compare(
