@@ -482,10 +482,12 @@ def _shown(key: object) -> str:
     return repr(text)[:60]
 
 
-def _parse(document: object, source: str | None) -> Scenario:
-    if not isinstance(document, Mapping):
-        raise ScenarioError("a scenario is a mapping with name, config and steps", source=source)
-    unknown = sorted(_shown(key) for key in document if key not in _TOP_LEVEL)
+def _parse_header(
+    document: Mapping[Any, Any], top_level: tuple[str, ...]
+) -> tuple[str, str | None]:
+    """The ``name`` and ``description`` of a scenario document whose top-level fields are
+    ``top_level`` (the simulator's and the KRaft quorum's scenarios share these rules)."""
+    unknown = sorted(_shown(key) for key in document if key not in top_level)
     if unknown:
         raise ScenarioError("unknown top-level field", field=unknown[0], value=unknown[0])
     name = document.get("name")
@@ -495,15 +497,28 @@ def _parse(document: object, source: str | None) -> Scenario:
     description = document.get("description")
     if description is not None and not isinstance(description, str):
         raise ScenarioError("must be text", field="description", value=description)
-    if "comment" in document and not isinstance(document["comment"], str):
-        raise ScenarioError("must be text", field="comment", value=document["comment"])
-    config = _parse_config(document.get("config"))
-    invariants = _parse_invariants(document.get("invariants"))
+    return name, description
+
+
+def _raw_steps(document: Mapping[Any, Any]) -> list[Any]:
+    """The document's ``steps`` list, at most ``MAX_STEPS`` long."""
     raw_steps = document.get("steps")
     if not isinstance(raw_steps, list):
         raise ScenarioError("steps must be a list", field="steps", value=raw_steps)
     if len(raw_steps) > MAX_STEPS:
         raise ScenarioError(f"more than {MAX_STEPS:,} steps", field="steps", value=len(raw_steps))
+    return raw_steps
+
+
+def _parse(document: object, source: str | None) -> Scenario:
+    if not isinstance(document, Mapping):
+        raise ScenarioError("a scenario is a mapping with name, config and steps", source=source)
+    name, description = _parse_header(document, _TOP_LEVEL)
+    if "comment" in document and not isinstance(document["comment"], str):
+        raise ScenarioError("must be text", field="comment", value=document["comment"])
+    config = _parse_config(document.get("config"))
+    invariants = _parse_invariants(document.get("invariants"))
+    raw_steps = _raw_steps(document)
     steps = []
     clock_ms = 0
     producers: list[str] = []

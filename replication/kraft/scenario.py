@@ -71,13 +71,13 @@ from replication.kraft.records import (
     TopicRecord,
 )
 from replication.scenario import (
-    MAX_STEPS,
     MAX_TIME_MS,
     _check_tree,
     _decode,
-    _identifier,
     _integer,
+    _parse_header,
     _parse_invariants,
+    _raw_steps,
     _read_text,
     _shown,
 )
@@ -297,23 +297,10 @@ def load_quorum_scenario(
 def _parse(document: object, source: str | None) -> QuorumScenario:
     if not isinstance(document, Mapping):
         raise ScenarioError("a scenario is a mapping with name, quorum and steps")
-    unknown = sorted(_shown(key) for key in document if key not in _TOP_LEVEL)
-    if unknown:
-        raise ScenarioError("unknown top-level field", field=unknown[0], value=unknown[0])
-    name = document.get("name")
-    if not isinstance(name, str) or not name:
-        raise ScenarioError("a scenario needs a name", field="name", value=name)
-    _identifier(name, "name")
-    description = document.get("description")
-    if description is not None and not isinstance(description, str):
-        raise ScenarioError("must be text", field="description", value=description)
+    name, description = _parse_header(document, _TOP_LEVEL)
     settings = _parse_settings(document.get("quorum"))
     invariants = _parse_invariants(document.get("invariants"), QUORUM_INVARIANTS)
-    raw_steps = document.get("steps")
-    if not isinstance(raw_steps, list):
-        raise ScenarioError("steps must be a list", field="steps", value=raw_steps)
-    if len(raw_steps) > MAX_STEPS:
-        raise ScenarioError(f"more than {MAX_STEPS:,} steps", field="steps", value=len(raw_steps))
+    raw_steps = _raw_steps(document)
     voters = set(settings.voters)
     steps = []
     clock = 0
