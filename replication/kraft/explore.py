@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from replication.errors import InputError
-from replication.explore import shrink
+from replication.explore import MAX_SCHEDULE_STEPS, MAX_SCHEDULES, _check_int, shrink
 from replication.kraft.quorum import DISRUPTION, NodeSpec, Quorum
 from replication.kraft.raft import RaftRules
 from replication.kraft.records import RegisterBroker, TopicRecord
@@ -54,8 +54,6 @@ __all__ = [
 
 RULES_ON_BY_DEFAULT = tuple(f.name for f in fields(RaftRules) if getattr(RaftRules(), f.name))
 RULES_OFF_BY_DEFAULT = tuple(f.name for f in fields(RaftRules) if not getattr(RaftRules(), f.name))
-MAX_SCHEDULES = 10_000_000
-MAX_STEPS = 1000
 CLOCK_JUMPS_MS = (1500, 3000, 6000)
 
 
@@ -79,14 +77,11 @@ class QuorumExploreSettings:
         for name, value, low, high in (
             ("voters", self.voters, 1, 9),
             ("brokers", self.brokers, 0, 6),
-            ("steps", self.steps, 1, MAX_STEPS),
+            ("steps", self.steps, 1, MAX_SCHEDULE_STEPS),
             ("schedules", self.schedules, 0, MAX_SCHEDULES),
             ("seed", self.seed, 0, 2**62),
         ):
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise InputError(
-                    f"must be an integer from {low:,} to {high:,}", field=name, value=value
-                )
+            _check_int(value, name, low, high)
         for name in self.rules_off:
             if name not in RULES_ON_BY_DEFAULT:
                 raise InputError(
