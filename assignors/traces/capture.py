@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from assignors.errors import InputError
-from assignors.model import Group, TopicPartition
+from assignors.model import Group, Member, Topic, TopicPartition
 from assignors.traces.format import Generation, build_trace, generation_to_row, parse_generation
 from ktkbase import jsonsafe
 
@@ -298,7 +298,6 @@ def described_row(
     >>> row["generation"], row["members"][0]["assigned"], row["reason"][:38]
     (7, [['orders', 0]], 'described; generation estimated as the')
     """
-    from assignors.model import Member, Topic
     from assignors.protocol.wire import decode_assignment, decode_subscription
 
     if described.state != "Stable" or described.protocol_type != "consumer":
@@ -340,6 +339,24 @@ def described_row(
             "described; generation estimated by counting changes seen since the capture "
             "started (DescribeGroups carries none)"
         )
+    return capture_row(
+        described.group_id,
+        generation,
+        subscribed_group(members, partition_counts, replica_racks),
+        answer,
+        protocol=described.protocol or None,
+        timestamp_ms=timestamp_ms,
+        reason=reason,
+    )
+
+
+def subscribed_group(
+    members: Sequence[Member],
+    partition_counts: Mapping[str, int],
+    replica_racks: Mapping[str, Sequence[frozenset[str]]] | None,
+) -> Group:
+    """The group of ``members`` over the topics they subscribe to that the metadata knows, in
+    name order, each with its partition count and, when known, its replicas' racks."""
     subscribed = sorted(set().union(*(member.topics for member in members)) if members else ())
     topics = []
     for name in subscribed:
@@ -347,16 +364,7 @@ def described_row(
             continue
         racks = (replica_racks or {}).get(name)
         topics.append(Topic(name, partition_counts[name], tuple(racks) if racks else None))
-    group = Group(tuple(topics), tuple(members))
-    return capture_row(
-        described.group_id,
-        generation,
-        group,
-        answer,
-        protocol=described.protocol or None,
-        timestamp_ms=timestamp_ms,
-        reason=reason,
-    )
+    return Group(tuple(topics), tuple(members))
 
 
 def same_assignment(first: Mapping[str, Any] | None, second: Mapping[str, Any] | None) -> bool:
@@ -380,4 +388,5 @@ __all__ = [
     "merge_capture_files",
     "read_capture",
     "same_assignment",
+    "subscribed_group",
 ]

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from assignors.errors import InputError
-from assignors.model import Group, Member, Topic, TopicPartition
+from assignors.model import Member, TopicPartition
 from assignors.traces.capture import (
     CaptureRecorder,
     DescribedGroup,
@@ -50,6 +50,7 @@ from assignors.traces.capture import (
     described_row,
     read_capture,
     same_assignment,
+    subscribed_group,
 )
 
 
@@ -420,20 +421,10 @@ def consumer_group_row(
             for topic in member.assignment.topic_partitions
             for partition in topic.partitions
         )
-    subscribed = sorted(set().union(*(member.topics for member in members)) if members else ())
-    topics = tuple(
-        Topic(
-            name,
-            partition_counts[name],
-            tuple((replica_racks or {})[name]) if name in (replica_racks or {}) else None,
-        )
-        for name in subscribed
-        if name in partition_counts
-    )
     return capture_row(
         group.group_id,
         group.assignment_epoch,
-        Group(topics, tuple(members)),
+        subscribed_group(members, partition_counts, replica_racks),
         answer,
         protocol=group.assignor_name or None,
         timestamp_ms=timestamp_ms,
