@@ -958,14 +958,13 @@ class GenerationShape:
             revoke_weight = _per_partition(
                 [topic.weights if topic else None for topic in weighted], counts
             )
+        # the same per-partition weights, when every subscribed topic carries them
         skew_weight = None
         if classes.class_by_topic and all(
             group.topic(name).weights is not None  # type: ignore[union-attr]
             for name in classes.class_by_topic
         ):
-            skew_weight = _per_partition(
-                [topic.weights if topic else None for topic in weighted], counts
-            )
+            skew_weight = revoke_weight
         mismatched = None
         if group.has_racks():
             # one row per distinct consumer rack (row 0: no rack, never mismatched)
