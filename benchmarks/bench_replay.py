@@ -293,7 +293,7 @@ def throughput(
     ``repeat``. With ``shared`` (:func:`~assignors.traces.replay.prepare` of each trace, made
     beforehand), what one more assignor costs in a job that replays several: the generations'
     shared parts are not counted."""
-    from assignors.traces.cost import CostModel, group_protocol, with_costs
+    from assignors.traces.cost import CostModel, assignor_protocol, with_costs
     from assignors.traces.job import TraceResult, replay_trace
     from assignors.traces.scoring import summarize
 
@@ -310,7 +310,7 @@ def throughput(
                     raise RuntimeError(outcome.reason)
                 generations += len(outcome.scores)
                 continue
-            protocol = group_protocol(name, assignor.rebalance_protocol)
+            protocol = assignor_protocol(assignor)
             rows = with_costs(
                 replay_with(trace, assignor, timings=False, prepared=shared[position]),
                 protocol,

@@ -50,6 +50,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from assignors.base import Assignor
+from assignors.traces.reconcile import is_server_side
 from assignors.traces.scoring import ScoreRow
 
 DEFAULT_ROUND_SECONDS = 3.0
@@ -90,6 +92,19 @@ def group_protocol(name: str, rebalance_protocol: str) -> str:
     ('consumer', 'eager')
     """
     return "consumer" if name in SERVER_SIDE_ASSIGNORS else rebalance_protocol
+
+
+def assignor_protocol(assignor: Assignor) -> str:
+    """The protocol the cost model charges ``assignor``'s rows: ``consumer`` for an assignor
+    declaring the consumer protocol (:func:`~assignors.traces.reconcile.is_server_side`, which
+    covers the built-in :data:`SERVER_SIDE_ASSIGNORS` and plugins alike), else its own
+    rebalance protocol.
+
+    >>> from assignors import registry
+    >>> assignor_protocol(registry.get("uniform")), assignor_protocol(registry.get("sticky"))
+    ('consumer', 'eager')
+    """
+    return "consumer" if is_server_side(assignor) else assignor.rebalance_protocol
 
 
 def pause_seconds(row: ScoreRow, protocol: str | None, model: CostModel) -> float:

@@ -27,10 +27,9 @@ from typing import NamedTuple
 
 from assignors import registry
 from assignors.base import Assignor
-from assignors.traces.cost import CostModel, group_protocol, with_costs
+from assignors.traces.cost import CostModel, assignor_protocol, with_costs
 from assignors.traces.files import RawRow, raw_rows_by_trace, trace_or_failure
 from assignors.traces.format import Trace, TraceFailure, failure_key
-from assignors.traces.reconcile import is_server_side
 from assignors.traces.replay import (
     RECORDED,
     Prepared,
@@ -108,11 +107,7 @@ def replay_trace(
                 rows.extend(with_costs(replay_recorded(trace), protocol, model))
             else:
                 assignor = _assignor(name)
-                protocol = (
-                    "consumer"
-                    if is_server_side(assignor)
-                    else group_protocol(name, assignor.rebalance_protocol)
-                )
+                protocol = assignor_protocol(assignor)
                 if prepared is None:
                     prepared = prepare(trace)
                 replayed = replay_with(trace, assignor, timings=timings, prepared=prepared)
