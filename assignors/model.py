@@ -544,6 +544,14 @@ class Assignment:
         assert self._withheld is not None
         return self._withheld
 
+    @property
+    def num_withheld(self) -> int:
+        """How many partitions are withheld this round (counted on ``withheld_indexes`` when
+        the answer is kept as arrays, without making a :class:`TopicPartition` of each)."""
+        if self.withheld_indexes is not None:
+            return int(self.withheld_indexes.size)
+        return len(self.withheld)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Assignment):
             return NotImplemented

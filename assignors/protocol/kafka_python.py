@@ -181,11 +181,7 @@ def _adapter_class() -> type:
             answer = self.assignor.assign(group)
             if self.recorder is not None:
                 self.pending = (group, dict(answer.partitions), int(time.time() * 1000))
-            withheld = (
-                answer.withheld_indexes.size
-                if answer.withheld_indexes is not None
-                else len(answer.withheld)
-            )
+            withheld = answer.num_withheld
             if withheld:
                 log.info(
                     "%s withholds %d partitions until their owners revoke them",

@@ -36,7 +36,6 @@ from assignors import registry
 from assignors.base import Assignor, RebalanceProtocol
 from assignors.model import (
     NO_GENERATION,
-    Assignment,
     Group,
     Member,
     PartitionSpace,
@@ -355,7 +354,7 @@ def replay_with(
             started = time.perf_counter()
             assignment = assign(group)
             elapsed += time.perf_counter() - started
-            if server_side or not (cooperative and _withholds(assignment)) or rounds >= MAX_ROUNDS:
+            if server_side or not (cooperative and assignment.num_withheld) or rounds >= MAX_ROUNDS:
                 break
             # the old owners revoke what was withheld and everyone rejoins with what they hold now
             group = rejoin(group, assignment, generation.generation)
@@ -410,13 +409,6 @@ def replay_with(
         # in this generation's own numbering: sorted, distinct partitions of its topics
         previous_sorted = owners is not None and owners is assignment.owners
     return rows
-
-
-def _withholds(assignment: Assignment) -> bool:
-    """Whether ``assignment`` withholds a partition (without making objects of an array one)."""
-    if assignment.withheld_indexes is not None:
-        return bool(assignment.withheld_indexes.size)
-    return bool(assignment.withheld)
 
 
 def replay_recorded(trace: Trace) -> list[ScoreRow]:
