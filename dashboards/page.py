@@ -20,7 +20,7 @@ import html
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -252,6 +252,20 @@ def format_number(value: object, digits: int = 0) -> str:
     if digits == 0:
         return f"{round(number):,}"
     return f"{number:,.{digits}f}"
+
+
+def description_note(result: Mapping[str, Any]) -> str:
+    """The scenario's own ``description`` as a note paragraph, or nothing without one.
+
+    >>> description_note({"description": "a <b> c"})
+    '<p class="note" id="description">a &lt;b&gt; c</p>'
+    >>> description_note({"description": ""}), description_note({})
+    ('', '')
+    """
+    description = result.get("description")
+    if isinstance(description, str) and description:
+        return f'<p class="note" id="description">{escape(description)}</p>'
+    return ""
 
 
 def document(title: str, subtitle: str, body: str, script: str = "") -> str:

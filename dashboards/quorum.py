@@ -18,7 +18,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from dashboards.page import PALETTE, document, escape, figure_divs
+from dashboards.page import PALETTE, description_note, document, escape, figure_divs
 
 __all__ = ["render_quorum", "render_zookeeper"]
 
@@ -150,9 +150,8 @@ def render_quorum(result: dict[str, Any]) -> str:
         f'{head}<th class="text">what happened</th></tr>{"".join(rows)}</table></div>'
         "</section>"
     )
-    description = result.get("description")
-    if isinstance(description, str) and description:
-        sections.insert(0, f'<p class="note" id="description">{escape(description)}</p>')
+    if note := description_note(result):
+        sections.insert(0, note)
     subtitle = f"KRaft quorum, voters {result['voters']}, {len(timeline)} steps"
     return document(f"Quorum: {result['name']}", subtitle, "\n".join(sections))
 
@@ -203,9 +202,7 @@ def render_zookeeper(result: dict[str, Any]) -> str:
         f'<table><tr><th>step</th><th class="text">op</th><th class="text">ZooKeeper</th>{head}'
         f'<th class="text">what happened</th></tr>{"".join(rows)}</table></div></section>'
     )
-    description = result.get("description")
-    if isinstance(description, str) and description:
-        body = f'<p class="note" id="description">{escape(description)}</p>' + body
+    body = description_note(result) + body
     return document(
         f"ZooKeeper-era controller: {result['name']}", "for comparison with KRaft", body
     )

@@ -29,6 +29,7 @@ from plotly.subplots import make_subplots
 from dashboards.errors import InputError
 from dashboards.page import (
     PALETTE,
+    description_note,
     document,
     escape,
     figure_divs,
@@ -922,9 +923,8 @@ def render_replication(result: dict[str, Any]) -> str:
     subtitle = (
         f"mode {_text(result.get('mode')) or '?'}, {len(rows)} steps, {len(replicas)} replicas"
     )
-    description = result.get("description")
-    if isinstance(description, str) and description:
-        sections.insert(0, f'<p class="note" id="description">{escape(description)}</p>')
+    if note := description_note(result):
+        sections.insert(0, note)
     # document() puts ktk's generator tag into <head>, so `--html` may replace the page later
     return document(f"Replication: {name}", subtitle, "\n".join(sections))
 
