@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -165,11 +165,10 @@ def run_command(
         _print_timeline(document)
         _print_verdict(document, result)
     if html is not None:
-        _write_html(document, html, [path], force)
-    if result.expect_failures:
-        for failure in result.expect_failures:
-            err.print(f"[bold red]expect failed:[/] {escape(failure)}")
-        raise typer.Exit(EXIT_EXPECT_FAILED)
+        from dashboards.replication import render_replication
+
+        write_page(lambda: render_replication(document), html, [path], force)
+    exit_if_expect_failed(result.expect_failures)
 
 
 def _run_keeping_logs(
@@ -205,15 +204,23 @@ def _check_html_target(html: str, inputs: list[str], force: bool) -> None:
     check_output_file(html, inputs=inputs, force=force, is_ours=is_ktk_page)
 
 
-def _write_html(document: dict[str, Any], html: str, inputs: list[str], force: bool) -> None:
+def write_page(render: Callable[[], str], html: str, inputs: list[str], force: bool) -> None:
+    """Render a scenario's page and write it to ``html`` (a file ktk did not write is refused
+    unless ``force``), then say where it went."""
     from dashboards.page import is_ktk_page
-    from dashboards.replication import render_replication
     from ktkbase.outputs import write_output_file
 
     with reported_errors():
-        page = render_replication(document)
-        written = write_output_file(html, page, inputs=inputs, force=force, is_ours=is_ktk_page)
+        written = write_output_file(html, render(), inputs=inputs, force=force, is_ours=is_ktk_page)
     err.print(f"wrote {escape(str(written))}", highlight=False)
+
+
+def exit_if_expect_failed(failures: Sequence[str]) -> None:
+    """Name each failed ``expect`` of a scenario and exit with EXIT_EXPECT_FAILED."""
+    if failures:
+        for failure in failures:
+            err.print(f"[bold red]expect failed:[/] {escape(failure)}")
+        raise typer.Exit(EXIT_EXPECT_FAILED)
 
 
 def _print_timeline(document: dict[str, Any]) -> None:

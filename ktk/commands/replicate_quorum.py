@@ -12,9 +12,9 @@ import typer
 from rich.table import Table
 
 from ktk import __version__
-from ktk.console import err, escape, out, reported_errors
+from ktk.commands.replicate import exit_if_expect_failed, write_page
+from ktk.console import escape, out, reported_errors
 
-EXIT_EXPECT_FAILED = 1
 EXIT_VIOLATIONS_FOUND = 1
 # messages the printed timeline leaves out (the HTML page and --json keep every one)
 _ROUTINE = (" offset ", "nothing new", " acknowledged")
@@ -94,19 +94,10 @@ def run_quorum_file(
         print_quorum_timeline(document)
         print_quorum_verdict(document, result.expectations_checked)
     if html is not None:
-        from dashboards.page import is_ktk_page
         from dashboards.quorum import render_quorum
-        from ktkbase.outputs import write_output_file
 
-        with reported_errors():
-            written = write_output_file(
-                html, render_quorum(document), inputs=[path], force=force, is_ours=is_ktk_page
-            )
-        err.print(f"wrote {escape(str(written))}", highlight=False)
-    if result.expect_failures:
-        for failure in result.expect_failures:
-            err.print(f"[bold red]expect failed:[/] {escape(failure)}")
-        raise typer.Exit(EXIT_EXPECT_FAILED)
+        write_page(lambda: render_quorum(document), html, [path], force)
+    exit_if_expect_failed(result.expect_failures)
 
 
 def _run_zookeeper(raw: Any, path: str, *, as_json: bool, html: str | None, force: bool) -> None:
@@ -119,18 +110,10 @@ def _run_zookeeper(raw: Any, path: str, *, as_json: bool, html: str | None, forc
     else:
         print_zookeeper(document)
     if html is not None:
-        from dashboards.page import is_ktk_page
         from dashboards.quorum import render_zookeeper
-        from ktkbase.outputs import write_output_file
 
-        written = write_output_file(
-            html, render_zookeeper(document), inputs=[path], force=force, is_ours=is_ktk_page
-        )
-        err.print(f"wrote {escape(str(written))}", highlight=False)
-    if document["expect_failures"]:
-        for failure in document["expect_failures"]:
-            err.print(f"[bold red]expect failed:[/] {escape(failure)}")
-        raise typer.Exit(EXIT_EXPECT_FAILED)
+        write_page(lambda: render_zookeeper(document), html, [path], force)
+    exit_if_expect_failed(document["expect_failures"])
 
 
 def zookeeper_cell(state: dict[str, Any]) -> str:
