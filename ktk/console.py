@@ -308,6 +308,27 @@ def is_interactive() -> bool:
     return sys.stderr.isatty()
 
 
+@contextmanager
+def progress_bar(
+    label: str, total: int | None = None, *, enabled: bool = True
+) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient bar on standard error while the body runs, driven by the
+    ``progress(done, total)`` callback the packages take; None (no bar) when not ``enabled``
+    or standard error is no terminal."""
+    if not enabled or not is_interactive():
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
 def ensure_one_of(option: str, value: str, choices: Sequence[str]) -> None:
     """Fail (one line naming the option and its choices, exit 2) unless value is one of them.
 

@@ -8,14 +8,12 @@ from several brokers and says where they diverge.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ktk.console import err, escape, is_interactive, out, reported_errors
+from ktk.console import escape, out, progress_bar, reported_errors
 
 EXIT_PROBLEMS = 1
 
@@ -116,23 +114,6 @@ def _print_partition(partition: dict[str, Any]) -> None:
     _print_findings(partition["findings"])
 
 
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar over partitions on an interactive terminal; nothing otherwise."""
-    if not enabled or not is_interactive():
-        yield None
-        return
-    from rich.progress import Progress
-
-    with Progress(console=err, transient=True) as bar:
-        task = bar.add_task("partitions", total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
 def inspect_command(
     directory: Annotated[
         Path, typer.Argument(metavar="DIR", help="A partition directory or a log directory.")
@@ -142,7 +123,7 @@ def inspect_command(
     """Inspect a partition or log directory (help text: INSPECT_HELP)."""
     from kafka_format.inspect import inspect_path
 
-    with reported_errors(), _progress(enabled=not as_json) as progress:
+    with reported_errors(), progress_bar("partitions", enabled=not as_json) as progress:
         report = inspect_path(directory, progress)
     document = report.to_json()
     if as_json:

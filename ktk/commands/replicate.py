@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,7 +13,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from ktk import __version__
-from ktk.console import ensure_one_of, err, escape, fail, is_interactive, out, reported_errors
+from ktk.console import ensure_one_of, err, escape, fail, out, progress_bar, reported_errors
 
 if TYPE_CHECKING:
     from replication.explore import ExploreReport, ExploreSettings
@@ -422,7 +421,12 @@ def explore_command(
         if acks not in ("0", "1"):
             raise fail(f"--acks: must be 0, 1 or all (got {acks!r})")
         acks_value = int(acks)
-    with reported_errors(), _progress(schedules, engine) as progress:
+    with (
+        reported_errors(),
+        progress_bar(
+            "schedules on Spark" if engine == "spark" else "schedules", schedules
+        ) as progress,
+    ):
         producer_settings = None
         chosen = {
             "idempotence": idempotence,
@@ -535,24 +539,6 @@ def _write_findings(report: ExploreReport, out_dir: str, force: bool) -> None:
         write_scenarios(report, staging)
 
 
-@contextmanager
-def _progress(total: int, engine: str = "python") -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar on an interactive terminal; nothing otherwise."""
-    if not is_interactive():
-        yield None
-        return
-    from rich.progress import Progress
-
-    with Progress(console=err, transient=True) as bar:
-        label = "schedules on Spark" if engine == "spark" else "schedules"
-        task = bar.add_task(label, total=total)
-
-        def update(done: int, _total: int) -> None:
-            bar.update(task, completed=done)
-
-        yield update
-
-
 COMPARE_HELP = (
     "ISR against a majority quorum: run the same seeded fault schedules through current (min "
     "ISR 1 and 2, acks all and 1, unclean election off and on; min ISR 2 with eligible leader "
@@ -584,7 +570,7 @@ def compare_command(
     from replication.compare import HEADERS, compare
 
     output_format = checked_format(output_format)
-    with reported_errors(), _progress(schedules) as progress:
+    with reported_errors(), progress_bar("schedules", schedules) as progress:
         report = compare(
             schedules=schedules,
             seed=seed,

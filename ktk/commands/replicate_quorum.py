@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ktk import __version__
 from ktk.commands.replicate import exit_if_expect_failed, write_page
-from ktk.console import escape, out, reported_errors
+from ktk.console import escape, out, progress_bar, reported_errors
 
 EXIT_VIOLATIONS_FOUND = 1
 # messages the printed timeline leaves out (the HTML page and --json keep every one)
@@ -301,9 +301,7 @@ def explore_quorum_command(
             plan_output_directory(
                 out_dir, command="replicate explore", version=__version__, force=force
             )
-        from ktk.commands.replicate import _progress
-
-        with _progress(settings.schedules) as progress:
+        with progress_bar("schedules", settings.schedules) as progress:
             report = explore_quorum(settings, progress=progress)
         if out_dir is not None:
             from ktkbase.outputs import output_directory

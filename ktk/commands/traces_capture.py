@@ -14,8 +14,6 @@ stops a capture with every batch appended so far on disk.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,11 +22,10 @@ import typer
 from ktk.commands.options import TRACE_FORMATS, force_option, out_option, trace_format_option
 from ktk.console import (
     ensure_one_of,
-    err,
     escape,
     fail,
-    is_interactive,
     out,
+    progress_bar,
     reported_errors,
     warn,
 )
@@ -255,9 +252,12 @@ def _offsets_topic(
 
     try:
         with reported_errors():
-            with _bar("__consumer_offsets") as progress:
+            # the bar counts offsets read of those to read
+            with progress_bar("__consumer_offsets") as progress:
                 records = list(
-                    offsets_topic_records(client, group, timeout_s=timeout, progress=progress)
+                    offsets_topic_records(
+                        client, group, timeout_s=timeout, progress=progress or _ignore
+                    )
                 )
             rows, notes = offsets_topic_rows(records, group)
             for note in notes:
@@ -273,23 +273,6 @@ def _offsets_topic(
         f"group {escape(group)}: {len(rows)} generations in __consumer_offsets, "
         f"{len(appended)} appended to {escape(str(capture))}"
     )
-
-
-@contextmanager
-def _bar(what: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar (offsets read of those to read) on an interactive terminal."""
-    if not is_interactive():
-        yield lambda done, total: None
-        return
-    from rich.progress import Progress
-
-    with Progress(console=err, transient=True) as bar:
-        task = bar.add_task(what, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
 
 
 def _leader(
@@ -331,3 +314,7 @@ def _file_stem(group_id: str) -> str:
     'payments_eu-1__blue_'
     """
     return "".join(c if c.isalnum() or c in "-._" else "_" for c in group_id)[:100] or "group"
+
+
+def _ignore(done: int, total: int) -> None:
+    """No progress shown (standard error is no terminal)."""
