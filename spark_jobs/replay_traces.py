@@ -420,8 +420,8 @@ def run(
 ) -> RunResult:
     """Replay every trace under ``paths`` through ``assignors``; write results to ``out_dir``.
 
-    Writes ``scores.parquet``, ``summary.parquet``, ``errors.jsonl`` and the manifest
-    ``.ktk-output.json`` (``command``, ``version``, the inputs) by the rules of
+    Writes ``scores.parquet``, ``summary.parquet``, ``errors.jsonl``, ``verdict.json`` and the
+    manifest ``.ktk-output.json`` (``command``, ``version``, the inputs) by the rules of
     :mod:`ktkbase.outputs`: staged beside ``out_dir`` and moved into place, refusing a
     directory ktk did not create (unless ``force``), one that is or holds an input, and the
     current directory. Local paths are written with :mod:`assignors.traces.results` (the
