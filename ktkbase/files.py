@@ -1,9 +1,9 @@
 """Which files under a directory are data: one rule for every lister, both engines included.
 
 A directory is searched recursively; an entry whose name starts with ``.`` or ``_`` (hidden
-files, ktk's staging and manifest, Spark's ``_SUCCESS`` and ``_temporary``) is skipped, and so is
-everything below it; files ending in one of the given suffixes are kept, sorted within each
-directory argument. A file named directly is always kept.
+files, ktk's staging and manifest, the ``_SUCCESS`` commit marker ktk and Spark write, Spark's
+``_temporary``) is skipped, and so is everything below it; files ending in one of the given
+suffixes are kept, sorted within each directory argument. A file named directly is always kept.
 
 >>> is_data_path(("traces", "a.jsonl"), (".jsonl",))
 True

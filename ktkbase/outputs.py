@@ -17,6 +17,12 @@ that writes one file goes through :func:`output_file`. The rules:
   interrupted run (Ctrl-C, SIGKILL, a full disk) leaves the previous result intact. Debris of an
   interrupted run is cleared by the next run writing the same target: staging directories of dead
   processes are deleted, and a previous result caught mid-swap is put back.
+- The commit marker ``_SUCCESS`` (empty, as Hadoop's FileOutputCommitter writes it) is written
+  last, once every other entry is in place and the previous result's debris is gone; a run that
+  replaces a result deletes the old marker first, before it moves anything, and a run that fails
+  writes none. On object stores (S3, GCS, ABFS), where a directory rename copies file by file,
+  readers wait for the marker instead of trusting that the directory exists. The manifest lists
+  it among ktk's entries; a ``_SUCCESS`` ktk did not write is refused even with ``force``.
 
 Local paths use the operating system; other file systems (HDFS, S3A, GCS through Hadoop) plug in
 through the small :class:`FileSystem` protocol, so the Spark jobs share these rules.
@@ -29,7 +35,7 @@ through the small :class:`FileSystem` protocol, so the Spark jobs share these ru
 ...     with output_directory(out, command="demo", version="1") as staging:
 ...         _ = (staging / "a.txt").write_text("second")
 ...     (out / "a.txt").read_text(), sorted(p.name for p in out.iterdir())
-('second', ['.ktk-output.json', 'a.txt'])
+('second', ['.ktk-output.json', '_SUCCESS', 'a.txt'])
 """
 
 from __future__ import annotations
@@ -53,7 +59,12 @@ from typing import BinaryIO, Protocol
 from ktkbase.errors import OutputError
 
 MANIFEST_NAME = ".ktk-output.json"
-"""The marker ktk writes into every directory it creates."""
+"""The manifest ktk writes into every directory it creates: what wrote it and its entries."""
+
+SUCCESS_NAME = "_SUCCESS"
+"""The commit marker ktk writes last into every directory it writes: the name (and the empty
+content) of Hadoop's FileOutputCommitter marker, which Spark and Hadoop readers, and ktk's own
+listing rule (:mod:`ktkbase.files`), skip as data; readers on object stores wait for it."""
 
 _STAGING_MARKER = ".ktk-staging"
 _DEBRIS = re.compile(
@@ -350,7 +361,18 @@ def plan_output_directory(
             mode = "merge"
         else:
             mode = "swap"
+        if mode == "merge" and SUCCESS_NAME in present and not _lists_marker(previous):
+            raise OutputError(
+                f"refusing to write into {shown}: its {SUCCESS_NAME} was not written by ktk "
+                "(another job's commit marker, which ktk's own would replace even with --force); "
+                "move it away, or choose a new directory"
+            )
     return _Plan(fs, path, parent, name, mode, previous, command, version, input_paths)
+
+
+def _lists_marker(manifest: Manifest | None) -> bool:
+    """Whether ``manifest`` claims the directory's commit marker as ktk's."""
+    return manifest is not None and SUCCESS_NAME in manifest.entries
 
 
 def _dead_debris(
@@ -405,11 +427,27 @@ def _begin(plan: _Plan) -> str:
     return plan.staging
 
 
+def _retract_marker(plan: _Plan) -> bool:
+    """Delete the previous result's commit marker (one ktk wrote) before anything else of the
+    target is touched, so no reader sees it beside a half-replaced directory. True when one was
+    deleted."""
+    fs = plan.fs
+    marker = fs.join(plan.target, SUCCESS_NAME)
+    if plan.mode == "create" or not _lists_marker(plan.previous) or not fs.exists(marker):
+        return False
+    fs.delete_tree(marker)
+    return True
+
+
 def _commit(plan: _Plan) -> None:
+    """Move the staged result into place, then write the commit marker last."""
     fs = plan.fs
     staging = plan.staging
     fs.delete_tree(fs.join(staging, _STAGING_MARKER))
-    entries = tuple(c for c in fs.children(staging) if c != MANIFEST_NAME)
+    if fs.exists(fs.join(staging, SUCCESS_NAME)):
+        fs.delete_tree(fs.join(staging, SUCCESS_NAME))  # ktk's own marker comes last, below
+    written = [c for c in fs.children(staging) if c != MANIFEST_NAME]
+    entries = tuple(sorted([*written, SUCCESS_NAME]))
     manifest = Manifest(
         command=plan.command,
         version=plan.version,
@@ -418,10 +456,16 @@ def _commit(plan: _Plan) -> None:
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     fs.write_text(fs.join(staging, MANIFEST_NAME), manifest.to_json())
+    retracted = _retract_marker(plan)
     if plan.mode == "create" and not fs.exists(plan.target):
         fs.rename(staging, plan.target)
     elif plan.mode in ("create", "swap"):
-        if fs.exchange(staging, plan.target):
+        try:
+            exchanged = fs.exchange(staging, plan.target)
+        except BaseException:
+            _restore_marker(plan, retracted)  # nothing was exchanged: the previous result stands
+            raise
+        if exchanged:
             fs.delete_tree(staging)  # now the previous result, which ktk wrote
         else:
             retired = _sibling(plan, "retired")
@@ -430,21 +474,31 @@ def _commit(plan: _Plan) -> None:
                 fs.rename(staging, plan.target)
             except BaseException:
                 fs.rename(retired, plan.target)  # the disk said no: put the previous result back
+                _restore_marker(plan, retracted)
                 raise
             fs.delete_tree(retired)
     else:
-        _merge(plan, entries, manifest)
+        _merge(plan, tuple(written), manifest)
+    fs.write_text(fs.join(plan.target, SUCCESS_NAME), "")
+
+
+def _restore_marker(plan: _Plan, retracted: bool) -> None:
+    """Mark the previous result complete again once it is back whole after a failed move."""
+    if retracted:
+        plan.fs.write_text(plan.fs.join(plan.target, SUCCESS_NAME), "")
 
 
 def _merge(plan: _Plan, entries: tuple[str, ...], manifest: Manifest) -> None:
     """--force into a directory ktk did not create: move ktk's entries in one by one, retire
     the entries an earlier ktk manifest lists that this run no longer writes, write the
-    manifest last; nothing else in the directory is touched."""
+    manifest last (the commit marker follows in :func:`_commit`); nothing else in the
+    directory is touched."""
     fs = plan.fs
     retired = _sibling(plan, "retired")
     fs.make_dirs(retired)
     fs.write_text(fs.join(retired, MANIFEST_NAME), manifest.to_json())
-    replaced = set(entries) | set(plan.previous.entries if plan.previous else ())
+    # the previous marker is already gone (_retract_marker); the new one follows the manifest
+    replaced = (set(entries) | set(plan.previous.entries if plan.previous else ())) - {SUCCESS_NAME}
     for name in sorted(replaced):
         old = fs.join(plan.target, name)
         if fs.exists(old):
