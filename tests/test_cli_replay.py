@@ -55,6 +55,7 @@ def test_replay_scores_good_traces_and_lists_the_broken_ones(traces_dir, tmp_pat
     assert outcome.exit_code == 0, outcome.output
     assert sorted(path.name for path in out.iterdir()) == [
         ".ktk-output.json",
+        "_SUCCESS",
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
@@ -141,6 +142,7 @@ def test_a_second_replay_into_the_same_out_replaces_the_first_result(traces_dir,
     assert outcome.exit_code == 0, outcome.output
     assert sorted(p.name for p in out.iterdir()) == [
         ".ktk-output.json",
+        "_SUCCESS",
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
@@ -175,6 +177,7 @@ def test_force_into_a_foreign_directory_keeps_the_foreign_file(traces_dir, tmp_p
     assert {p.name for p in keep.iterdir()} == {
         "notes.txt",
         ".ktk-output.json",
+        "_SUCCESS",
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",

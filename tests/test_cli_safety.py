@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from ktk.cli import app
 from ktkbase import outputs
-from ktkbase.outputs import MANIFEST_NAME, read_manifest
+from ktkbase.outputs import MANIFEST_NAME, SUCCESS_NAME, read_manifest
 
 DUMP_LOG = EXAMPLES / "importers" / "dump-log.txt"
 
@@ -88,10 +88,15 @@ def test_force_adds_ktk_files_beside_foreign_ones_and_keeps_them(tmp_path):
     assert generate(out, "--force").exit_code == 0
     assert (out / "notes.txt").read_text() == "keep me"
     assert (out / "mixed-s0.jsonl").exists()
-    assert read_manifest(out).entries == ("mixed-s0.jsonl",)  # type: ignore[union-attr]
+    assert read_manifest(out).entries == (SUCCESS_NAME, "mixed-s0.jsonl")  # type: ignore[union-attr]
     # a second forced run replaces only what ktk wrote there
     assert generate(out, "--force", "--seed", "3").exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "mixed-s3.jsonl", "notes.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        MANIFEST_NAME,
+        SUCCESS_NAME,
+        "mixed-s3.jsonl",
+        "notes.txt",
+    ]
 
 
 def test_second_run_replaces_the_first_one_whole(tmp_path):
@@ -100,7 +105,7 @@ def test_second_run_replaces_the_first_one_whole(tmp_path):
     manifest = read_manifest(out)
     assert manifest is not None and manifest.command == "traces generate"
     assert generate(out, "--seed", "2").exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "mixed-s2.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, SUCCESS_NAME, "mixed-s2.jsonl"]
     assert debris(tmp_path, "traces") == []
 
 
@@ -304,7 +309,7 @@ def test_a_disk_that_refuses_the_final_move_is_one_line_and_keeps_the_previous_r
     outcome = generate(out, "--seed", "2")
     assert outcome.exit_code == 2
     assert len(error_lines(outcome)) == 1 and words in outcome.stderr
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "mixed-s1.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, SUCCESS_NAME, "mixed-s1.jsonl"]
     assert (out / "mixed-s1.jsonl").read_bytes() == before
     assert debris(tmp_path, "traces") == []
 
@@ -345,7 +350,7 @@ def test_full_disk_while_generating_is_one_line_and_keeps_the_previous_result(
     outcome = generate(out, "--seed", "2")
     assert outcome.exit_code == 2 and len(error_lines(outcome)) == 1
     assert "the disk is full" in outcome.stderr and "nothing was changed" in outcome.stderr
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "mixed-s1.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, SUCCESS_NAME, "mixed-s1.jsonl"]
     assert debris(tmp_path, "traces") == []
 
 
@@ -368,7 +373,7 @@ def test_ctrl_c_inside_a_command_is_one_line_exit_130_and_keeps_the_previous_res
     outcome = generate(out, "--seed", "2")
     assert outcome.exit_code == 130
     assert error_lines(outcome) == ["error: interrupted"]
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "mixed-s1.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, SUCCESS_NAME, "mixed-s1.jsonl"]
     assert debris(tmp_path, "traces") == []
 
 
@@ -396,7 +401,7 @@ def test_sigint_to_a_running_generate_exits_130_with_one_line(tmp_path):
     assert process.returncode == 130
     assert stderr.decode().splitlines() == ["error: interrupted"]
     assert stdout == b""
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "mixed-s1.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, SUCCESS_NAME, "mixed-s1.jsonl"]
     assert debris(tmp_path, "traces") == []
 
 
@@ -420,7 +425,7 @@ def test_sigkill_mid_generate_keeps_the_previous_result_and_the_next_run_clears_
     assert debris(tmp_path, "traces") != []  # the killed run could not clean up
     assert generate(out, "--seed", "2").exit_code == 0
     assert debris(tmp_path, "traces") == []
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "mixed-s2.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, SUCCESS_NAME, "mixed-s2.jsonl"]
 
 
 # -- JVM ----------------------------------------------------------------------------------------
@@ -484,6 +489,7 @@ def test_demo_writes_its_directory_whole_and_ctrl_c_or_a_dead_jvm_keep_it(tmp_pa
     assert first.returncode == 0, stderr.decode()[-2000:]
     assert sorted(p.name for p in out.iterdir()) == [
         MANIFEST_NAME,
+        SUCCESS_NAME,
         "key-trace-scores.csv",
         "report.html",
         "results",

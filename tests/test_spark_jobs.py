@@ -17,9 +17,10 @@ from assignors.traces import files as trace_files
 from assignors.traces import generate, job, replay, scoring
 from assignors.traces.results import read_errors, read_scores, read_summary, write_results
 from ktkbase.errors import OutputError
+from ktkbase.outputs import SUCCESS_NAME
 from partitioners import keytrace
 from partitioners import scoring as key_scoring
-from spark_jobs import replay_traces, score_key_traces
+from spark_jobs import files, replay_traces, score_key_traces
 
 pytestmark = pytest.mark.spark
 
@@ -142,6 +143,7 @@ def test_spark_output_replaces_its_own_result_and_refuses_a_foreign_directory(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["results"]
     assert sorted(path.name for path in out_dir.iterdir()) == [
         ".ktk-output.json",
+        "_SUCCESS",
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
@@ -225,7 +227,9 @@ def _assert_same_result_bytes(first: Path, second: Path) -> None:
     for name in RESULT_FILES:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     manifests = [json.loads((d / ".ktk-output.json").read_text()) for d in (first, second)]
-    assert manifests[0]["entries"] == manifests[1]["entries"] == sorted(RESULT_FILES)
+    entries = sorted([*RESULT_FILES, SUCCESS_NAME])
+    assert manifests[0]["entries"] == manifests[1]["entries"] == entries
+    assert (first / SUCCESS_NAME).read_bytes() == (second / SUCCESS_NAME).read_bytes() == b""
 
 
 def _replay_both(inputs: list[Path], out_root: Path, *extra: str) -> dict[str, object]:
@@ -368,6 +372,7 @@ def test_hadoop_uri_output_follows_the_same_rules_and_bytes(spark, mixed_traces,
     _assert_same_result_bytes(local, remote)
     assert sorted(p.name for p in remote.iterdir()) == [
         ".ktk-output.json",
+        "_SUCCESS",
         "errors.jsonl",
         "scores.parquet",
         "summary.parquet",
@@ -385,6 +390,45 @@ def test_hadoop_uri_output_follows_the_same_rules_and_bytes(spark, mixed_traces,
         replay_traces.run(
             [str(mixed_traces / "nested")], ["range"], f"file://{mixed_traces}", spark=spark
         )
+
+
+def test_hadoop_uri_output_is_committed_by_an_empty_success_marker_written_last(
+    spark, mixed_traces, tmp_path, monkeypatch
+) -> None:
+    """What a reader on an object store relies on: through Hadoop's FileSystem API (no atomic
+    directory rename), the job writes ``_SUCCESS`` after every other change to ``--out``, and
+    a re-run deletes the old marker before it moves anything."""
+    changes: list[tuple[str, tuple[str, ...]]] = []
+
+    class RecordingFileSystem(files.HadoopFileSystem):
+        def write_bytes(self, path: str, data: bytes) -> None:
+            super().write_bytes(path, data)
+            changes.append(("write", (path,)))
+
+        def rename(self, source: str, target: str) -> None:
+            super().rename(source, target)
+            changes.append(("rename", (source, target)))
+
+        def delete_tree(self, path: str) -> None:
+            super().delete_tree(path)
+            changes.append(("delete", (path,)))
+
+    monkeypatch.setattr(files, "HadoopFileSystem", RecordingFileSystem)
+    uri = f"file://{tmp_path / 'remote'}"
+    marker = f"{uri}/{SUCCESS_NAME}"
+
+    def touching_out() -> list[tuple[str, tuple[str, ...]]]:
+        return [c for c in changes if any(p == uri or p.startswith(uri + "/") for p in c[1])]
+
+    replay_traces.run([str(mixed_traces)], ["range"], uri, timings=False, spark=spark)
+    assert changes[-1] == ("write", (marker,))
+    assert (tmp_path / "remote" / SUCCESS_NAME).read_bytes() == b""
+    changes.clear()
+    replay_traces.run([str(mixed_traces)], ["range"], uri, timings=False, spark=spark)
+    assert touching_out()[0] == ("delete", (marker,))
+    assert changes[-1] == ("write", (marker,))
+    manifest = json.loads((tmp_path / "remote" / ".ktk-output.json").read_text())
+    assert SUCCESS_NAME in manifest["entries"]
 
 
 def test_spark_sigkill_mid_replay_keeps_the_previous_result_and_the_next_run_clears_debris(

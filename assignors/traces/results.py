@@ -13,8 +13,8 @@ input, or the current directory.
 >>> row = ScoreRow("g", "range", 1, 2, 4, 0, 0, 2, 2, 0, True, 2, None, 0, 0, 0, 0, 1, None, None)
 >>> with tempfile.TemporaryDirectory() as parent:
 ...     out = write_results(pathlib.Path(parent) / "out", [row], [])
-...     sorted(path.name for path in out.iterdir()), read_scores(out) == [row]
-(['.ktk-output.json', 'errors.jsonl', 'scores.parquet', 'summary.parquet', 'verdict.json'], True)
+...     print(*sorted(path.name for path in out.iterdir()), read_scores(out) == [row])
+.ktk-output.json _SUCCESS errors.jsonl scores.parquet summary.parquet verdict.json True
 """
 
 from __future__ import annotations
