@@ -2,6 +2,7 @@
 standalone cluster, on the same traces in one file and in 16 files.
 
     python benchmarks/bench_spark_replay.py                        # 2,000 traces, all engines
+    python benchmarks/bench_spark_replay.py --traces 2000 10000    # docs/spark.md's table
     python benchmarks/bench_spark_replay.py --traces 50 200 1000 --engines python spark \\
         --files 1                                                   # the auto-engine crossover
 

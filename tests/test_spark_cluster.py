@@ -255,6 +255,8 @@ def test_spark_submit_recipe_with_a_packed_environment_runs_on_the_cluster(
     rows = list(generate.generate_rows("mixed", 40, seed=11, members=(2, 6), partitions=(4, 40)))
     trace_files.write_traces_jsonl(rows, traces / "all.jsonl")
     out = tmp_path / "out"
+    events = tmp_path / "events"
+    events.mkdir()
     submitted = subprocess.run(
         [
             str(_spark_home() / "bin" / "spark-submit"),
@@ -262,10 +264,22 @@ def test_spark_submit_recipe_with_a_packed_environment_runs_on_the_cluster(
             cluster["url"],
             "--name",
             "ktk-cluster-check",
+            # two keys ktk's DEFAULT_CONF sets (to 16 and false) when nobody else has
             "--conf",
             "spark.sql.shuffle.partitions=4",
             "--conf",
+            "spark.ui.enabled=true",
+            "--conf",
+            "spark.ui.port=0",
+            "--conf",
             "spark.executor.memory=512m",
+            # the event log records the configuration the application ran with
+            "--conf",
+            "spark.eventLog.enabled=true",
+            "--conf",
+            f"spark.eventLog.dir=file://{events}",
+            "--conf",
+            "spark.eventLog.compress=false",
             "--conf",
             f"spark.archives={archive}#environment",
             "--conf",
@@ -295,6 +309,10 @@ def test_spark_submit_recipe_with_a_packed_environment_runs_on_the_cluster(
     assert mine[0]["memoryperslave"] == 512  # the submitted spark.executor.memory
     unpacked = list((cluster["base"]).glob(f"work*/{mine[0]['id']}/*/environment/bin/python"))
     assert unpacked, "no executor unpacked the environment"
+    ran_with = _spark_properties(events / mine[0]["id"])
+    assert ran_with["spark.master"] == cluster["url"]
+    assert ran_with["spark.sql.shuffle.partitions"] == "4"
+    assert ran_with["spark.ui.enabled"] == "true"
 
     expected_run = job.replay_paths([traces], ASSIGNORS, timings=False)
     expected = write_results(
@@ -302,6 +320,15 @@ def test_spark_submit_recipe_with_a_packed_environment_runs_on_the_cluster(
     )
     for name in ("scores.parquet", "summary.parquet", "errors.jsonl"):
         assert (out / name).read_bytes() == (Path(expected) / name).read_bytes(), name
+
+
+def _spark_properties(event_log: Path) -> dict[str, str]:
+    """The Spark properties an application ran with, from its (uncompressed) event log."""
+    for line in event_log.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("Event") == "SparkListenerEnvironmentUpdate":
+            return dict(event["Spark Properties"])
+    raise AssertionError(f"no environment update in {event_log}")
 
 
 def _minor(python: str) -> int | None:
