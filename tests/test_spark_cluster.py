@@ -309,7 +309,7 @@ def test_spark_submit_recipe_with_a_packed_environment_runs_on_the_cluster(
     assert mine[0]["memoryperslave"] == 512  # the submitted spark.executor.memory
     unpacked = list((cluster["base"]).glob(f"work*/{mine[0]['id']}/*/environment/bin/python"))
     assert unpacked, "no executor unpacked the environment"
-    ran_with = _spark_properties(events / mine[0]["id"])
+    ran_with = _spark_properties(events, mine[0]["id"])
     assert ran_with["spark.master"] == cluster["url"]
     assert ran_with["spark.sql.shuffle.partitions"] == "4"
     assert ran_with["spark.ui.enabled"] == "true"
@@ -320,15 +320,20 @@ def test_spark_submit_recipe_with_a_packed_environment_runs_on_the_cluster(
     )
     for name in ("scores.parquet", "summary.parquet", "errors.jsonl"):
         assert (out / name).read_bytes() == (Path(expected) / name).read_bytes(), name
+    assert (out / "_SUCCESS").read_bytes() == b""  # the commit marker, written last
 
 
-def _spark_properties(event_log: Path) -> dict[str, str]:
-    """The Spark properties an application ran with, from its (uncompressed) event log."""
-    for line in event_log.read_text().splitlines():
-        event = json.loads(line)
-        if event.get("Event") == "SparkListenerEnvironmentUpdate":
-            return dict(event["Spark Properties"])
-    raise AssertionError(f"no environment update in {event_log}")
+def _spark_properties(events: Path, app_id: str) -> dict[str, str]:
+    """The Spark properties application ``app_id`` ran with, from its uncompressed event log
+    in ``events``: one file named by the id, or a rolling log's directory of event files."""
+    single = events / app_id
+    logs = [single] if single.is_file() else sorted(events.glob(f"*_{app_id}/events_*_{app_id}"))
+    for log in logs:
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            if event.get("Event") == "SparkListenerEnvironmentUpdate":
+                return dict(event["Spark Properties"])
+    raise AssertionError(f"no environment update for {app_id} in {events}: {logs}")
 
 
 def _minor(python: str) -> int | None:
