@@ -323,17 +323,39 @@ def test_spark_submit_recipe_with_a_packed_environment_runs_on_the_cluster(
     assert (out / "_SUCCESS").read_bytes() == b""  # the commit marker, written last
 
 
-def _spark_properties(events: Path, app_id: str) -> dict[str, str]:
-    """The Spark properties application ``app_id`` ran with, from its uncompressed event log
-    in ``events``: one file named by the id, or a rolling log's directory of event files."""
+def _events(events: Path, app_id: str) -> Iterator[dict]:
+    """The events of application ``app_id`` from its uncompressed event log in ``events``: one
+    file named by the id, or a rolling log's directory of event files."""
     single = events / app_id
     logs = [single] if single.is_file() else sorted(events.glob(f"*_{app_id}/events_*_{app_id}"))
+    assert logs, f"no event log for {app_id} in {events}"
     for log in logs:
         for line in log.read_text().splitlines():
-            event = json.loads(line)
-            if event.get("Event") == "SparkListenerEnvironmentUpdate":
-                return dict(event["Spark Properties"])
-    raise AssertionError(f"no environment update for {app_id} in {events}: {logs}")
+            yield json.loads(line)
+
+
+def _spark_properties(events: Path, app_id: str) -> dict[str, str]:
+    """The Spark properties application ``app_id`` ran with."""
+    for event in _events(events, app_id):
+        if event.get("Event") == "SparkListenerEnvironmentUpdate":
+            return dict(event["Spark Properties"])
+    raise AssertionError(f"no environment update for {app_id} in {events}")
+
+
+def _replay_stage_executors(events: Path, app_id: str) -> list[str]:
+    """The executor of each successful task of the replay stage: the last stage of the jobs
+    run in the job group ``ktk-replay``."""
+    stages: list[int] = []
+    executors: dict[int, list[str]] = {}
+    for event in _events(events, app_id):
+        kind = event.get("Event")
+        if kind == "SparkListenerJobStart":
+            if event.get("Properties", {}).get("spark.jobGroup.id") == "ktk-replay":
+                stages.extend(event["Stage IDs"])
+        elif kind == "SparkListenerTaskEnd" and event["Task End Reason"]["Reason"] == "Success":
+            executors.setdefault(event["Stage ID"], []).append(event["Task Info"]["Executor ID"])
+    assert stages, f"no ktk-replay job in the event log of {app_id}"
+    return executors.get(max(stages), [])
 
 
 def _minor(python: str) -> int | None:
@@ -409,14 +431,23 @@ def test_executors_on_another_python_version_fail_in_one_line(cluster, tmp_path)
 
 
 # a driver run in its own process (one SparkContext per process): the replay job through
-# spark_jobs.replay_traces.run on the cluster, printing progress and the tasks' timings
+# spark_jobs.replay_traces.run on the cluster, printing its application id, progress and the
+# tasks' timings; its event log goes to events/ in its working directory
 DRIVER = """
-import json, sys, time
+import json, os, sys, time
 from spark_jobs import replay_traces
 from spark_jobs.session import get_session
 
 master, traces, out, assignors = sys.argv[1:5]
-spark = get_session(master=master, conf={"spark.executor.memory": "512m"}, app_name=sys.argv[5])
+os.makedirs("events", exist_ok=True)  # the event log, in the driver's working directory
+conf = {
+    "spark.executor.memory": "512m",
+    "spark.eventLog.enabled": "true",
+    "spark.eventLog.dir": "file://" + os.path.abspath("events"),
+    "spark.eventLog.compress": "false",
+}
+spark = get_session(master=master, conf=conf, app_name=sys.argv[5])
+print("app", spark.sparkContext.applicationId, flush=True)
 result = replay_traces.run(
     [traces], assignors.split(","), out, timings=False, spark=spark,
     progress=lambda done, total: print(f"progress {done} {total} {time.time()}", flush=True),
@@ -480,6 +511,10 @@ def test_one_file_of_2000_traces_runs_on_every_core_with_the_longest_task_within
     assert sum(task[1] for task in tasks) == 2000
     cpu = [task[2] for task in tasks]
     assert max(cpu) <= 2 * (sum(cpu) / len(cpu)), tasks
+    # and both executors ran replay tasks (Spark's own record of where each task ran)
+    (app_id,) = [line.split()[1] for line in stdout.splitlines() if line.startswith("app ")]
+    executors = _replay_stage_executors(tmp_path / "events", app_id)
+    assert len(executors) == len(tasks) and len(set(executors)) == cores, executors
 
 
 def test_killing_a_worker_mid_job_still_gives_the_in_process_result(
