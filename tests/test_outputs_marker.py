@@ -308,3 +308,9 @@ def test_ktk_force_into_another_jobs_committed_output_is_one_line_exit_2(tmp_pat
     lines = [line for line in outcome.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and SUCCESS_NAME in lines[0] and "move it away" in lines[0]
     assert sorted(p.name for p in out.iterdir()) == [SUCCESS_NAME, "part-00000.json"]
+
+
+def test_force_help_says_another_jobs_success_marker_is_refused() -> None:
+    text = CliRunner().invoke(app, ["traces", "generate", "--help"]).stdout
+    words = " ".join(text.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
+    assert "Another job's _SUCCESS commit marker there is refused, not replaced." in words

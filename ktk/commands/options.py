@@ -10,7 +10,8 @@ import typer
 FORCE_HELP = (
     "Write into --out even though ktk did not create it (no .ktk-output.json there): files of "
     "the same names, and those an earlier ktk run listed in its .ktk-output.json, are "
-    "replaced; nothing else there is touched."
+    "replaced; nothing else there is touched. Another job's _SUCCESS commit marker there is "
+    "refused, not replaced."
 )
 GROUPS_HELP = "How many traces (consumer groups) to generate."
 TRACE_FORMATS = ("jsonl", "jsonl.gz", "parquet")
