@@ -74,6 +74,15 @@ def _wait(condition, seconds: float, what: str, logs: list[Path]) -> None:
     pytest.fail(f"{what} not ready after {seconds} s\n{tails}")
 
 
+WITHOUT_KTK_PROBE = """
+import numpy, pandas, pyarrow
+try:
+    import spark_jobs
+except ModuleNotFoundError:
+    print("no ktk")
+"""
+
+
 def _executor_python(directory: Path) -> Path:
     """A venv that imports pandas/pyarrow/numpy but not ktk."""
     subprocess.run(
@@ -88,6 +97,15 @@ def _executor_python(directory: Path) -> Path:
         timeout=30,
     ).stdout.strip()
     Path(purelib, "ktk-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    probe = subprocess.run(
+        [str(python), "-c", WITHOUT_KTK_PROBE],
+        cwd=directory,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert probe.stdout.strip() == "no ktk", probe.stdout + probe.stderr  # deps yes, ktk no
     return python
 
 
