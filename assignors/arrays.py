@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import itertools
 import operator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
 import numpy as np
 
-from assignors.model import Assignment, Group, PartitionSpace, member_runs
+from assignors.model import (
+    Assignment,
+    Group,
+    OwnedPartitions,
+    PartitionSpace,
+    TopicPartition,
+    member_runs,
+)
 
 _INDEX = np.int64
 NOBODY = -1
@@ -59,7 +67,6 @@ class GroupArrays:
     def of(cls, group: Group) -> GroupArrays:
         space = group.partition_space()
         counts = np.asarray(space.partition_counts, dtype=_INDEX)
-        offsets = np.asarray(space.offsets, dtype=_INDEX)
         position = {name: p for p, name in enumerate(space.topic_names)}
         known: dict[frozenset[str], tuple[int, ...]] = {}
         subscriptions = []
@@ -81,9 +88,7 @@ class GroupArrays:
         )
         rank = np.empty(len(members), dtype=_INDEX)
         rank[order] = np.arange(len(members), dtype=_INDEX)
-        claimant, contested, unsubscribed_owner, objects = _valid_claims(
-            group, subscriptions, counts, offsets, position
-        )
+        claimant, contested, unsubscribed_owner, objects = _valid_claims(group, subscriptions)
         return cls(
             space=space,
             member_ids=tuple(member.member_id for member in members),
@@ -175,85 +180,209 @@ class GroupArrays:
 
 
 def _valid_claims(
-    group: Group,
-    subscriptions: list[tuple[int, ...]],
-    counts: np.ndarray,
-    offsets: np.ndarray,
-    position: dict[str, int],
+    group: Group, subscriptions: list[tuple[int, ...]]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(claimant, contested, unsubscribed_owner, objects): per partition, the member whose claim
-    wins (present, subscribed, partition exists, highest generation; two claims in it void the
-    partition), and whether a present member lists it without subscribing to its topic."""
-    num_partitions = int(counts.sum())
-    objects = np.full(num_partitions, None, dtype=object)
-    claimant = np.full(num_partitions, NOBODY, dtype=_INDEX)
-    contested = np.zeros(num_partitions, dtype=bool)
-    unsubscribed_owner = np.zeros(num_partitions, dtype=bool)
-    members = group.members
-    lengths = [len(member.owned_partitions) for member in members]
-    total = sum(lengths)
-    if total == 0:
+    """(claimant, contested, unsubscribed_owner, objects) of :class:`GroupArrays`, by the claim
+    rule of :func:`resolve_claims`."""
+    space = group.partition_space()
+    objects = np.full(space.size, None, dtype=object)
+    claimant = np.full(space.size, NOBODY, dtype=_INDEX)
+    contested = np.zeros(space.size, dtype=bool)
+    unsubscribed_owner = np.zeros(space.size, dtype=bool)
+    claims = owned_claims(group, space, with_objects=True)
+    if not claims.index.size:
         return claimant, contested, unsubscribed_owner, objects
-    # every member's owned partitions in one pass (member after member, as listed)
-    owned = list(itertools.chain.from_iterable(member.owned_partitions for member in members))
-    owner = np.repeat(np.arange(len(members), dtype=_INDEX), lengths)
-    topics = np.fromiter(
-        map(position.get, map(operator.itemgetter(0), owned), repeat(-1)),
-        dtype=_INDEX,
-        count=total,
-    )
-    numbers = np.fromiter(map(operator.itemgetter(1), owned), dtype=_INDEX, count=total)
-    # one extra column answers topic position -1 (a topic nobody subscribes to): no partitions
-    known_counts = np.append(counts, 0)
-    exists = (numbers >= 0) & (numbers < known_counts[topics])
-    valid = _subscribed(subscriptions, counts.size, owner, topics) & exists
-    dropped = exists & ~valid
-    if dropped.any():
-        unsubscribed_owner[offsets[topics[dropped]] + numbers[dropped]] = True
-    partitions = offsets[topics[valid]] + numbers[valid]
-    objects[partitions] = np.fromiter(owned, dtype=object, count=total)[valid]
-    claimers = owner[valid]
-    generations = np.fromiter((member.generation for member in members), _INDEX, len(members))[
-        claimers
-    ]
-    if not partitions.size:
-        return claimant, contested, unsubscribed_owner, objects
-    order = np.lexsort((-generations, partitions))
-    partitions, claimers, generations = partitions[order], claimers[order], generations[order]
-    first = np.ones(partitions.size, dtype=bool)
-    first[1:] = partitions[1:] != partitions[:-1]
-    tied = np.zeros(partitions.size, dtype=bool)
-    tied[:-1] = ~first[1:] & (generations[1:] == generations[:-1])
-    leaders = np.flatnonzero(first)
-    void = tied[leaders]
-    claimant[partitions[leaders[~void]]] = claimers[leaders[~void]]
-    contested[partitions[leaders[void]]] = True
+    subscribed = claims_subscribed(claims, space, subscriptions)
+    if not subscribed.all():
+        unsubscribed_owner[claims.index[~subscribed]] = True
+        claims = claims.subset(subscribed)
+    if claims.objects is not None:
+        objects[claims.index] = claims.objects
+    generations = member_generations(group)
+    keep, tied = resolve_claims(claims.member, claims.index, generations)
+    claimant[claims.index[keep]] = claims.member[keep]
+    contested[tied] = True
     return claimant, contested, unsubscribed_owner, objects
 
 
-def _subscribed(
-    subscriptions: list[tuple[int, ...]], num_topics: int, members: np.ndarray, topics: np.ndarray
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """The partitions members list as owned, as claims on a group's partition space: member
+    ``member[k]`` (an index into the group's members) claims partition ``index[k]``. Claims come
+    member after member in the order asked for, each member's in the order it lists them; claims
+    on partitions the space lacks (a topic the group does not list or nobody subscribes to, a
+    partition the topic does not have) are left out. ``objects[k]``, when asked for and every
+    claim came as a :class:`TopicPartition`, is the member's own object."""
+
+    member: np.ndarray
+    index: np.ndarray
+    objects: np.ndarray | None = None
+
+    def subset(self, kept: np.ndarray) -> Claims:
+        objects = None if self.objects is None else self.objects[kept]
+        return Claims(self.member[kept], self.index[kept], objects)
+
+
+def owned_claims(
+    group: Group,
+    space: PartitionSpace,
+    members: Sequence[int] | None = None,
+    owned: Mapping[str, Sequence[TopicPartition]] | None = None,
+    *,
+    with_objects: bool = False,
+) -> Claims:
+    """Every owned partition of ``group``'s members (those at ``members``, in that order; all by
+    default) as claims on ``space``; ``owned`` replaces each member's ``owned_partitions`` (by
+    member id). Owned partitions kept as :class:`~assignors.model.OwnedPartitions` are taken as
+    arrays (one concatenation); those given as objects are read in one C-level pass.
+
+    >>> from assignors.model import Member, OwnedPartitions, Topic, TopicPartition as TP
+    >>> indexes = OwnedPartitions(PartitionSpace(("a", "b"), (2, 2)), [0, 3])
+    >>> group = Group((Topic("a", 2), Topic("b", 2)), (
+    ...     Member("c0", frozenset("ab"), (TP("b", 1), TP("x", 0))),
+    ...     Member("c1", frozenset("ab"), indexes)))
+    >>> claims = owned_claims(group, group.partition_space(), [1, 0])
+    >>> claims.member.tolist(), claims.index.tolist()
+    ([1, 1, 0], [0, 3, 3])
+    """
+    listed = group.members
+    order = list(range(len(listed))) if members is None else list(members)
+    held: list[Sequence[TopicPartition]] = [
+        listed[i].owned_partitions if owned is None else owned.get(listed[i].member_id, ())
+        for i in order
+    ]
+    as_arrays = [isinstance(partitions, OwnedPartitions) for partitions in held]
+    objects_given = [
+        partitions for partitions, arrays in zip(held, as_arrays, strict=True) if not arrays
+    ]
+    object_indexes, object_claims = _object_indexes(space, objects_given)
+    if not any(as_arrays):  # every claim an object: one pass, no per-member pieces
+        lengths = np.fromiter(map(len, held), _INDEX, len(held))
+        member = np.repeat(np.asarray(order, dtype=_INDEX), lengths)
+        kept = object_indexes >= 0
+        objects = None
+        if with_objects and object_claims:
+            objects = np.fromiter(object_claims, dtype=object, count=len(object_claims))[kept]
+        return Claims(member[kept], object_indexes[kept], objects)
+    object_pieces = iter(
+        np.split(object_indexes, np.cumsum([len(given) for given in objects_given])[:-1])
+        if objects_given
+        else ()
+    )
+    same_space: dict[int, bool] = {}
+    pieces = []
+    for partitions, arrays in zip(held, as_arrays, strict=True):
+        if not arrays:
+            piece = next(object_pieces)
+            pieces.append(piece[piece >= 0])
+            continue
+        assert isinstance(partitions, OwnedPartitions)
+        source = partitions.space
+        same = same_space.get(id(source))
+        if same is None:
+            same = same_space[id(source)] = _same_numbering(source, space)
+        pieces.append(partitions.indexes if same else partitions.indexes_in(space))
+    lengths = np.fromiter(map(len, pieces), _INDEX, len(pieces))
+    index = np.concatenate(pieces) if pieces else np.zeros(0, _INDEX)
+    return Claims(np.repeat(np.asarray(order, dtype=_INDEX), lengths), index.astype(_INDEX))
+
+
+def _same_numbering(first: PartitionSpace, second: PartitionSpace) -> bool:
+    return first is second or (
+        first.topic_names == second.topic_names
+        and first.partition_counts == second.partition_counts
+    )
+
+
+def _object_indexes(
+    space: PartitionSpace, given: Sequence[Sequence[TopicPartition]]
+) -> tuple[np.ndarray, list[TopicPartition]]:
+    """Index in ``space`` of every partition of ``given`` (all lists, in order; -1 where the
+    space lacks it), read in C-level passes over the names and the numbers, and the flat list."""
+    flat = list(itertools.chain.from_iterable(given))
+    if not flat:
+        return np.zeros(0, _INDEX), flat
+    position = {name: p for p, name in enumerate(space.topic_names)}
+    topics = np.fromiter(
+        map(position.get, map(operator.itemgetter(0), flat), repeat(-1)), _INDEX, len(flat)
+    )
+    numbers = np.fromiter(map(operator.itemgetter(1), flat), _INDEX, len(flat))
+    # one extra entry answers position -1 (a topic the space lacks): no partitions
+    counts = np.append(np.asarray(space.partition_counts, dtype=_INDEX), 0)
+    offsets = np.append(np.asarray(space.offsets, dtype=_INDEX), 0)
+    exists = (numbers >= 0) & (numbers < counts[topics])
+    return np.where(exists, offsets[topics] + numbers, NOBODY), flat
+
+
+def member_generations(group: Group) -> np.ndarray:
+    """Each member's generation, in the group's member order."""
+    members = group.members
+    return np.fromiter((member.generation for member in members), _INDEX, len(members))
+
+
+def resolve_claims(
+    member: np.ndarray, index: np.ndarray, generations: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The claim rule: of the claims on one partition (``member[k]`` claims ``index[k]``, all
+    of them by subscribed members on partitions that exist), the one in the highest generation
+    (``generations[member]``) wins; two in that generation void the partition, nobody keeps it.
+    Kafka's sticky assignors and the coordinator's assignors read owned partitions this way.
+    Returns whether each claim wins (in the claims' order) and the void partitions, ascending.
+
+    >>> keep, void = resolve_claims(np.array([0, 1, 2, 1]), np.array([5, 5, 6, 7]),
+    ...                             np.array([3, 3, 1]))
+    >>> keep.tolist(), void.tolist()
+    ([False, False, True, True], [5])
+    """
+    if not index.size or np.bincount(index).max() <= 1:  # no partition claimed twice
+        return np.ones(index.size, dtype=bool), np.zeros(0, _INDEX)
+    claim_generations = generations[member]
+    by_partition = np.lexsort((-claim_generations, index))
+    sorted_indexes, sorted_generations = index[by_partition], claim_generations[by_partition]
+    first = np.ones(index.size, dtype=bool)
+    first[1:] = sorted_indexes[1:] != sorted_indexes[:-1]
+    tied = np.zeros(index.size, dtype=bool)
+    tied[:-1] = ~first[1:] & (sorted_generations[1:] == sorted_generations[:-1])
+    keep = np.empty(index.size, dtype=bool)
+    keep[by_partition] = first & ~tied
+    return keep, sorted_indexes[first & tied]
+
+
+def claims_subscribed(
+    claims: Claims, space: PartitionSpace, subscriptions: Sequence[Sequence[int] | np.ndarray]
 ) -> np.ndarray:
-    """Whether ``members[k]`` subscribes to topic position ``topics[k]`` (-1: never): one row
-    per distinct subscription, or, when those rows would be large, a search of the
-    (member, topic) pairs."""
-    row_of: dict[tuple[int, ...], int] = {}
-    rows = np.asarray(
-        [row_of.setdefault(subscription, len(row_of)) for subscription in subscriptions],
-        dtype=_INDEX,
+    """Whether each claim's member subscribes to its partition's topic; ``subscriptions[i]``:
+    topic positions in ``space`` member ``i`` (group order) subscribes to. Members sharing a
+    subscription should share the object: rows are made once per distinct object. When every
+    subscription covers every topic that has partitions, no claim is looked up."""
+    num_topics = len(space.topic_names)
+    row_of: dict[int, int] = {}
+    distinct: list[Sequence[int] | np.ndarray] = []
+    for subscription in subscriptions:
+        if row_of.setdefault(id(subscription), len(row_of)) == len(distinct):
+            distinct.append(subscription)
+    rows = np.fromiter(
+        (row_of[id(subscription)] for subscription in subscriptions), _INDEX, len(subscriptions)
     )
-    width = num_topics + 1  # the last column answers position -1
-    if len(row_of) * width <= _SUBSCRIPTION_TABLE_CELLS:
-        table = np.zeros((len(row_of), width), dtype=bool)
-        for subscription, row in row_of.items():
-            table[row, list(subscription)] = True
-        return table[rows[members], topics]
-    pairs = np.fromiter(
-        (
-            member * width + position
-            for member, subscription in enumerate(subscriptions)
-            for position in subscription
-        ),
-        dtype=_INDEX,
-    )
-    return np.isin(members * width + np.where(topics >= 0, topics, num_topics), pairs)
+    if len(distinct) * num_topics > _SUBSCRIPTION_TABLE_CELLS:
+        pairs = np.fromiter(
+            (
+                member * num_topics + position
+                for member, subscription in enumerate(subscriptions)
+                for position in subscription
+            ),
+            dtype=_INDEX,
+        )
+        return np.isin(claims.member * num_topics + _topics_of(space, claims.index), pairs)
+    table = np.zeros((len(distinct), num_topics), dtype=bool)
+    for row, subscription in enumerate(distinct):
+        table[row, np.asarray(subscription, dtype=_INDEX)] = True
+    with_partitions = np.asarray(space.partition_counts, dtype=_INDEX) > 0
+    if table[:, with_partitions].all():
+        return np.ones(claims.index.size, dtype=bool)
+    return table[rows[claims.member], _topics_of(space, claims.index)]
+
+
+def _topics_of(space: PartitionSpace, indexes: np.ndarray) -> np.ndarray:
+    offsets = np.asarray(space.offsets, dtype=_INDEX)
+    return np.searchsorted(offsets, indexes, side="right") - 1

@@ -42,12 +42,12 @@ from __future__ import annotations
 import bisect
 import gc
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import repeat
 from operator import itemgetter
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple, NoReturn, overload
 
 import numpy as np
 
@@ -125,9 +125,11 @@ class Member:
     """One consumer of the group.
 
     ``owned_partitions`` are the partitions the member held before this rebalance together with
-    the ``generation`` in which it held them (``-1``: unknown or none). ``instance_id`` is the
-    static membership id (``group.instance.id``); ``rack`` is ``client.rack`` (an empty rack is
-    kept: Kafka's assignors treat it as no rack).
+    the ``generation`` in which it held them (``-1``: unknown or none), in (topic, partition)
+    order without repeats: given as :class:`TopicPartition` pairs (sorted and deduplicated
+    here) or as :class:`OwnedPartitions` (integer indexes; the request reader gives those).
+    ``instance_id`` is the static membership id (``group.instance.id``); ``rack`` is
+    ``client.rack`` (an empty rack is kept: Kafka's assignors treat it as no rack).
 
     Bad values raise :class:`assignors.errors.InputError` naming the field:
 
@@ -139,7 +141,7 @@ class Member:
 
     member_id: str
     topics: frozenset[str]
-    owned_partitions: tuple[TopicPartition, ...] = ()
+    owned_partitions: tuple[TopicPartition, ...] | OwnedPartitions = ()
     generation: int = NO_GENERATION
     rack: str | None = None
     instance_id: str | None = None
@@ -160,6 +162,11 @@ class Member:
             self._fail(
                 "topics", "every topic name must be a string", sorted(map(repr, self.topics))
             )
+        if not isinstance(self.owned_partitions, OwnedPartitions):
+            self._normalise_owned()
+        self._check_scalars()
+
+    def _normalise_owned(self) -> None:
         # C-level passes only: members may own hundreds of thousands of partitions. Sorting
         # compares the pairs, so once it succeeds and the first topic is a string, all are.
         try:
@@ -186,6 +193,8 @@ class Member:
                 )
                 self._fail("owned_partitions", _OWNED_RULE, tuple(bad))
         object.__setattr__(self, "owned_partitions", owned)
+
+    def _check_scalars(self) -> None:
         if type(self.generation) is not int or self.generation < NO_GENERATION:
             self._fail("generation", "must be an integer >= -1", self.generation)
         if self.rack is not None and not isinstance(self.rack, str):
@@ -203,7 +212,7 @@ class Member:
         cls,
         member_id: str,
         topics: frozenset[str],
-        owned_partitions: tuple[TopicPartition, ...],
+        owned_partitions: tuple[TopicPartition, ...] | OwnedPartitions,
         generation: int,
         rack: str | None,
         instance_id: str | None,
@@ -435,6 +444,138 @@ class PartitionSpace:
             made = self.partition_objects(missing)
             objects[missing] = np.fromiter(made, dtype=object, count=missing.size)
         return objects
+
+
+class OwnedPartitions(Sequence[TopicPartition]):
+    """A member's owned partitions kept as integers: sorted, distinct indexes into a
+    :class:`PartitionSpace` whose topics are sorted by name, so index order is (topic, partition)
+    order. It reads as the tuple of :class:`TopicPartition` it stands for (equal to it, same
+    hash, same repr); that tuple is made on first use only, so the claim readers
+    (:func:`assignors.arrays.owned_claims`) take the indexes without one object per partition.
+    The request reader gives every member that lists owned partitions one of these.
+
+    >>> space = PartitionSpace(("a", "b"), (2, 3))
+    >>> owned = OwnedPartitions(space, np.array([1, 4]))
+    >>> len(owned), owned.indexes_in(space).tolist(), owned.is_made
+    (2, [1, 4], False)
+    >>> owned == (TopicPartition("a", 1), TopicPartition("b", 2)), owned.is_made
+    (True, True)
+
+    Indexes out of order, repeated or outside the space are refused:
+
+    >>> OwnedPartitions(space, np.array([4, 1]))
+    Traceback (most recent call last):
+    ...
+    assignors.errors.InputError: owned_partitions: owned partition indexes must be sorted, \
+distinct and in 0..4 (got [4, 1])
+    """
+
+    __slots__ = ("_objects", "indexes", "space")
+
+    space: PartitionSpace
+    indexes: np.ndarray
+    _objects: tuple[TopicPartition, ...] | None
+
+    def __init__(self, space: PartitionSpace, indexes: np.ndarray | Sequence[int]) -> None:
+        values = np.asarray(indexes)
+        if values.size == 0:
+            values = values.astype(np.int64)
+        if (
+            values.ndim != 1
+            or values.dtype.kind not in "iu"
+            or (values.size and (int(values[0]) < 0 or int(values[-1]) >= space.size))
+            or bool(np.any(values[1:] <= values[:-1]))
+        ):
+            raise InputError(
+                f"owned partition indexes must be sorted, distinct and in 0..{space.size - 1}",
+                field="owned_partitions",
+                value=values.tolist() if values.size <= 8 else f"{values.size} indexes",
+            )
+        if list(space.topic_names) != sorted(space.topic_names):
+            raise InputError(
+                "the space of owned partition indexes must list its topics by name",
+                field="owned_partitions",
+                value=space.topic_names,
+            )
+        self._set(space, values.astype(np.int64, copy=False))
+
+    def _set(self, space: PartitionSpace, indexes: np.ndarray) -> None:
+        object.__setattr__(self, "space", space)
+        object.__setattr__(self, "indexes", indexes)
+        object.__setattr__(self, "_objects", None)
+
+    @classmethod
+    def checked(cls, space: PartitionSpace, indexes: np.ndarray) -> OwnedPartitions:
+        """Owned partitions from int64 indexes already sorted, distinct and inside ``space``
+        (whose topics are sorted by name), without checking them again."""
+        made = cls.__new__(cls)
+        made._set(space, indexes)
+        return made
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"OwnedPartitions is immutable: cannot set {name!r}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (OwnedPartitions.checked, (self.space, self.indexes))
+
+    @property
+    def is_made(self) -> bool:
+        """Whether the :class:`TopicPartition` view was made (some caller read the objects)."""
+        return self._objects is not None
+
+    def objects(self) -> tuple[TopicPartition, ...]:
+        """The :class:`TopicPartition` view, made once."""
+        if self._objects is None:
+            made = tuple(self.space.partition_objects(self.indexes))
+            object.__setattr__(self, "_objects", made)
+        assert self._objects is not None
+        return self._objects
+
+    def indexes_in(self, space: PartitionSpace) -> np.ndarray:
+        """The indexes of these partitions in ``space`` (ascending), leaving out partitions
+        ``space`` lacks: the arrays themselves when ``space`` numbers the same topics, else
+        one vectorised translation by topic name."""
+        source = self.space
+        if space is source or (
+            space.topic_names == source.topic_names
+            and space.partition_counts == source.partition_counts
+        ):
+            return self.indexes
+        positions, numbers = source.locate(self.indexes)
+        target = space._offset_by_topic
+        counts = dict(zip(space.topic_names, space.partition_counts, strict=True))
+        starts = np.asarray([target.get(name, -1) for name in source.topic_names], np.int64)
+        limits = np.asarray([counts.get(name, 0) for name in source.topic_names], np.int64)
+        kept = (starts[positions] >= 0) & (numbers < limits[positions])
+        return starts[positions[kept]] + numbers[kept]
+
+    def __len__(self) -> int:
+        return int(self.indexes.size)
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        return iter(self.objects())
+
+    @overload
+    def __getitem__(self, position: int) -> TopicPartition: ...
+    @overload
+    def __getitem__(self, position: slice) -> tuple[TopicPartition, ...]: ...
+    def __getitem__(self, position: int | slice) -> TopicPartition | tuple[TopicPartition, ...]:
+        return self.objects()[position]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OwnedPartitions):
+            if other.space == self.space:
+                return bool(np.array_equal(self.indexes, other.indexes))
+            return self.objects() == other.objects()
+        if isinstance(other, tuple):
+            return self.objects() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.objects())
+
+    def __repr__(self) -> str:
+        return repr(self.objects())
 
 
 class Assignment:

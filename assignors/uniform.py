@@ -61,14 +61,14 @@ parity tests do that). See docs/assignors-kip848.md for every difference.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import repeat
 from typing import Literal
 
 import numpy as np
 
+from assignors.arrays import claims_subscribed, member_generations, owned_claims, resolve_claims
 from assignors.base import RebalanceProtocol
 from assignors.model import (
     Assignment,
@@ -202,9 +202,7 @@ def plan_uniform(
     if not members or not counts.size:
         return UniformPlan(space, member_ids, owner, owner.copy(), homogeneous)
 
-    claim_rank, claim_index, contested = _valid_claims(
-        group, order, by_rank, subscriptions, counts, offsets, topic_position
-    )
+    claim_rank, claim_index, contested = _valid_claims(group, order, by_rank, subscriptions)
     holder = np.full(space.size, _NOBODY, dtype=_INDEX)
     holder[claim_index] = by_rank[claim_rank]
     holder[contested] = _CONTESTED
@@ -232,19 +230,11 @@ def current_holders(group: Group) -> np.ndarray:
     """The member (group index) validly holding each partition of ``group.partition_space()``
     now (-1 nobody, -2 several members in the same, highest generation)."""
     space = group.partition_space()
-    counts = np.asarray(space.partition_counts, dtype=_INDEX)
-    offsets = np.asarray(space.offsets, dtype=_INDEX)
     topic_position = {name: t for t, name in enumerate(space.topic_names)}
     by_rank = np.arange(len(group.members), dtype=_INDEX)
     subscriptions = _subscribed_positions(group.members, by_rank, topic_position)
     ranks, indexes, contested = _valid_claims(
-        group,
-        IterationOrder.default(group),
-        by_rank,
-        subscriptions,
-        counts,
-        offsets,
-        topic_position,
+        group, IterationOrder.default(group), by_rank, subscriptions
     )
     holder = np.full(space.size, _NOBODY, dtype=_INDEX)
     holder[indexes] = ranks
@@ -275,65 +265,27 @@ def _valid_claims(
     order: IterationOrder,
     by_rank: np.ndarray,
     subscriptions: Sequence[np.ndarray],
-    counts: np.ndarray,
-    offsets: np.ndarray,
-    topic_position: dict[str, int],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(member rank, partition index) of every claim honoured, members in rank order and each
     member's claims in its iteration order, and the partitions whose claims tie. A claim counts
     when its topic is known, subscribed by the member and has the partition; a partition
-    claimed by several members goes to the highest generation and to nobody on a tie (the
-    coordinator's own assignment never overlaps)."""
-    num_members, num_topics = len(subscriptions), counts.size
-    owned_by_rank = [
-        group.members[i].owned_partitions
-        if order.owned is None
-        else order.owned.get(group.members[i].member_id, ())
-        for i in by_rank.tolist()
-    ]
-    lengths = np.fromiter(map(len, owned_by_rank), _INDEX, num_members)
-    total = int(lengths.sum())
-    if not total or not num_topics:
+    claimed by several members goes to the highest generation and to nobody on a tie
+    (:func:`assignors.arrays.resolve_claims`; the coordinator's own assignment never overlaps)."""
+    space = group.partition_space()
+    ranked = by_rank.tolist()
+    claims = owned_claims(group, space, ranked, order.owned)
+    if not claims.index.size:
         return np.zeros(0, _INDEX), np.zeros(0, _INDEX), np.zeros(0, _INDEX)
-    # all claims at once: one C-level pass over the names and one over the numbers
-    claims = list(chain.from_iterable(owned_by_rank))
-    names = map(operator.itemgetter(0), claims)
-    positions = np.fromiter(map(topic_position.get, names, repeat(-1)), _INDEX, total)
-    numbers = np.fromiter(map(operator.itemgetter(1), claims), _INDEX, total)
-    ranks = np.repeat(np.arange(num_members, dtype=_INDEX), lengths)
-    # (rank, topic position) pairs as sorted keys: a claim counts if its pair is subscribed
-    # (position -1, an unknown topic, makes a key no subscription has)
-    width = num_topics + 1
-    sub_lengths = np.fromiter(map(len, subscriptions), _INDEX, num_members)
-    subscribed_keys = np.repeat(np.arange(num_members, dtype=_INDEX), sub_lengths) * width
-    if subscribed_keys.size:
-        subscribed_keys += np.concatenate(subscriptions)
-    claim_keys = ranks * width + positions
-    found = np.searchsorted(subscribed_keys, claim_keys)
-    is_subscribed = np.zeros(total, dtype=bool)
-    if subscribed_keys.size:
-        inside = found < subscribed_keys.size
-        is_subscribed[inside] = subscribed_keys[found[inside]] == claim_keys[inside]
-    safe = np.where(positions >= 0, positions, 0)
-    valid = is_subscribed & (numbers >= 0) & (numbers < counts[safe])
-    ranks = ranks[valid]
-    indexes = offsets[safe[valid]] + numbers[valid]
-    if np.bincount(indexes, minlength=1).max() <= 1:
-        return ranks, indexes, np.zeros(0, _INDEX)  # no partition claimed twice
-    member_generations = np.fromiter(
-        (group.members[i].generation for i in by_rank.tolist()), _INDEX, num_members
-    )
-    generations = member_generations[ranks]
-    by_partition = np.lexsort((-generations, indexes))
-    sorted_indexes, sorted_generations = indexes[by_partition], generations[by_partition]
-    first = np.ones(indexes.size, dtype=bool)
-    first[1:] = sorted_indexes[1:] != sorted_indexes[:-1]
-    tied = np.zeros(indexes.size, dtype=bool)
-    tied[:-1] = ~first[1:] & (sorted_generations[1:] == sorted_generations[:-1])
-    keep_sorted = first & ~tied
-    keep = np.empty(indexes.size, dtype=bool)
-    keep[by_partition] = keep_sorted
-    return ranks[keep], indexes[keep], sorted_indexes[first & tied]
+    by_member: list[np.ndarray] = [subscriptions[0]] * len(ranked)
+    for rank, i in enumerate(ranked):
+        by_member[i] = subscriptions[rank]
+    subscribed = claims_subscribed(claims, space, by_member)
+    if not subscribed.all():
+        claims = claims.subset(subscribed)
+    keep, tied = resolve_claims(claims.member, claims.index, member_generations(group))
+    rank_of = np.empty(len(ranked), dtype=_INDEX)
+    rank_of[by_rank] = np.arange(len(ranked), dtype=_INDEX)
+    return rank_of[claims.member[keep]], claims.index[keep], tied
 
 
 def _topic_ranges(counts: np.ndarray, offsets: np.ndarray, topics: Sequence[int]) -> np.ndarray:

@@ -64,6 +64,7 @@ from assignors.model import (
     Assignment,
     Group,
     Member,
+    OwnedPartitions,
     PartitionSpace,
     Topic,
     TopicPartition,
@@ -157,7 +158,7 @@ def parse_request(
 
     parse_options(obj)
     topics = _parse_topics(obj.get("topics", _MISSING))
-    members = _parse_members(obj.get("members", _MISSING), {topic.name: topic for topic in topics})
+    members = _parse_members(obj.get("members", _MISSING), topics)
     return Request(name, assignor, Group(topics=topics, members=members))
 
 
@@ -249,7 +250,7 @@ def _parse_weight(value: object, field: str) -> float:
     return float(value)
 
 
-def _parse_members(raw: object, topics: Mapping[str, Topic]) -> tuple[Member, ...]:
+def _parse_members(raw: object, topics: Sequence[Topic]) -> tuple[Member, ...]:
     if raw is _MISSING:
         raise _fail("missing; list the members (may be empty)", "members")
     if not isinstance(raw, list):
@@ -258,7 +259,8 @@ def _parse_members(raw: object, topics: Mapping[str, Topic]) -> tuple[Member, ..
         raise _fail(
             f"{len(raw)} members; a request may list at most {MAX_MEMBERS}", "members", len(raw)
         )
-    members: list[Member] = []
+    fields: list[tuple[str, frozenset[str], int, str | None, str | None]] = []
+    owned_lists: list[_OwnedPairs | None] = []
     seen_ids: set[str] = set()
     seen_instances: set[str] = set()
     for index, entry in enumerate(raw):
@@ -294,18 +296,15 @@ def _parse_members(raw: object, topics: Mapping[str, Topic]) -> tuple[Member, ..
             if instance_id in seen_instances:
                 raise _fail("duplicate instance_id", f"{path}.instance_id", instance_id)
             seen_instances.add(instance_id)
-        owned = _parse_owned(entry.get("owned"), topics, f"{path}.owned")
-        members.append(
-            Member(
-                member_id=member_id,
-                topics=frozenset(subscription),
-                owned_partitions=owned,
-                generation=generation,
-                rack=rack,
-                instance_id=instance_id,
-            )
+        owned_lists.append(_parse_owned(entry.get("owned"), f"{path}.owned"))
+        fields.append((member_id, frozenset(subscription), generation, rack, instance_id))
+    owned = _owned_indexes(owned_lists, topics)
+    return tuple(
+        Member(member_id, subscription, held, generation, rack, instance_id)
+        for (member_id, subscription, generation, rack, instance_id), held in zip(
+            fields, owned, strict=True
         )
-    return tuple(members)
+    )
 
 
 def _optional_name(entry: Mapping[str, Any], key: str, path: str) -> str | None:
@@ -317,14 +316,25 @@ def _optional_name(entry: Mapping[str, Any], key: str, path: str) -> str | None:
     return value or None  # Kafka treats an empty rack or instance id as absent
 
 
-def _parse_owned(
-    raw: object, topics: Mapping[str, Topic], field: str
-) -> tuple[TopicPartition, ...]:
+class _OwnedPairs(NamedTuple):
+    """A member's ``owned`` list, checked: its topic names and partition numbers."""
+
+    names: list[str]
+    numbers: list[int]
+
+
+def _parse_owned(raw: object, field: str) -> _OwnedPairs | None:
+    """The topic names and numbers of an ``owned`` list, after checking every pair's shape
+    (C-level passes over the pairs; the first bad pair is found only when there is one)."""
     if raw is None:
-        return ()
+        return None
     if not isinstance(raw, list):
         raise _fail("owned must be a list of [topic, partition] pairs", field, _preview(raw))
-    owned: list[TopicPartition] = []
+    if set(map(type, raw)) <= {list} and set(map(len, raw)) <= {2}:
+        names = list(map(operator.itemgetter(0), raw))
+        numbers = list(map(operator.itemgetter(1), raw))
+        if set(map(type, names)) <= {str} and set(map(type, numbers)) <= {int}:
+            return _OwnedPairs(names, numbers)
     for index, pair in enumerate(raw):
         if (
             not isinstance(pair, list)
@@ -337,10 +347,46 @@ def _parse_owned(
                 f"{field}[{index}]",
                 _preview(pair),
             )
-        topic = topics.get(pair[0])
-        if topic is not None and 0 <= pair[1] < topic.num_partitions:
-            owned.append(TopicPartition(pair[0], pair[1]))
-    return tuple(owned)
+    return _OwnedPairs([pair[0] for pair in raw], [int(pair[1]) for pair in raw])
+
+
+def _owned_indexes(
+    owned: Sequence[_OwnedPairs | None], topics: Sequence[Topic]
+) -> list[OwnedPartitions | tuple[TopicPartition, ...]]:
+    """Each member's owned partitions as sorted, distinct indexes into the partition space of
+    the request's topics (by name), all members in one pass: pairs naming a topic the request
+    does not list, or a partition the topic does not have, are dropped; no
+    :class:`TopicPartition` is made (:class:`~assignors.model.OwnedPartitions` makes them
+    when asked)."""
+    lengths = [0 if pairs is None else len(pairs.names) for pairs in owned]
+    if not any(lengths):
+        return [()] * len(owned)
+    ordered = sorted(topics, key=operator.attrgetter("name"))
+    space = PartitionSpace(
+        tuple(topic.name for topic in ordered), tuple(topic.num_partitions for topic in ordered)
+    )
+    listed = [pairs for pairs in owned if pairs is not None]
+    names = list(itertools.chain.from_iterable(pairs.names for pairs in listed))
+    numbers_listed = list(itertools.chain.from_iterable(pairs.numbers for pairs in listed))
+    total = len(numbers_listed)
+    starts = dict(zip(space.topic_names, space.offsets, strict=True))
+    counts = dict(zip(space.topic_names, space.partition_counts, strict=True))
+    offsets = np.fromiter(map(starts.get, names, itertools.repeat(-1)), np.int64, total)
+    limits = np.fromiter(map(counts.get, names, itertools.repeat(0)), np.int64, total)
+    try:
+        numbers = np.fromiter(numbers_listed, np.int64, total)
+    except OverflowError:  # beyond int64: no topic has such a partition
+        numbers = np.fromiter((min(max(n, -1), INT32_MAX) for n in numbers_listed), np.int64)
+    member = np.repeat(np.arange(len(owned), dtype=np.int64), lengths)
+    kept = (offsets >= 0) & (numbers >= 0) & (numbers < limits)
+    # one sort of (member, index) keys gives every member's indexes sorted and distinct
+    keys = np.unique(member[kept] * space.size + offsets[kept] + numbers[kept])
+    bounds = np.searchsorted(keys, np.arange(len(owned) + 1, dtype=np.int64) * space.size)
+    indexes = keys - np.repeat(np.arange(len(owned), dtype=np.int64), np.diff(bounds)) * space.size
+    return [
+        OwnedPartitions.checked(space, indexes[start:stop]) if stop > start else ()
+        for start, stop in itertools.pairwise(bounds.tolist())
+    ]
 
 
 def _check_writable(text: str, field: str) -> None:
