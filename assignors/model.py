@@ -281,6 +281,7 @@ class Group:
                     field="members",
                     value=current.member_id,
                 )
+        _share_subscriptions(members)
         object.__setattr__(self, "topics", topics)
         object.__setattr__(self, "members", members)
         object.__setattr__(self, "_topic_by_name", by_name)
@@ -348,6 +349,18 @@ class Group:
         return any(member.rack is not None for member in self.members) and any(
             topic.replica_racks is not None for topic in self.topics
         )
+
+
+def _share_subscriptions(members: Iterable[Member]) -> None:
+    """Members with equal subscriptions are given one shared frozenset (an equal value, so
+    nothing a caller can see changes): assignors then tell subscriptions apart by identity,
+    without comparing topic names member by member on every rebalance, as the coordinator
+    keeps a group's subscription type between rebalances."""
+    shared: dict[frozenset[str], frozenset[str]] = {}
+    for member in members:
+        topics = shared.setdefault(member.topics, member.topics)
+        if topics is not member.topics:
+            object.__setattr__(member, "topics", topics)
 
 
 @dataclass(frozen=True, slots=True)

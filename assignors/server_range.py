@@ -44,12 +44,19 @@ one stable sort of the owners.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from assignors.base import RebalanceProtocol
 from assignors.java_order import java_member_order
 from assignors.model import Assignment, Group
-from assignors.uniform import UniformPlan, assignment_of, current_holders
+from assignors.uniform import (
+    UniformPlan,
+    assignment_of,
+    current_holders,
+    subscribed_positions,
+)
 
 _INDEX = np.int64
 
@@ -80,24 +87,30 @@ class ServerRangeAssignor:
 def plan_server_range(group: Group) -> UniformPlan:
     """Owners per partition index of ``group.partition_space()`` (member indexes of the group)."""
     space = group.partition_space()
-    member_ids = tuple(member.member_id for member in group.members)
+    members = group.members
+    member_ids = tuple(member.member_id for member in members)
     owner = np.full(space.size, -1, dtype=_INDEX)
     index_of = {member_id: i for i, member_id in enumerate(member_ids)}
-    ordered = [index_of[member.member_id] for member in java_member_order(group.members)]
-    subscriptions = [group.members[i].topics for i in ordered]
-    known = set(space.topic_names)
-    homogeneous = len({topics & known for topics in subscriptions}) <= 1
+    ordered = np.asarray(
+        [index_of[member.member_id] for member in java_member_order(members)], dtype=_INDEX
+    )
     position = {name: t for t, name in enumerate(space.topic_names)}
+    # known topics per member (group order; members sharing a subscription share the array)
+    subscriptions = subscribed_positions(members, np.arange(len(members), dtype=_INDEX), position)
+    distinct = {id(topics): topics for topics in subscriptions}.values()
+    homogeneous = len({topics.tobytes() for topics in distinct}) <= 1
     if homogeneous:
-        everyone = np.asarray(ordered, dtype=_INDEX)
-        by_topic = [everyone] * len(space.topic_names)
+        by_topic = [ordered] * len(space.topic_names)
     else:
-        lists: list[list[int]] = [[] for _ in space.topic_names]
-        for i, topics in zip(ordered, subscriptions, strict=True):
-            for name in topics:
-                if name in position:
-                    lists[position[name]].append(i)
-        by_topic = [np.asarray(subscribers, dtype=_INDEX) for subscribers in lists]
+        # every (member, topic) pair, members in order, then grouped by topic (stable)
+        in_order = [subscriptions[i] for i in ordered.tolist()]
+        lengths = np.fromiter(map(len, in_order), _INDEX, len(in_order))
+        topics = np.concatenate(in_order) if in_order else np.zeros(0, dtype=_INDEX)
+        narrow = topics.astype(np.int16) if len(space.topic_names) < 2**15 else topics
+        by_topic_order = np.argsort(narrow, kind="stable")  # a radix sort on 16 bits
+        subscribers = np.repeat(ordered, lengths)[by_topic_order]
+        bounds = np.searchsorted(topics[by_topic_order], np.arange(len(space.topic_names) + 1))
+        by_topic = [subscribers[start:stop] for start, stop in itertools.pairwise(bounds.tolist())]
     for subscribers, start, count in zip(
         by_topic, space.offsets, space.partition_counts, strict=True
     ):
@@ -106,4 +119,5 @@ def plan_server_range(group: Group) -> UniformPlan:
         quota = np.full(subscribers.size, count // subscribers.size, dtype=_INDEX)
         quota[: count % subscribers.size] += 1
         owner[start : start + count] = np.repeat(subscribers, quota)
-    return UniformPlan(space, member_ids, owner, current_holders(group), homogeneous)
+    holders = current_holders(group, subscriptions)
+    return UniformPlan(space, member_ids, owner, holders, homogeneous)

@@ -191,8 +191,9 @@ def plan_uniform(
     if sorted(order.members) != sorted(member_ids):
         raise ValueError("iteration order must list every member of the group exactly once")
     by_rank = np.fromiter(map(index_of.__getitem__, order.members), _INDEX, len(members))
-    subscriptions = _subscribed_positions(members, by_rank, topic_position)
-    distinct = len({topics.tobytes() for topics in subscriptions})
+    subscriptions = subscribed_positions(members, by_rank, topic_position)
+    # members sharing a subscription share its array (_subscribed_positions): compare each once
+    distinct = len({topics.tobytes() for topics in {id(t): t for t in subscriptions}.values()})
     # the coordinator decides on subscribed topic names, topics that do not exist included
     same_names = len({member.topics for member in members}) <= 1
     homogeneous = same_names if subscription_type is None else subscription_type == "homogeneous"
@@ -221,18 +222,21 @@ def plan_uniform(
             raise ValueError("topic id order must list every subscribed topic exactly once")
         _Heterogeneous(owner, counts, offsets, subscriptions, tie_rank).run(claim_rank, claim_index)
     # owners were computed as iteration ranks: translate them to the group's member indexes
-    assigned = owner >= 0
-    owner[assigned] = by_rank[owner[assigned]]
+    if not np.array_equal(by_rank, np.arange(by_rank.size)):
+        assigned = owner >= 0
+        owner[assigned] = by_rank[owner[assigned]]
     return UniformPlan(space, member_ids, owner, holder, homogeneous)
 
 
-def current_holders(group: Group) -> np.ndarray:
+def current_holders(group: Group, subscriptions: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """The member (group index) validly holding each partition of ``group.partition_space()``
-    now (-1 nobody, -2 several members in the same, highest generation)."""
+    now (-1 nobody, -2 several members in the same, highest generation). ``subscriptions``:
+    :func:`subscribed_positions` of the members in group order, when the caller has them."""
     space = group.partition_space()
-    topic_position = {name: t for t, name in enumerate(space.topic_names)}
     by_rank = np.arange(len(group.members), dtype=_INDEX)
-    subscriptions = _subscribed_positions(group.members, by_rank, topic_position)
+    if subscriptions is None:
+        topic_position = {name: t for t, name in enumerate(space.topic_names)}
+        subscriptions = subscribed_positions(group.members, by_rank, topic_position)
     ranks, indexes, contested = _valid_claims(
         group, IterationOrder.default(group), by_rank, subscriptions
     )
@@ -242,7 +246,7 @@ def current_holders(group: Group) -> np.ndarray:
     return holder
 
 
-def _subscribed_positions(
+def subscribed_positions(
     members: Sequence[Member], by_rank: np.ndarray, topic_position: dict[str, int]
 ) -> list[np.ndarray]:
     """Each member's known topics as sorted positions, members in rank order (computed once per
@@ -319,8 +323,12 @@ def _assign_homogeneous(
     keep = position < quota[claim_rank]
     claimed = np.zeros(owner.size, dtype=bool)
     claimed[claim_index] = True
-    every = _topic_ranges(counts, offsets, topic_order)
-    unassigned = np.concatenate((every[~claimed[every]], claim_index[~keep]))
+    if list(topic_order) == list(range(counts.size)):  # topics in index order: no reordering
+        unclaimed = np.flatnonzero(~claimed)
+    else:
+        every = _topic_ranges(counts, offsets, topic_order)
+        unclaimed = every[~claimed[every]]
+    unassigned = np.concatenate((unclaimed, claim_index[~keep]))
     owner[claim_index[keep]] = claim_rank[keep]
     remaining = quota - np.bincount(claim_rank[keep], minlength=num_members)
     owner[unassigned] = np.repeat(np.arange(num_members, dtype=_INDEX), remaining)

@@ -10,8 +10,12 @@ first round).
 Java is Kafka's own ``UniformAssignor`` / server ``RangeAssignor`` through the oracle harness
 (shared/tools/java-oracle; ``--oracle`` points at its built classes), timed inside its JVM:
 its first call (cold), then after 3 warm-up calls the median of ``--reps`` calls (warm). ktk is
-timed in this process on ``assign(group)`` alone, building the group untimed: its first call and
-the median of ``--reps`` more. Printed: seconds per side and ktk / Java.
+timed in this process on ``assign(group)`` alone, building the group untimed (members own their
+partitions as integer indexes, :class:`~assignors.model.OwnedPartitions`, as the request reader
+gives them and as the harness gives Java its ``Set<Integer>`` per topic): its first call and the
+median of ``--reps`` more. Printed: wall seconds per side, CPU seconds (ktk: this process; Java:
+the calling thread, and the whole JVM with its GC and JIT threads) and the ratios ktk / Java
+(CPU: against Java's calling thread). Under load, compare the CPU columns.
 
     python benchmarks/bench_server_assignors.py --oracle BUILD/classes
     python benchmarks/bench_server_assignors.py --oracle BUILD/classes --topics 100 --per-topic 1000
@@ -22,16 +26,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from assignors.model import Group, Member, Topic, TopicPartition
+from assignors.model import (
+    Assignment,
+    Group,
+    Member,
+    OwnedPartitions,
+    PartitionSpace,
+    Topic,
+    member_runs,
+)
 from assignors.registry import get
 
 MASK64 = (1 << 64) - 1
@@ -67,22 +81,24 @@ def subscriptions(topics: int, members: int, shape: str, seed: int) -> list[list
 def build_group(
     topics: int, per_topic: int, members: int, shape: str, owners: np.ndarray | None
 ) -> Group:
+    """The harness's group; with ``owners`` (consumer number per partition) every tenth member
+    has left and the others own what ``owners`` gives them, as integer indexes
+    (:class:`OwnedPartitions`, as the request reader makes them), in generation 1."""
     names = [f"topic-{t:04d}" for t in range(topics)]
     subscribed = subscriptions(topics, members, shape, SEED)
-    owned: dict[int, list[TopicPartition]] = {}
+    owned: dict[int, OwnedPartitions] = {}
     if owners is not None:
-        order = np.argsort(owners, kind="stable")
-        bounds = np.searchsorted(owners[order], np.arange(members + 1))
+        space = PartitionSpace(tuple(names), (per_topic,) * topics)
+        order, bounds = member_runs(owners.astype(np.int64), members)
         for c in range(members):
-            indexes = order[bounds[c] : bounds[c + 1]].tolist()
-            owned[c] = [TopicPartition(names[i // per_topic], i % per_topic) for i in indexes]
+            owned[c] = OwnedPartitions(space, order[bounds[c] : bounds[c + 1]])
     return Group(
         tuple(Topic(name, per_topic) for name in names),
         tuple(
             Member(
                 f"consumer-{c:05d}",
                 frozenset(names[t] for t in subscribed[c]),
-                tuple(owned.get(c, ())),
+                owned.get(c, ()),
                 generation=1 if owners is not None else -1,
             )
             for c in range(members)
@@ -91,24 +107,38 @@ def build_group(
     )
 
 
-def owners_of(assignment, topics: int, per_topic: int) -> np.ndarray:
-    owners = np.full(topics * per_topic, -1, dtype=np.int32)
-    for member, partitions in assignment.partitions.items():
-        c = int(member.rsplit("-", 1)[1])
-        for tp in partitions:
-            owners[int(tp.topic.rsplit("-", 1)[1]) * per_topic + tp.partition] = c
+def owners_of(answer: Assignment, group: Group, topics: int, per_topic: int) -> np.ndarray:
+    """Consumer number per partition (the harness's owners file), -1 none."""
+    assert answer.owners is not None and answer.space is not None
+    number = np.asarray([int(m.member_id.rsplit("-", 1)[1]) for m in group.members] + [-1])
+    space = PartitionSpace(tuple(f"topic-{t:04d}" for t in range(topics)), (per_topic,) * topics)
+    owners = np.full(space.size, -1, dtype=np.int32)
+    every = np.arange(answer.space.size)
+    positions, numbers = answer.space.locate(every)
+    starts = np.asarray(
+        [space.offsets[space.topic_names.index(n)] for n in answer.space.topic_names]
+    )
+    owners[starts[positions] + numbers] = number[answer.owners]
     return owners
 
 
-def time_ktk(assignor_name: str, group: Group, reps: int) -> tuple[float, float, object]:
+def time_ktk(assignor_name: str, group: Group, reps: int) -> dict[str, Any]:
+    """Wall and CPU seconds of the first call and the medians of the next ``reps``."""
     assignor = get(assignor_name)
-    seconds, answer = [], None
+    seconds, cpu_seconds, answer = [], [], None
     for _ in range(1 + reps):
         answer = None
+        cpu = time.process_time()
         started = time.perf_counter()
         answer = assignor.assign(group)
         seconds.append(time.perf_counter() - started)
-    return seconds[0], statistics.median(seconds[1:]), answer
+        cpu_seconds.append(time.process_time() - cpu)
+    return {
+        "cold_s": seconds[0],
+        "warm_s": statistics.median(seconds[1:]),
+        "warm_cpu_s": statistics.median(cpu_seconds[1:]),
+        "answer": answer,
+    }
 
 
 def time_java(
@@ -120,7 +150,7 @@ def time_java(
     shape: str,
     reps: int,
     owners_in: Path | None,
-) -> tuple[float, float]:
+) -> dict[str, float]:
     command = [
         "java", "-cp", oracle, "Harness", "bench", "--assignor", assignor_name,
         "--topics", str(topics), "--per-topic", str(per_topic), "--consumers", str(members),
@@ -132,7 +162,12 @@ def time_java(
     report = json.loads(done.stdout.strip().splitlines()[-1])
     if report["duplicates"]:
         raise SystemExit(f"Java assigned {report['duplicates']} partitions twice")
-    return float(report["cold_s"]), statistics.median(report["warm_s"])
+    return {
+        "cold_s": float(report["cold_s"]),
+        "warm_s": statistics.median(report["warm_s"]),
+        "warm_thread_cpu_s": statistics.median(report["warm_thread_cpu_s"]),
+        "warm_process_cpu_s": statistics.median(report["warm_process_cpu_s"]),
+    }
 
 
 def main() -> None:
@@ -147,33 +182,43 @@ def main() -> None:
     topics, per_topic, members = arguments.topics, arguments.per_topic, arguments.members
     print(
         f"{members:,} members x {topics * per_topic:,} partitions ({topics} x {per_topic:,});"
-        " seconds, warm = median of the calls after the first (Java: after 3 warm-ups)"
+        " seconds, warm = median of the calls after the first (Java: after 3 warm-ups);"
+        " cpu: ktk process, Java calling thread / whole JVM; ratios ktk / Java"
     )
-    header = f"{'case':44} {'ktk cold':>9} {'ktk warm':>9} {'Java cold':>10} {'Java warm':>10}"
-    print(header + f" {'ratio cold':>10} {'ratio warm':>10}")
+    print(f"load average {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+    header = f"{'case':40} {'ktk cold':>8} {'warm':>6} {'cpu':>6}"
+    if arguments.oracle:
+        header += f" {'Java cold':>9} {'warm':>6} {'cpu':>6} {'jvm cpu':>7}"
+        header += f" {'cold':>5} {'warm':>5} {'cpu':>5}"
+    print(header)
     for assignor_name in arguments.assignors.split(","):
         for shape in ("uniform", "half"):
             phases = ("initial", "rebalance") if assignor_name == "uniform" else ("initial",)
             owners = None
             for phase in phases:
                 group = build_group(topics, per_topic, members, shape, owners)
-                ktk_cold, ktk_warm, answer = time_ktk(assignor_name, group, arguments.reps)
+                ours = time_ktk(assignor_name, group, arguments.reps)
                 label = f"{assignor_name} {'homogeneous' if shape == 'uniform' else 'random half'}"
-                row = f"{label + ' ' + phase:44} {ktk_cold:9.3f} {ktk_warm:9.3f}"
+                row = f"{label + ' ' + phase:40} {ours['cold_s']:8.3f} {ours['warm_s']:6.3f}"
+                row += f" {ours['warm_cpu_s']:6.3f}"
                 if arguments.oracle:
                     with tempfile.TemporaryDirectory() as work:
                         owners_file = None
                         if owners is not None:
                             owners_file = Path(work) / "owners.bin"
                             owners.astype("<i4").tofile(owners_file)
-                        java_cold, java_warm = time_java(
+                        java = time_java(
                             arguments.oracle, assignor_name, topics, per_topic, members,
                             shape, arguments.reps, owners_file,
                         )  # fmt: skip
-                    row += f" {java_cold:10.3f} {java_warm:10.3f}"
-                    row += f" {ktk_cold / java_cold:10.2f} {ktk_warm / java_warm:10.2f}"
+                    row += f" {java['cold_s']:9.3f} {java['warm_s']:6.3f}"
+                    row += f" {java['warm_thread_cpu_s']:6.3f} {java['warm_process_cpu_s']:7.3f}"
+                    row += f" {ours['cold_s'] / java['cold_s']:5.2f}"
+                    row += f" {ours['warm_s'] / java['warm_s']:5.2f}"
+                    row += f" {ours['warm_cpu_s'] / java['warm_thread_cpu_s']:5.2f}"
                 print(row, flush=True)
-                owners = owners_of(answer, topics, per_topic)
+                owners = owners_of(ours["answer"], group, topics, per_topic)
+    print(f"load average {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
 
 
 if __name__ == "__main__":
