@@ -30,9 +30,10 @@ round gave them, generation 1): Java's ``Harness bench`` (first call = cold, the
 then 3 timed ones: warm is the fastest) and ktk in this process (first call cold, warm the
 fastest of the next 3), with wall and CPU seconds and the ktk/Java ratios. It checks that both
 sides hand out the same owners. Then the whole process, JSON in, JSON out: ``ktk assign`` on a
-1M request file beside ``Harness assign`` on the same file, wall and CPU seconds and peak RSS
-of each (``getrusage(RUSAGE_CHILDREN)`` in a fresh interpreter per command). The load average
-is printed first and last: the timings are of one run on whatever the machine is doing.
+1M request file (initial, then 10% leave with the others listing the 900,000 partitions ktk's
+initial round gave them) beside ``Harness assign`` on the same file, wall and CPU seconds and
+peak RSS of each (``getrusage(RUSAGE_CHILDREN)`` in a fresh interpreter per command). The load
+average is printed first and last: the timings are of one run on whatever the machine is doing.
 
 kafka-python's sticky assignor needs about 11 s per round at 200 x 20,000 and about 75 s at
 500 x 50,000, and does not finish 1,000 x 100,000 in minutes, so larger sizes run ktk only:
@@ -55,6 +56,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.util
+import itertools
 import json
 import math
 import os
@@ -515,10 +517,26 @@ def whole_process(command: list[str], request: Path) -> dict[str, float]:
     return measured
 
 
-def oracle_request(path: Path, protocol: str) -> None:
+def oracle_request(path: Path, protocol: str, previous: np.ndarray | None = None) -> None:
+    """The harness's group as a request file; with ``previous`` (owner per partition, consumer
+    index) every tenth consumer has left and the others list what it gave them as owned."""
     topic_names, member_ids = oracle_names()
     topics = [{"name": name, "partitions": ORACLE_PER_TOPIC} for name in topic_names]
-    members = [{"id": member_id, "topics": topic_names} for member_id in member_ids]
+    members: list[dict[str, Any]] = []
+    if previous is None:
+        members = [{"id": member_id, "topics": topic_names} for member_id in member_ids]
+    else:
+        order, bounds = member_runs(previous, ORACLE_CONSUMERS)
+        for c, member_id in enumerate(member_ids):
+            if c % ORACLE_LEAVE_EVERY == 0:
+                continue
+            owned = [
+                [topic_names[index // ORACLE_PER_TOPIC], index % ORACLE_PER_TOPIC]
+                for index in order[bounds[c] : bounds[c + 1]].tolist()
+            ]
+            members.append(
+                {"id": member_id, "topics": topic_names, "owned": owned, "generation": 1}
+            )
     request = {"name": "oracle", "assignor": protocol, "topics": topics, "members": members}
     path.write_text(json.dumps(request) + "\n", encoding="utf-8")
 
@@ -563,13 +581,17 @@ def run_oracle(oracle: Path, whole: Sequence[str]) -> None:
                 f"{'whole process (JSON in, JSON out)':<44}{'wall s':>8}{'cpu s':>8}"
                 f"{'peak RSS MiB':>14}{'ktk/java wall':>15}{'rss':>7}"
             )
-        for protocol in whole:
-            request = work / f"{protocol}.json"
-            oracle_request(request, protocol)
+        for protocol, round_name in itertools.product(whole, ("initial", "10% leave")):
+            request = work / f"{protocol}-{len(round_name)}.json"
+            previous = None
+            if round_name != "initial":
+                initial = oracle_group(None)
+                previous = consumer_owners(get(protocol).assign(initial), initial)
+            oracle_request(request, protocol, previous)
             java_side = whole_process(["java", "-cp", str(oracle), "Harness", "assign"], request)
             ktk_side = whole_process([sys.executable, "-m", "ktk", "assign"], request)
             for side, measured in (("java Harness assign", java_side), ("ktk assign", ktk_side)):
-                label = f"{protocol} 1M initial: {side}"
+                label = f"{protocol} 1M {round_name}: {side}"
                 print(
                     f"{label:<44}{measured['wall_s']:8.2f}{measured['cpu_s']:8.2f}"
                     f"{measured['max_rss_kb'] / 1024:14.0f}",

@@ -379,8 +379,11 @@ def _owned_indexes(
         numbers = np.fromiter((min(max(n, -1), INT32_MAX) for n in numbers_listed), np.int64)
     member = np.repeat(np.arange(len(owned), dtype=np.int64), lengths)
     kept = (offsets >= 0) & (numbers >= 0) & (numbers < limits)
-    # one sort of (member, index) keys gives every member's indexes sorted and distinct
-    keys = np.unique(member[kept] * space.size + offsets[kept] + numbers[kept])
+    # one sort of (member, index) keys gives every member's indexes sorted and distinct (a
+    # stable sort: members usually list their partitions in order, runs it merges cheaply)
+    keys = np.sort(member[kept] * space.size + offsets[kept] + numbers[kept], kind="stable")
+    if keys.size > 1:
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
     bounds = np.searchsorted(keys, np.arange(len(owned) + 1, dtype=np.int64) * space.size)
     indexes = keys - np.repeat(np.arange(len(owned), dtype=np.int64), np.diff(bounds)) * space.size
     return [
