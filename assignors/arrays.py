@@ -48,9 +48,11 @@ class GroupArrays:
     on ``p`` is valid (present, subscribed, highest generation; -1 none); ``contested[p]``: two
     claims in that highest generation (neither counts); ``unsubscribed_owner[p]``: some present
     member lists ``p`` as owned although it no longer subscribes to its topic (its claim is
-    never honoured, but it holds ``p`` until it revokes it); ``objects[p]``: the request's own
-    TopicPartition when claimed (others are made on output); ``rank[i]``: tie-break order
-    (static instance id, else member id).
+    never honoured, but it holds ``p`` until it revokes it); ``objects[p]``: the member's own
+    TopicPartition when claimed and every member listed objects, not
+    :class:`~assignors.model.OwnedPartitions` (others are made on output); ``rank[i]``:
+    tie-break order (static instance id, else member id). Claims are read and resolved by
+    :func:`owned_claims` and :func:`resolve_claims`, which the uniform assignor shares.
     """
 
     space: PartitionSpace
