@@ -15,7 +15,8 @@ partitions as integer indexes, :class:`~assignors.model.OwnedPartitions`, as the
 gives them and as the harness gives Java its ``Set<Integer>`` per topic): its first call and the
 median of ``--reps`` more. Printed: wall seconds per side, CPU seconds (ktk: this process; Java:
 the calling thread, and the whole JVM with its GC and JIT threads) and the ratios ktk / Java
-(CPU: against Java's calling thread). Under load, compare the CPU columns.
+(cpu: against Java's calling thread, which leaves out its garbage collection; jvm: against
+the whole JVM). Under load, compare the CPU columns.
 
     python benchmarks/bench_server_assignors.py --oracle BUILD/classes
     python benchmarks/bench_server_assignors.py --oracle BUILD/classes --topics 100 --per-topic 1000
@@ -189,7 +190,7 @@ def main() -> None:
     header = f"{'case':40} {'ktk cold':>8} {'warm':>6} {'cpu':>6}"
     if arguments.oracle:
         header += f" {'Java cold':>9} {'warm':>6} {'cpu':>6} {'jvm cpu':>7}"
-        header += f" {'cold':>5} {'warm':>5} {'cpu':>5}"
+        header += f" {'cold':>5} {'warm':>5} {'cpu':>5} {'jvm':>5}"
     print(header)
     for assignor_name in arguments.assignors.split(","):
         for shape in ("uniform", "half"):
@@ -216,6 +217,7 @@ def main() -> None:
                     row += f" {ours['cold_s'] / java['cold_s']:5.2f}"
                     row += f" {ours['warm_s'] / java['warm_s']:5.2f}"
                     row += f" {ours['warm_cpu_s'] / java['warm_thread_cpu_s']:5.2f}"
+                    row += f" {ours['warm_cpu_s'] / java['warm_process_cpu_s']:5.2f}"
                 print(row, flush=True)
                 owners = owners_of(ours["answer"], group, topics, per_topic)
     print(f"load average {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
