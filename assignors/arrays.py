@@ -266,34 +266,42 @@ def owned_claims(
         if with_objects and object_claims:
             objects = np.fromiter(object_claims, dtype=object, count=len(object_claims))[kept]
         return Claims(member[kept], object_indexes[kept], objects)
+    # array members' indexes are numbered by their own space: each distinct space other than
+    # ``space`` is translated once, over all its members' indexes together
     object_pieces = iter(
         np.split(object_indexes, np.cumsum([len(given) for given in objects_given])[:-1])
         if objects_given
         else ()
     )
-    same_space: dict[int, bool] = {}
+    foreign: list[PartitionSpace] = []
+    code_of: dict[int, int] = {}  # space id -> 0 numbered as ``space``, else 1 + foreign index
+    codes: list[int] = []
     pieces = []
     for partitions, arrays in zip(held, as_arrays, strict=True):
         if not arrays:
-            piece = next(object_pieces)
-            pieces.append(piece[piece >= 0])
+            pieces.append(next(object_pieces))
+            codes.append(0)
             continue
         assert isinstance(partitions, OwnedPartitions)
         source = partitions.space
-        same = same_space.get(id(source))
-        if same is None:
-            same = same_space[id(source)] = _same_numbering(source, space)
-        pieces.append(partitions.indexes if same else partitions.indexes_in(space))
+        code = code_of.get(id(source))
+        if code is None:
+            code = code_of[id(source)] = 0 if source.numbers_alike(space) else 1 + len(foreign)
+            if code:
+                foreign.append(source)
+        codes.append(code)
+        pieces.append(partitions.indexes)
     lengths = np.fromiter(map(len, pieces), _INDEX, len(pieces))
-    index = np.concatenate(pieces) if pieces else np.zeros(0, _INDEX)
-    return Claims(np.repeat(np.asarray(order, dtype=_INDEX), lengths), index.astype(_INDEX))
-
-
-def _same_numbering(first: PartitionSpace, second: PartitionSpace) -> bool:
-    return first is second or (
-        first.topic_names == second.topic_names
-        and first.partition_counts == second.partition_counts
-    )
+    index = np.concatenate(pieces).astype(_INDEX) if pieces else np.zeros(0, _INDEX)
+    member = np.repeat(np.asarray(order, dtype=_INDEX), lengths)
+    if foreign or objects_given:
+        element_codes = np.repeat(np.asarray(codes, dtype=_INDEX), lengths)
+        for position, source in enumerate(foreign, start=1):
+            at = np.flatnonzero(element_codes == position)
+            index[at] = source.translate(index[at], space)
+        kept = index >= 0
+        member, index = member[kept], index[kept]
+    return Claims(member, index)
 
 
 def _object_indexes(

@@ -416,6 +416,31 @@ class PartitionSpace:
         positions = np.searchsorted(offsets, indexes, side="right") - 1
         return positions, np.asarray(indexes, dtype=np.int64) - offsets[positions]
 
+    def translate(self, indexes: np.ndarray, target: PartitionSpace) -> np.ndarray:
+        """The index in ``target`` of each partition at ``indexes`` of this space, matched by
+        topic name and partition number (-1 where ``target`` lacks it), in one vectorised pass.
+
+        >>> PartitionSpace(("a", "b", "c"), (2, 2, 2)).translate(
+        ...     np.array([0, 3, 4, 5]), PartitionSpace(("a", "c"), (2, 1))).tolist()
+        [0, -1, 2, -1]
+        """
+        counts = dict(zip(target.topic_names, target.partition_counts, strict=True))
+        lookup = target._offset_by_topic
+        starts = np.asarray([lookup.get(name, -1) for name in self.topic_names], np.int64)
+        limits = np.asarray([counts.get(name, 0) for name in self.topic_names], np.int64)
+        positions, numbers = self.locate(np.asarray(indexes, dtype=np.int64))
+        if not positions.size:
+            return np.zeros(0, np.int64)
+        kept = (starts[positions] >= 0) & (numbers < limits[positions])
+        return np.where(kept, starts[positions] + numbers, -1)
+
+    def numbers_alike(self, other: PartitionSpace) -> bool:
+        """Whether ``other`` gives every partition the same index (same topics, same counts)."""
+        return other is self or (
+            other.topic_names == self.topic_names
+            and other.partition_counts == self.partition_counts
+        )
+
     def objects(self) -> np.ndarray:
         """Every partition's :class:`TopicPartition`, by index (an object array made on the
         first call and kept: a small space asked for its objects many times, as a replay asks,
@@ -548,19 +573,10 @@ distinct and in 0..4 (got [4, 1])
         """The indexes of these partitions in ``space`` (ascending), leaving out partitions
         ``space`` lacks: the arrays themselves when ``space`` numbers the same topics, else
         one vectorised translation by topic name."""
-        source = self.space
-        if space is source or (
-            space.topic_names == source.topic_names
-            and space.partition_counts == source.partition_counts
-        ):
+        if self.space.numbers_alike(space):
             return self.indexes
-        positions, numbers = source.locate(self.indexes)
-        target = space._offset_by_topic
-        counts = dict(zip(space.topic_names, space.partition_counts, strict=True))
-        starts = np.asarray([target.get(name, -1) for name in source.topic_names], np.int64)
-        limits = np.asarray([counts.get(name, 0) for name in source.topic_names], np.int64)
-        kept = (starts[positions] >= 0) & (numbers < limits[positions])
-        return starts[positions[kept]] + numbers[kept]
+        translated = self.space.translate(self.indexes, space)
+        return translated[translated >= 0]
 
     def __len__(self) -> int:
         return int(self.indexes.size)

@@ -139,6 +139,27 @@ def test_owned_claims_read_arrays_and_objects_alike_in_any_member_order():
             assert np.array_equal(arrays.index, other.index)
 
 
+def test_owned_claims_translate_each_foreign_space_by_topic_name():
+    topics = (Topic("a", 2), Topic("b", 3))
+    wide = PartitionSpace(("a", "b", "c"), (2, 3, 1))  # a topic the group lacks
+    shrunk = PartitionSpace(("b",), (5,))  # a topic that had more partitions
+    group = Group(
+        topics,
+        (
+            Member("c0", frozenset("ab"), OwnedPartitions(wide, [1, 4, 5])),
+            Member("c1", frozenset("ab"), (TP("b", 0),)),
+            Member("c2", frozenset("ab"), OwnedPartitions(shrunk, [1, 3])),
+            Member("c3", frozenset("ab"), OwnedPartitions(wide, [0])),
+        ),
+    )
+    claims = owned_claims(group, group.partition_space())
+    assert claims.member.tolist() == [0, 0, 1, 2, 3]
+    assert claims.index.tolist() == [1, 4, 2, 3, 0]  # a-1, b-2, b-0, b-1, a-0
+    assert np.array_equal(
+        claims.index, owned_claims(_with_objects(group), group.partition_space()).index
+    )
+
+
 def test_claim_rule_highest_generation_wins_and_a_tie_voids_the_partition():
     keep, void = resolve_claims(
         np.array([0, 1, 2, 0, 2]), np.array([3, 3, 4, 4, 9]), np.array([5, 5, 4])
