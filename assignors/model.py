@@ -535,7 +535,9 @@ distinct and in 0..4 (got [4, 1])
                 field="owned_partitions",
                 value=space.topic_names,
             )
-        self._set(space, values.astype(np.int64, copy=False))
+        kept = values.astype(np.int64)  # a copy: the caller's array stays the caller's
+        kept.flags.writeable = False
+        self._set(space, kept)
 
     def _set(self, space: PartitionSpace, indexes: np.ndarray) -> None:
         object.__setattr__(self, "space", space)
@@ -545,7 +547,8 @@ distinct and in 0..4 (got [4, 1])
     @classmethod
     def checked(cls, space: PartitionSpace, indexes: np.ndarray) -> OwnedPartitions:
         """Owned partitions from int64 indexes already sorted, distinct and inside ``space``
-        (whose topics are sorted by name), without checking them again."""
+        (whose topics are sorted by name), without checking them again (nor copying them: the
+        caller hands them over)."""
         made = cls.__new__(cls)
         made._set(space, indexes)
         return made

@@ -95,6 +95,17 @@ def test_request_reader_gives_owned_partitions_as_sorted_distinct_indexes():
     assert group == _with_objects(group)
 
 
+def test_owned_partition_indexes_are_read_only_and_leave_the_callers_array_alone():
+    given = np.array([0, 2])
+    owned = OwnedPartitions(PartitionSpace(("a",), (3,)), given)
+    with pytest.raises(ValueError, match="read-only"):
+        owned.indexes[0] = 1
+    given[0] = 1  # the caller's array is still its own, and a change to it changes nothing
+    assert owned.indexes.tolist() == [0, 2]
+    with pytest.raises(ValueError, match="read-only"):
+        _read(REQUEST).members[0].owned_partitions.indexes[0] = 5  # type: ignore[union-attr]
+
+
 def test_request_reader_refuses_a_bad_owned_pair_naming_it():
     for pair, shown in ((["a", True], "['a', True]"), (["a"], "['a']"), (7, "7")):
         request = json.loads(json.dumps(REQUEST))

@@ -23,7 +23,10 @@ becomes an error result and the others still run:
 in.jsonl:1: topics[0].partitions: a topic needs at least one partition (got 0)
 
 Owned partitions of topics the request does not list, or beyond a topic's partition count, are
-dropped without error: they are what members report after a topic was deleted or shrank.
+dropped without error: they are what members report after a topic was deleted or shrank. The
+others become each member's :class:`~assignors.model.OwnedPartitions`: sorted, distinct integer
+indexes into the request's topics, read for all members at once, without a
+:class:`~assignors.model.TopicPartition` per pair.
 
 Limits are checked before any work, so a request that cannot fit in memory is refused at once
 rather than after gigabytes were allocated: at most :data:`MAX_PARTITIONS` (10,000,000)
@@ -386,6 +389,7 @@ def _owned_indexes(
         keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
     bounds = np.searchsorted(keys, np.arange(len(owned) + 1, dtype=np.int64) * space.size)
     indexes = keys - np.repeat(np.arange(len(owned), dtype=np.int64), np.diff(bounds)) * space.size
+    indexes.flags.writeable = False  # every member's indexes are a slice of this one array
     return [
         OwnedPartitions.checked(space, indexes[start:stop]) if stop > start else ()
         for start, stop in itertools.pairwise(bounds.tolist())
