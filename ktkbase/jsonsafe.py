@@ -115,11 +115,16 @@ class _BadNumber:
 
 
 def _decoder(
-    refused: list[_BadNumber], duplicated: list[tuple[dict[str, Any], str]]
+    refused: list[_BadNumber],
+    duplicated: list[tuple[dict[str, Any], str]],
+    *,
+    check_integers: bool,
 ) -> json.JSONDecoder:
     """A decoder whose refused numbers become :class:`_BadNumber` (also kept in ``refused``)
     and which keeps (object, key) of keys given twice in ``duplicated``: every refusal is
-    raised after the whole value was read, so its end and the field are known."""
+    raised after the whole value was read, so its end and the field are known. Without
+    ``check_integers`` integers are parsed by the decoder itself (no Python call per integer):
+    for text known to hold no run of more than :data:`MAX_INT_DIGITS` digits."""
 
     def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         obj = dict(pairs)
@@ -155,7 +160,7 @@ def _decoder(
         return value
 
     return json.JSONDecoder(
-        parse_int=integer,
+        parse_int=integer if check_integers else None,
         parse_float=real,
         parse_constant=constant,
         object_pairs_hook=unique_keys,
@@ -189,6 +194,9 @@ _BYTE_STEP = [_STEP.get(chr(byte), 0) for byte in range(256)]
 # escapes that decode to a surrogate or NUL, and raw surrogates (text decoded leniently)
 _SUSPECT = re.compile("\\\\u(?:[dD][89a-fA-F]|0000)|[\ud800-\udfff]")
 _BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
+# a run of digits longer than any integer ktk accepts (it may sit in a string: then the careful
+# decoder runs and finds nothing to refuse)
+_LONG_DIGITS = re.compile(f"[0-9]{{{MAX_INT_DIGITS + 1},}}")
 
 
 def nesting_depth(text: str) -> int:
@@ -279,7 +287,23 @@ def decode_at(
     bad_numbers: list[_BadNumber] = []
     duplicated: list[tuple[dict[str, Any], str]] = []
     try:
-        value, end = _decoder(bad_numbers, duplicated).raw_decode(text, position)
+        try:
+            # integers parsed in C; redone with every integer checked when the value holds a
+            # long run of digits (or int() refused one: more than 4,300 digits)
+            value, end = _decoder(bad_numbers, duplicated, check_integers=False).raw_decode(
+                text, position
+            )
+            careful = _LONG_DIGITS.search(text, position, end) is not None
+        except json.JSONDecodeError:
+            raise
+        except ValueError:
+            careful = True
+        if careful:
+            bad_numbers.clear()
+            duplicated.clear()
+            value, end = _decoder(bad_numbers, duplicated, check_integers=True).raw_decode(
+                text, position
+            )
     except json.JSONDecodeError as error:
         if text.startswith("\x00", error.pos):
             raise refused("NUL byte", error.pos) from None
