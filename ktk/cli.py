@@ -7,6 +7,7 @@ line and a documented exit code (0 done, 1 some inputs failed, 2 bad input or re
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 from collections.abc import Sequence
@@ -31,9 +32,27 @@ for command_module in (assign, partition, replay, traces, dashboard, replicate, 
     command_module.register(app)
 
 
+def flowing_help(docstring: str) -> str:
+    """A command's docstring as its help: each paragraph one line, so the help wraps every
+    paragraph to the terminal (typer re-wraps only the first one itself); a paragraph that
+    starts with ``\\b`` keeps its lines, as click's convention says.
+
+    >>> flowing_help("Replay traces.\\n\\n    Writes scores\\n    and a verdict.\\n")
+    'Replay traces.\\n\\nWrites scores and a verdict.'
+    """
+    paragraphs = inspect.cleandoc(docstring).split("\n\n")
+    return "\n\n".join(
+        paragraph if paragraph.startswith("\b") else " ".join(paragraph.split("\n"))
+        for paragraph in paragraphs
+    )
+
+
 def _guard_commands(typer_app: typer.Typer) -> None:
-    """Wrap every registered command (sub-groups included) in the one edge handler."""
+    """Wrap every registered command (sub-groups included) in the one edge handler, with its
+    docstring as flowing help."""
     for info in typer_app.registered_commands:
+        if info.callback is not None and info.help is None and info.callback.__doc__:
+            info.help = flowing_help(info.callback.__doc__)
         if info.callback is not None and not getattr(info.callback, "ktk_guarded", False):
             info.callback = guarded(info.callback)
     for group in typer_app.registered_groups:
