@@ -269,6 +269,20 @@ class PartitionReplica:
         self.pending_stuck = False
         self.maybe_increment_high_watermark(now_ms)
 
+    def update_assignment(self, replicas: tuple[int, ...]) -> None:
+        """The controller changed the partition's replicas (a reassignment, KIP-455): a leader
+        tracks an adding replica as a follower that has not fetched yet and forgets a removed
+        one (``Partition.updateAssignmentAndIsr``)."""
+        self.replicas = replicas
+        if self.role != "leader":
+            return
+        for replica_id in replicas:
+            if replica_id != self.broker_id and replica_id not in self.followers:
+                self.followers[replica_id] = FollowerState()
+        for replica_id in list(self.followers):
+            if replica_id not in replicas:
+                del self.followers[replica_id]
+
     def go_offline(self) -> None:
         """The process died: every volatile piece of state goes with it."""
         self.role = "offline"

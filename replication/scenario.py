@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import yaml
 
@@ -83,9 +83,15 @@ OPS = (
     "send",
     "advance_ms",
     "elect",
+    "reassign",
     "consume",
     "expect",
 )
+# ops about one partition: with more than one partition the step names it (``partition: 1``)
+PARTITION_OPS = ("produce", "producer", "consume", "delete_records", "reassign", "expect")
+# ops that may name a partition, else act on every partition the broker holds (``fetch``,
+# ``flush``) or on every partition (``elect`` auto, preferred or unclean)
+PARTITION_OPTIONAL_OPS = ("fetch", "flush", "elect")
 # the settings a ``producer`` step takes (replication.producer.ProducerSettings)
 PRODUCER_OPTIONS = tuple(SETTING_FIELDS)
 # ``{comment: "text"}`` alone is a step that changes nothing and shows its text in the timeline
@@ -99,6 +105,7 @@ MAX_VALUES = 200_000
 MAX_TEXT_CHARS = 10_000
 MAX_ID_CHARS = 256
 MAX_BROKERS = 32
+MAX_PARTITIONS = 64
 MAX_BROKER_ID = 2**31 - 1
 MAX_STEPS = 10_000
 MAX_TIME_MS = 10**12
@@ -111,7 +118,7 @@ Frozen: TypeAlias = "bool | int | float | str | tuple[Frozen, ...] | None"
 OptionValue: TypeAlias = "str | int | bool | tuple[str, ...] | None"
 ExpectFields: TypeAlias = "tuple[tuple[str, Frozen], ...]"
 LinkTarget: TypeAlias = "tuple[tuple[str, int | str | bool], ...]"
-StepTarget: TypeAlias = "int | str | ExpectFields | LinkTarget"
+StepTarget: TypeAlias = "int | str | ExpectFields | LinkTarget | tuple[int, ...]"
 
 _OP_OPTIONS: dict[str, dict[str, OptionValue]] = {
     "produce": {"acks": "all", "timeout_ms": None, "to": None},
@@ -154,10 +161,28 @@ to 1,000,000,000,000 (got 0)
     # replica.high.watermark.checkpoint.interval.ms (None: the HW checkpoint is written on
     # every HW change; Kafka writes it every 5,000 ms)
     high_watermark_checkpoint_interval_ms: int | None = None
+    # several partitions on the same brokers: each one's replicas, preferred leader first
+    # (None: one partition, ``replicas``); ``replicas`` is then partition 0's list
+    partitions: tuple[tuple[int, ...], ...] | None = None
+    # auto.leader.rebalance.enable with leader.imbalance.check.interval (None: off; Kafka's
+    # default is on, every 300,000 ms)
+    leader_imbalance_check_interval_ms: int | None = None
 
     def __post_init__(self) -> None:
         brokers = _broker_list(self.brokers, "config.brokers")
+        partitions = None
+        if self.partitions is not None:
+            partitions = _partition_lists(self.partitions)
+            object.__setattr__(self, "partitions", partitions)
+            if self.replicas is None:
+                object.__setattr__(self, "replicas", partitions[0])
         replicas = _broker_list(self.replicas, "config.replicas")
+        if partitions is not None and replicas != partitions[0]:
+            raise ScenarioError(
+                "with partitions, replicas is partition 0's list: give one or the other",
+                field="config.replicas",
+                value=list(replicas),
+            )
         # frozen: the checked tuples replace whatever sequence was given
         object.__setattr__(self, "brokers", brokers)
         object.__setattr__(self, "replicas", replicas)
@@ -180,27 +205,43 @@ to 1,000,000,000,000 (got 0)
             ("alter_partition_delay_ms", 0),
         ):
             _integer(getattr(self, name), f"config.{name}", minimum, MAX_TIME_MS)
-        if self.high_watermark_checkpoint_interval_ms is not None:
-            _integer(
-                self.high_watermark_checkpoint_interval_ms,
-                "config.high_watermark_checkpoint_interval_ms",
-                1,
-                MAX_TIME_MS,
-            )
+        for name in (
+            "high_watermark_checkpoint_interval_ms",
+            "leader_imbalance_check_interval_ms",
+        ):
+            if getattr(self, name) is not None:
+                _integer(getattr(self, name), f"config.{name}", 1, MAX_TIME_MS)
         # last: each field is checked on its own first
-        for replica in replicas:
-            if replica not in brokers:
-                raise ScenarioError(
-                    "replica is not a broker", field="config.replicas", value=replica
-                )
+        for index, assignment in enumerate(self.partition_replicas):
+            for replica in assignment:
+                if replica not in brokers:
+                    raise ScenarioError(
+                        "replica is not a broker",
+                        field="config.replicas" if partitions is None else f"config.partitions[{index}]",
+                        value=replica,
+                    )
+
+    @property
+    def partition_replicas(self) -> tuple[tuple[int, ...], ...]:
+        """Each partition's replicas (one partition: ``(replicas,)``)."""
+        return self.partitions if self.partitions is not None else (self.replicas,)
+
+    @property
+    def hosting_brokers(self) -> frozenset[int]:
+        """The brokers that hold a replica of some partition at the start."""
+        return frozenset(b for assignment in self.partition_replicas for b in assignment)
 
     @property
     def clock_tick_ms(self) -> int:
         """How often a periodic task runs: the leader's check for lagging followers
         (replica.lag.time.max.ms / 2), or the HW checkpoint when that is more often."""
         tick = max(self.replica_lag_time_max_ms // 2, 1)
-        if self.high_watermark_checkpoint_interval_ms is not None:
-            tick = min(tick, self.high_watermark_checkpoint_interval_ms)
+        for interval in (
+            self.high_watermark_checkpoint_interval_ms,
+            self.leader_imbalance_check_interval_ms,
+        ):
+            if interval is not None:
+                tick = min(tick, interval)
         return tick
 
 
@@ -232,8 +273,10 @@ class Step:
         target: JsonValue
         if self.op == "expect":
             target = expect_fields(self)
+        elif self.op == "reassign" and isinstance(self.target, tuple):
+            target = list(cast("tuple[int, ...]", self.target))
         elif isinstance(self.target, tuple):
-            target = {str(key): value for key, value in self.target}
+            target = {str(key): value for key, value in cast(LinkTarget, self.target)}
         else:
             target = self.target
         entry: JsonObject = {self.op: target}
@@ -253,8 +296,10 @@ class Step:
             return COMMENT
         if self.op == "expect":
             text = "expect"
+        elif self.op == "reassign" and isinstance(self.target, tuple):
+            text = f"reassign {list(self.target)}"
         elif isinstance(self.target, tuple):
-            link = dict(self.target)
+            link = dict(cast(LinkTarget, self.target))
             arrow = "<->" if link.get("both", True) else "->"
             text = f"{self.op} {link.get('from')}{arrow}{link.get('to')}"
         else:
@@ -519,12 +564,13 @@ def _parse(document: object, source: str | None) -> Scenario:
     config = _parse_config(document.get("config"))
     invariants = _parse_invariants(document.get("invariants"))
     raw_steps = _raw_steps(document)
+    hosts = config.hosting_brokers | _reassign_targets(raw_steps, config)
     steps = []
     clock_ms = 0
     producers: list[str] = []
     sent: set[str] = set()
     for index, raw in enumerate(raw_steps):
-        step = _parse_step(index, raw, config)
+        step = _parse_step(index, raw, config, hosts)
         if step.op in ("producer", "send"):
             step = _check_producer_use(index, step, producers, sent)
         at_ms = step.option("at_ms")
@@ -548,6 +594,18 @@ def _parse(document: object, source: str | None) -> Scenario:
         source=source,
         description=description,
         invariants=invariants,
+    )
+
+
+def _reassign_targets(raw_steps: Sequence[object], config: ScenarioConfig) -> frozenset[int]:
+    """Brokers some ``reassign`` step moves a partition to (they may be named by broker
+    steps too); each step's list is checked when the step is parsed."""
+    return frozenset(
+        broker_id
+        for raw in raw_steps
+        if isinstance(raw, Mapping) and isinstance(raw.get("reassign"), list)
+        for broker_id in raw["reassign"]
+        if _int_value(broker_id) and broker_id in config.brokers
     )
 
 
@@ -644,7 +702,11 @@ def _parse_config(raw: object) -> ScenarioConfig:
     return ScenarioConfig(**values)
 
 
-def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
+def _parse_step(
+    index: int, raw: object, config: ScenarioConfig, hosts: frozenset[int] | None = None
+) -> Step:
+    if hosts is None:
+        hosts = config.hosting_brokers
     if not isinstance(raw, Mapping):
         raise ScenarioError(
             "a step is a mapping like {fetch: 1}", step=index, field="step", value=raw
@@ -668,12 +730,16 @@ def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
         )
     op = str(ops[0])
     allowed = _OP_OPTIONS.get(op, {})
+    takes_partition = op in PARTITION_OPS or op in PARTITION_OPTIONAL_OPS
     for key in raw:
+        if key == "partition" and takes_partition:
+            continue
         if key != op and key not in allowed and key not in _COMMON_OPTIONS:
             raise ScenarioError(
                 f"field not allowed on {op}", step=index, field=_shown(key), value=raw[key]
             )
-    target = _parse_target(index, op, raw[op], config)
+    target = _parse_target(index, op, raw[op], config, hosts)
+    partition = _parse_partition(index, op, raw, target, config)
     options: list[tuple[str, OptionValue]] = []
     if op == "producer":
         options = _producer_options(index, raw)
@@ -689,7 +755,7 @@ def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
         if key == "to":
             value = raw.get(key)
             if value is not None:
-                options.append((key, _replica(index, key, value, config)))
+                options.append((key, _replica(index, key, value, config, hosts)))
             continue
         value = _parse_option(index, key, raw.get(key, default))
         if value is not None:
@@ -701,7 +767,38 @@ def _parse_step(index: int, raw: object, config: ScenarioConfig) -> Step:
         if not isinstance(comment, str):
             raise ScenarioError("must be text", step=index, field="comment", value=comment)
         options.append(("comment", comment))
+    if partition is not None:
+        options.append(("partition", partition))
     return Step(op=op, target=target, options=tuple(options))
+
+
+def _parse_partition(
+    index: int, op: str, raw: Mapping[Any, Any], target: StepTarget, config: ScenarioConfig
+) -> int | None:
+    """The partition a step names: an index into ``config.partitions``; required on a
+    one-partition op (and ``elect`` of a broker) once there is more than one partition."""
+    count = len(config.partition_replicas)
+    if "partition" not in raw:
+        needs = op in PARTITION_OPS or (op == "elect" and isinstance(target, int))
+        if count > 1 and needs:
+            raise ScenarioError(
+                f"the scenario has {count} partitions: say which one this {op} is about "
+                f"(partition: 0 to {count - 1})",
+                step=index,
+                field="partition",
+                value=None,
+            )
+        return None
+    value = raw["partition"]
+    if not _int_value(value) or not 0 <= value < count:
+        known = "partition 0" if count == 1 else f"partitions 0 to {count - 1}"
+        raise ScenarioError(
+            f"no such partition: the scenario has {known}",
+            step=index,
+            field="partition",
+            value=value,
+        )
+    return cast(int, value)
 
 
 def _producer_options(index: int, raw: Mapping[Any, Any]) -> list[tuple[str, OptionValue]]:
@@ -719,7 +816,8 @@ def _producer_options(index: int, raw: Mapping[Any, Any]) -> list[tuple[str, Opt
 
 
 def _options_of_any() -> set[str]:
-    return {key for options in _OP_OPTIONS.values() for key in options} | set(_COMMON_OPTIONS)
+    options = {key for options in _OP_OPTIONS.values() for key in options}
+    return options | set(_COMMON_OPTIONS) | {"partition"}
 
 
 def _identifier(value: str, field: str, step: int | None = None) -> str:
@@ -734,11 +832,13 @@ def _identifier(value: str, field: str, step: int | None = None) -> str:
     return value
 
 
-def _replica(index: int, field: str, value: object, config: ScenarioConfig) -> int:
+def _replica(
+    index: int, field: str, value: object, config: ScenarioConfig, hosts: frozenset[int]
+) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value not in config.brokers:
         raise ScenarioError("unknown broker", step=index, field=field, value=value)
-    if value not in config.replicas:
-        # only the partition's replicas are simulated
+    if value not in hosts:
+        # only brokers with a replica (now or after a reassignment) are simulated
         raise ScenarioError(
             "broker holds no replica of the partition", step=index, field=field, value=value
         )
@@ -746,7 +846,7 @@ def _replica(index: int, field: str, value: object, config: ScenarioConfig) -> i
 
 
 def _parse_link(
-    index: int, op: str, value: Mapping[Any, Any], config: ScenarioConfig
+    index: int, op: str, value: Mapping[Any, Any], config: ScenarioConfig, hosts: frozenset[int]
 ) -> LinkTarget:
     """``{from: A, to: B, both: true}``: A and B are replica ids, ``controller`` or ``clients``
     (at least one a broker); ``both: false`` cuts (or heals) only A -> B."""
@@ -766,7 +866,7 @@ def _parse_link(
         if isinstance(end, str) and end in LINK_ENDPOINTS:
             endpoints.append(end)
         else:
-            endpoints.append(_replica(index, f"{op}.{key}", end, config))
+            endpoints.append(_replica(index, f"{op}.{key}", end, config, hosts))
     if endpoints[0] == endpoints[1]:
         raise ScenarioError(
             "a link joins two different endpoints", step=index, field=f"{op}.to", value=endpoints[1]
@@ -782,9 +882,11 @@ def _parse_link(
     return (("both", both), ("from", endpoints[0]), ("to", endpoints[1]))
 
 
-def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) -> StepTarget:
+def _parse_target(
+    index: int, op: str, value: object, config: ScenarioConfig, hosts: frozenset[int]
+) -> StepTarget:
     if op in LINK_OPS and isinstance(value, Mapping):
-        return _parse_link(index, op, value, config)
+        return _parse_link(index, op, value, config, hosts)
     if op == "cut":
         raise ScenarioError(
             "cut takes a link like {from: 1, to: 2, both: false}",
@@ -793,7 +895,9 @@ def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) ->
             value=value,
         )
     if op in BROKER_OPS:
-        return _replica(index, op, value, config)
+        return _replica(index, op, value, config, hosts)
+    if op == "reassign":
+        return _reassign_target(index, value, config)
     if op == "produce":
         if not isinstance(value, str | int) or isinstance(value, bool) or value == "":
             raise ScenarioError("produce needs a record value", step=index, field=op, value=value)
@@ -817,7 +921,7 @@ def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) ->
     if op == "elect":
         if isinstance(value, str) and value in ELECT_KINDS:
             return value
-        if isinstance(value, int) and not isinstance(value, bool) and value in config.replicas:
+        if isinstance(value, int) and not isinstance(value, bool) and value in hosts:
             return value
         raise ScenarioError(
             "elect takes auto, preferred, unclean or a replica id",
@@ -826,6 +930,25 @@ def _parse_target(index: int, op: str, value: object, config: ScenarioConfig) ->
             value=value,
         )
     return _parse_expect(index, value)
+
+
+def _reassign_target(index: int, value: object, config: ScenarioConfig) -> tuple[int, ...]:
+    """``reassign: [4, 2, 3]``: the partition's new replicas, preferred leader first."""
+    if not isinstance(value, list) or not value:
+        raise ScenarioError(
+            "reassign takes the new list of replicas, like [4, 2, 3]",
+            step=index,
+            field="reassign",
+            value=value,
+        )
+    for broker_id in value:
+        if not _int_value(broker_id) or broker_id not in config.brokers:
+            raise ScenarioError("unknown broker", step=index, field="reassign", value=broker_id)
+    if len(set(value)) != len(value):
+        raise ScenarioError(
+            "broker ids must be unique", step=index, field="reassign", value=list(value)
+        )
+    return tuple(value)
 
 
 def _parse_option(index: int, key: str, value: object) -> OptionValue:
@@ -977,7 +1100,8 @@ def expect_fields(step: Step) -> JsonObject:
     """An expect step's fields as plain JSON values."""
     if not isinstance(step.target, tuple):
         return {}
-    return {key: _thaw(value, key in _MAPPING_EXPECTS) for key, value in step.target}
+    expected = cast(ExpectFields, step.target)
+    return {key: _thaw(value, key in _MAPPING_EXPECTS) for key, value in expected}
 
 
 def _broker_list(value: object, field: str) -> tuple[int, ...]:
@@ -993,6 +1117,24 @@ def _broker_list(value: object, field: str) -> tuple[int, ...]:
     if len(set(value)) != len(value):
         raise ScenarioError("broker ids must be unique", field=field, value=list(value))
     return tuple(value)
+
+
+def _partition_lists(value: object) -> tuple[tuple[int, ...], ...]:
+    """``config.partitions``: a non-empty list of replica lists, one per partition."""
+    if not isinstance(value, list | tuple) or not value:
+        raise ScenarioError(
+            "must be a non-empty list of replica lists, one per partition",
+            field="config.partitions",
+            value=value,
+        )
+    if len(value) > MAX_PARTITIONS:
+        raise ScenarioError(
+            f"more than {MAX_PARTITIONS} partitions", field="config.partitions", value=len(value)
+        )
+    return tuple(
+        _broker_list(assignment, f"config.partitions[{index}]")
+        for index, assignment in enumerate(value)
+    )
 
 
 def _boolean(value: object, field: str, step: int | None = None) -> bool:
@@ -1017,7 +1159,10 @@ def scenario_to_dict(scenario: Scenario) -> JsonObject:
     config: JsonObject = {}
     for spec in fields(ScenarioConfig):
         value = getattr(scenario.config, spec.name)
-        if value is None:
+        if value is None or (spec.name == "replicas" and scenario.config.partitions is not None):
+            continue
+        if spec.name == "partitions":
+            config[spec.name] = [list(assignment) for assignment in scenario.config.partition_replicas]
             continue
         config[spec.name] = list(value) if isinstance(value, tuple) else value
     steps = [step.to_dict() for step in scenario.steps]

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
 from replication.checks import AnomalyFound, History, final_replica, find_anomalies
-from replication.controller import Controller
+from replication.controller import Controller, PartitionRegistration
 from replication.invariants import (
     INVARIANT_NAMES,
     INVARIANTS,
@@ -81,6 +81,7 @@ from replication.view import (
 
 __all__ = [
     "Cluster",
+    "PartitionedCluster",
     "Runner",
     "Scenario",
     "ScenarioResult",
@@ -92,7 +93,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-StorageFactory = Callable[[int], LogStorage]
+# a broker's log storage: ``factory(broker_id)`` for partition 0, ``factory(broker_id,
+# partition)`` for the others
+StorageFactory = Callable[..., LogStorage]
 PENDING = "pending"
 # the two link endpoints that are not brokers (``cut: {from: controller, to: 2}``)
 CONTROLLER = "controller"
@@ -113,6 +116,9 @@ class Broker:
     needs_registration: bool = False
     # the log directory holding the partition failed: the replica is offline, the process runs
     log_dir_failed: bool = False
+    # how many times the process started again: the controller takes a registration from
+    # the same start once (the partitions of one broker share its registration)
+    incarnation: int = 0
 
 
 @dataclass(slots=True)
@@ -165,44 +171,54 @@ def effective_mode(config: ScenarioConfig, mode: str | ProtocolMode | None = Non
 
 
 class Cluster:
-    """One partition on a few brokers, driven one operation at a time."""
+    """One partition on a few brokers, driven one operation at a time. Several partitions on
+    the same brokers (``PartitionedCluster``) are one ``Cluster`` each sharing one controller;
+    a ``Cluster`` also keeps the brokers that hold no replica of its partition (``standby``),
+    so that a reassignment can add one with the process state it has."""
 
     def __init__(
         self,
         config: ScenarioConfig,
         mode: ProtocolMode,
         storage_factory: StorageFactory | None = None,
+        *,
+        controller: Controller | None = None,
+        partition: int = 0,
     ) -> None:
         self.config = config
         self.mode = mode
         self.now_ms = 0
         self.step_index = -1
-        self.controller = Controller(
-            config.replicas,
-            min_insync_replicas=config.min_insync_replicas,
-            unclean_leader_election=config.unclean_leader_election,
-            eligible_leader_replicas=mode.eligible_leader_replicas,
-            bump_epoch_on_isr_change=mode.truncation != "diverging-epoch",
-            brokers=config.brokers,
-            quorum_votes=self._vote_positions if mode.commit_rule == "majority" else None,
-            vote_log_check=mode.vote_log_check,
-        )
-        self.brokers: dict[int, Broker] = {}
-        for broker_id in config.replicas:
-            storage = storage_factory(broker_id) if storage_factory is not None else None
-            log = ReplicaLog(storage=storage)
-            log.checkpoint_every_change = config.high_watermark_checkpoint_interval_ms is None
-            replica = PartitionReplica(
-                broker_id,
+        self.partition = partition
+        self.storage_factory = storage_factory
+        if controller is None:
+            controller = Controller(
                 config.replicas,
-                mode,
-                log=log,
                 min_insync_replicas=config.min_insync_replicas,
-                lag_time_max_ms=config.replica_lag_time_max_ms,
+                unclean_leader_election=config.unclean_leader_election,
+                eligible_leader_replicas=mode.eligible_leader_replicas,
+                bump_epoch_on_isr_change=mode.truncation != "diverging-epoch",
+                brokers=config.brokers,
+                quorum_votes=self._quorum_votes if mode.commit_rule == "majority" else None,
+                vote_log_check=mode.vote_log_check,
             )
-            self.brokers[broker_id] = Broker(
-                broker_id, replica, self.controller.brokers[broker_id].broker_epoch
+        self.controller = controller
+        replicas = controller.registrations[partition].replicas
+        self.brokers: dict[int, Broker] = {}
+        # every broker of the cluster: ``brokers`` plus those holding no replica of this
+        # partition (same objects; broker-wide operations look brokers up here)
+        self._all_brokers: dict[int, Broker] = {}
+        for broker_id in (*replicas, *(b for b in config.brokers if b not in replicas)):
+            hosted = broker_id in replicas
+            broker = Broker(
+                broker_id,
+                self._new_replica(broker_id, replicas, hosted),
+                controller.brokers[broker_id].broker_epoch,
             )
+            self._all_brokers[broker_id] = broker
+            if hosted:
+                self.brokers[broker_id] = broker
+        self._assignment = replicas
         self.in_flight: list[InFlightAlterPartition] = []
         self.produces: list[ProduceRequest] = []
         self.acked: list[str] = []
@@ -226,6 +242,38 @@ class Cluster:
         self.notes: list[str] | None = None
         self._propagate()
 
+    def _new_replica(
+        self, broker_id: int, replicas: tuple[int, ...], hosted: bool
+    ) -> PartitionReplica:
+        """A replica with an empty log: on disk (``storage_factory``) when the broker hosts
+        the partition, in memory and offline when it does not."""
+        config = self.config
+        storage = None
+        if hosted and self.storage_factory is not None:
+            factory = self.storage_factory
+            storage = factory(broker_id) if self.partition == 0 else factory(broker_id, self.partition)
+        log = ReplicaLog(storage=storage)
+        log.checkpoint_every_change = config.high_watermark_checkpoint_interval_ms is None
+        replica = PartitionReplica(
+            broker_id,
+            replicas,
+            self.mode,
+            log=log,
+            min_insync_replicas=config.min_insync_replicas,
+            lag_time_max_ms=config.replica_lag_time_max_ms,
+        )
+        if not hosted:
+            replica.go_offline()
+        return replica
+
+    @property
+    def registration(self) -> PartitionRegistration:
+        """The controller's record of this cluster's partition."""
+        return self.controller.registrations[self.partition]
+
+    def _quorum_votes(self, partition: int) -> dict[int, tuple[int, int]]:
+        return self._vote_positions()
+
     def record_notes(self) -> list[str]:
         """From now on every rule that changes a replica's LEO or HW, the ISR, the leader or
         an acknowledgement says so in the returned list (shared by the controller and every
@@ -233,6 +281,7 @@ class Cluster:
         notes: list[str] = []
         self.notes = notes
         self.controller.notes = notes
+        self.controller.partition_notes[self.partition] = notes
         for broker in self.brokers.values():
             broker.replica.notes = notes
         return notes
@@ -241,7 +290,7 @@ class Cluster:
 
     def leader_broker(self) -> Broker | None:
         """The controller's leader if it runs and believes it leads in the current epoch."""
-        registration = self.controller.registration
+        registration = self.registration
         broker = self.brokers.get(registration.leader)
         if broker is None or not broker.online:
             return None
@@ -262,7 +311,7 @@ class Cluster:
         return positions
 
     def reachable(self, broker_id: int) -> bool:
-        broker = self.brokers[broker_id]
+        broker = self._all_brokers[broker_id]
         return broker.online and not broker.isolated
 
     def hears(self, source: Endpoint, target: Endpoint) -> bool:
@@ -271,7 +320,7 @@ class Cluster:
         Whether a broker runs is not a link's business: callers check ``online``."""
         if self._links_intact:
             return True
-        brokers = self.brokers
+        brokers = self._all_brokers
         if isinstance(source, int) and brokers[source].isolated:
             return False
         if isinstance(target, int) and brokers[target].isolated:
@@ -293,12 +342,12 @@ class Cluster:
     ) -> str:
         """Send one record to the leader the controller names, or to broker ``to`` (a producer
         with stale metadata); the broker appends only if it believes it leads."""
-        target = self.controller.registration.leader if to is None else to
+        target = self.registration.leader if to is None else to
         if target == -1:
             return self._record_produce(value, acks, NOT_LEADER_OR_FOLLOWER)
-        if not self.brokers[target].online or not self.hears(CLIENTS, target):
+        if not self._all_brokers[target].online or not self.hears(CLIENTS, target):
             return self._record_produce(value, acks, REQUEST_TIMED_OUT)
-        leader = self.brokers[target].replica
+        leader = self._all_brokers[target].replica
         error, offset = leader.append_as_leader(
             value, acks="all" if acks == "all" else str(acks), now_ms=self.now_ms
         )
@@ -336,7 +385,7 @@ class Cluster:
         for request in self.produces:
             if request.result != PENDING:
                 continue
-            broker = self.brokers[request.leader_id]
+            broker = self._all_brokers[request.leader_id]
             replica = broker.replica
             if not broker.online:
                 # no answer comes: a producer finds out by its own request timeout
@@ -423,13 +472,13 @@ class Cluster:
         down or the clients' link to it cut (the producer times out), else handled at once."""
         client.dispatched(batch, self.now_ms)
         acks = client.settings.acks
-        target = self.controller.registration.leader
+        target = self.registration.leader
         if target == -1:
             self._answer(client, batch, NOT_LEADER_OR_FOLLOWER)
             return
-        if not self.brokers[target].online or not self.hears(CLIENTS, target):
+        if not self._all_brokers[target].online or not self.hears(CLIENTS, target):
             return
-        leader = self.brokers[target].replica
+        leader = self._all_brokers[target].replica
         error, offset = leader.append_as_leader(
             batch.value,
             acks="all" if acks == "all" else str(acks),
@@ -510,7 +559,9 @@ class Cluster:
 
     def fetch(self, broker_id: int, response_lost: bool = False) -> str:
         """One fetch round trip of follower ``broker_id`` with the leader it knows."""
-        broker = self.brokers[broker_id]
+        broker = self.brokers.get(broker_id)
+        if broker is None:
+            return "no replica of this partition"
         replica = broker.replica
         if not broker.online:
             return "offline"
@@ -526,7 +577,7 @@ class Cluster:
             return f"request lost (link {broker_id}->{replica.leader_id} cut)"
         if not self.hears(replica.leader_id, broker_id):
             response_lost = True
-        leader = self.brokers[replica.leader_id].replica
+        leader = self._all_brokers[replica.leader_id].replica
         if replica.truncating:
             if leader.role != "leader":
                 return NOT_LEADER_OR_FOLLOWER
@@ -546,7 +597,9 @@ class Cluster:
         return replica.apply_fetch_response(response)
 
     def flush(self, broker_id: int) -> str:
-        broker = self.brokers[broker_id]
+        broker = self.brokers.get(broker_id)
+        if broker is None:
+            return "no replica of this partition"
         if not broker.online:
             return "offline"
         if broker.log_dir_failed:
@@ -557,7 +610,7 @@ class Cluster:
     def _send_alter_partition(self, request: AlterPartitionRequest) -> None:
         reason = ""
         if self.notes is not None:
-            pending = self.brokers[request.leader_id].replica.pending
+            pending = self._all_brokers[request.leader_id].replica.pending
             why = f": {pending.reason}" if pending is not None and pending.reason else ""
             reason = f"sent at step {self.step_index}{why}"
         self.in_flight.append(
@@ -570,7 +623,7 @@ class Cluster:
     def _deliver_alter_partitions(self) -> None:
         """Hand due AlterPartition requests to the controller (held while the sender is cut off)."""
         for item in list(self.in_flight):
-            sender = self.brokers[item.request.leader_id]
+            sender = self._all_brokers[item.request.leader_id]
             if (
                 item.deliver_at_ms > self.now_ms
                 or not sender.online
@@ -578,8 +631,10 @@ class Cluster:
             ):
                 continue
             self.in_flight.remove(item)
-            error = self.controller.handle_alter_partition(item.request, item.reason)
-            registration = self.controller.registration
+            error = self.controller.handle_alter_partition(
+                item.request, item.reason, self.partition
+            )
+            registration = self.registration
             if self.hears(CONTROLLER, sender.broker_id):
                 sender.replica.handle_alter_partition_response(
                     item.request, error, registration.isr, registration.partition_epoch, self.now_ms
@@ -588,7 +643,9 @@ class Cluster:
 
     def _propagate(self) -> None:
         """Every reachable broker applies the controller's latest partition state."""
-        registration = self.controller.registration
+        registration = self.registration
+        if registration.replicas is not self._assignment:
+            self._apply_assignment(registration.replicas)
         eligible = self.controller.eligible_brokers()
         broker_epochs = self.controller.broker_epochs()
         for broker in self.brokers.values():
@@ -601,6 +658,8 @@ class Cluster:
             replica = broker.replica
             replica.eligible_brokers = eligible
             replica.broker_epochs = broker_epochs
+            if replica.replicas is not registration.replicas:
+                replica.update_assignment(registration.replicas)
             if registration.leader == broker.broker_id:
                 if replica.role != "leader" or replica.leader_epoch != registration.leader_epoch:
                     replica.become_leader(
@@ -625,6 +684,48 @@ class Cluster:
                 replica.partition_epoch = registration.partition_epoch
         self._complete_produces()
 
+    def _apply_assignment(self, replicas: tuple[int, ...]) -> None:
+        """The controller changed the partition's replicas (a reassignment): a broker that is
+        added gets an empty replica of the partition, with its process as it is (running or
+        not), and fetches from the start; a broker that is removed deletes its replica."""
+        for broker_id in replicas:
+            if broker_id not in self.brokers:
+                broker = self._all_brokers[broker_id]
+                broker.replica = replica = self._new_replica(broker_id, replicas, True)
+                replica.notes = self.notes
+                if not broker.online or broker.log_dir_failed:
+                    replica.go_offline()
+                if self.notes is not None:
+                    self.notes.append(
+                        f"replica {broker_id} created with an empty log: it is an adding replica "
+                        "and fetches from the leader (KIP-455)"
+                    )
+        for broker_id, broker in list(self.brokers.items()):
+            if broker_id not in replicas:
+                broker.replica = self._new_replica(broker_id, replicas, False)
+                self.in_flight = [i for i in self.in_flight if i.request.leader_id != broker_id]
+                if self.notes is not None:
+                    self.notes.append(
+                        f"replica {broker_id} deleted: the reassignment removed it (KIP-455)"
+                    )
+        self.brokers = {broker_id: self._all_brokers[broker_id] for broker_id in replicas}
+        self._assignment = replicas
+
+    def reassign(self, target_replicas: Sequence[int]) -> str:
+        """Move the partition to ``target_replicas`` (KIP-455): the controller records the
+        union with adding and removing replicas; the move completes when every target replica
+        is in the ISR (``Controller.reassign``)."""
+        self.controller.reassign(target_replicas, self.partition)
+        self._propagate()
+        registration = self.registration
+        if registration.adding_replicas or registration.removing_replicas:
+            return (
+                f"replicas {list(registration.replicas)}: adding "
+                f"{list(registration.adding_replicas)}, removing "
+                f"{list(registration.removing_replicas)}"
+            )
+        return f"replicas {list(registration.replicas)}"
+
     # ------------------------------------------------------------------ faults
 
     def crash(
@@ -634,7 +735,7 @@ class Cluster:
         detected: bool = False,
         torn_tail: bool = False,
     ) -> str:
-        broker = self.brokers[broker_id]
+        broker = self._all_brokers[broker_id]
         if not broker.online:
             return "already offline"
         broker.online = False
@@ -644,7 +745,7 @@ class Cluster:
         lost = before - log.log_end_offset
         broker.replica.go_offline()
         self.in_flight = [i for i in self.in_flight if i.request.leader_id != broker_id]
-        if lose_unflushed or lost:
+        if (lose_unflushed or lost) and broker_id in self.brokers:
             self.lossy_shutdowns += 1
         if broker.silent_since_ms is None:
             broker.silent_since_ms = self.now_ms
@@ -661,7 +762,7 @@ class Cluster:
 
     def shutdown(self, broker_id: int) -> str:
         """Controlled shutdown: leadership and ISR move away, the log is flushed, then stop."""
-        broker = self.brokers[broker_id]
+        broker = self._all_brokers[broker_id]
         if not broker.online:
             return "already offline"
         if not broker.isolated:
@@ -688,7 +789,7 @@ class Cluster:
         the replica as unavailable: out of the ISR and leadership, not electable, as fencing
         does for this one partition. The directory comes back (with its data) when the broker
         restarts."""
-        broker = self.brokers[broker_id]
+        broker = self._all_brokers[broker_id]
         if not broker.online:
             return "offline"
         if broker.log_dir_failed:
@@ -704,7 +805,7 @@ class Cluster:
         return "log directory offline; replica out of ISR and leadership"
 
     def restart(self, broker_id: int) -> str:
-        broker = self.brokers[broker_id]
+        broker = self._all_brokers[broker_id]
         if broker.log_dir_failed:
             # a restart is how the directory comes back: stop the process, then start it
             broker.log_dir_failed = False
@@ -713,7 +814,9 @@ class Cluster:
         if broker.online:
             return "already running"
         broker.online = True
-        broker.replica.role = "follower"
+        broker.incarnation += 1
+        if broker_id in self.brokers:
+            broker.replica.role = "follower"
         if not self.connected(broker_id, CONTROLLER):
             broker.needs_registration = True
             return "restarted, cut off"
@@ -723,11 +826,11 @@ class Cluster:
     def _register(self, broker: Broker) -> None:
         broker.needs_registration = False
         broker.silent_since_ms = None
-        broker.broker_epoch = self.controller.register(broker.broker_id)
+        broker.broker_epoch = self.controller.register(broker.broker_id, broker.incarnation)
         self._propagate()
 
     def isolate(self, broker_id: int) -> str:
-        broker = self.brokers[broker_id]
+        broker = self._all_brokers[broker_id]
         broker.isolated = True
         self._links_intact = False
         if broker.online and broker.silent_since_ms is None:
@@ -735,7 +838,7 @@ class Cluster:
         return "isolated"
 
     def heal(self, broker_id: int) -> str:
-        broker = self.brokers[broker_id]
+        broker = self._all_brokers[broker_id]
         broker.isolated = False
         self._note_links()
         if not broker.online:
@@ -745,7 +848,7 @@ class Cluster:
     def _note_links(self) -> None:
         """After a heal: are all links up again?"""
         self._links_intact = not self.cuts and not any(
-            broker.isolated for broker in self.brokers.values()
+            broker.isolated for broker in self._all_brokers.values()
         )
 
     def _reconnect(self, broker: Broker) -> str | None:
@@ -779,7 +882,7 @@ class Cluster:
         links = [(source, target), (target, source)] if both else [(source, target)]
         self.cuts.update(links)
         self._links_intact = False
-        for broker in self.brokers.values():
+        for broker in self._all_brokers.values():
             if (
                 broker.online
                 and broker.silent_since_ms is None
@@ -796,7 +899,7 @@ class Cluster:
             outcome
             for endpoint in (source, target)
             if isinstance(endpoint, int)
-            for outcome in [self._reconnect(self.brokers[endpoint])]
+            for outcome in [self._reconnect(self._all_brokers[endpoint])]
             if outcome is not None
         ]
         self._complete_produces()
@@ -821,14 +924,36 @@ class Cluster:
         return f"log start {log.log_start_offset}"
 
     def elect(self, target: str | int) -> str:
-        registration = self.controller.registration
-        outcome = self.controller.elect(target)
+        registration = self.registration
+        outcome = self.controller.elect(target, self.partition)
         self._propagate()
-        after = self.controller.registration
+        after = self.registration
         if not outcome.changed or after.leader == registration.leader:
             return f"leader stays {after.leader}"
         kind = "unclean " if outcome.unclean else ""
         return f"{kind}leader {after.leader} in epoch {after.leader_epoch}"
+
+    def _rebalance_leader(self) -> list[str]:
+        """auto.leader.rebalance.enable: every leader.imbalance.check.interval a partition
+        whose leader is not its first replica gets a preferred election, which moves it only
+        when that replica is in the ISR and unfenced (KRaft's
+        ``ReplicationControlManager.maybeBalancePartitionLeaders``)."""
+        registration = self.registration
+        if registration.leader == registration.replicas[0]:
+            return []
+        outcome = self.controller.elect(
+            "preferred",
+            self.partition,
+            cause="auto.leader.rebalance.enable: periodic preferred leader election",
+        )
+        if not outcome.changed:
+            return []
+        self._propagate()
+        after = self.registration
+        if after.leader == registration.leader:
+            return []
+        where = f"partition {self.partition} " if len(self.controller.registrations) > 1 else ""
+        return [f"t={self.now_ms}: {where}preferred leader {after.leader} elected"]
 
     # ------------------------------------------------------------------ time
 
@@ -861,7 +986,10 @@ class Cluster:
         interval = self.config.high_watermark_checkpoint_interval_ms
         if interval is not None:
             candidates.append((self.now_ms // interval + 1) * interval)
-        for broker in self.brokers.values():
+        rebalance = self.config.leader_imbalance_check_interval_ms
+        if rebalance is not None:
+            candidates.append((self.now_ms // rebalance + 1) * rebalance)
+        for broker in self._all_brokers.values():
             if broker.silent_since_ms is not None and not self._fenced(broker.broker_id):
                 deadline = broker.silent_since_ms + self.config.broker_session_timeout_ms
                 candidates.append(max(deadline, self.now_ms + 1))
@@ -891,7 +1019,10 @@ class Cluster:
                 if broker.online:
                     broker.replica.log.checkpoint_high_watermark()
         self._deliver_alter_partitions()
-        for broker in self.brokers.values():
+        rebalance = self.config.leader_imbalance_check_interval_ms
+        if rebalance is not None and self.now_ms % rebalance == 0:
+            events.extend(self._rebalance_leader())
+        for broker in self._all_brokers.values():
             silent = broker.silent_since_ms
             if (
                 silent is not None
@@ -964,7 +1095,7 @@ class Cluster:
         return ClusterView(
             self.step_index,
             self.now_ms,
-            self.controller.registration,
+            self.registration,
             tuple(replicas),
             leader_view,
             leader_replica,
@@ -1008,7 +1139,7 @@ class Cluster:
                 (c.consumer_id, c.truncation_detected) for c in view.consumers
             ),
             results=tuple(self._results().items()),
-            unclean_elections=self.controller.unclean_elections,
+            unclean_elections=self.controller.partition_unclean_elections[self.partition],
             anomalies=self.anomalies(view),
         )
 
@@ -1073,12 +1204,118 @@ class Cluster:
             if op == "cut":
                 return self.cut(link["from"], link["to"], both)
             return self.heal_link(link["from"], link["to"], both)
+        if op == "reassign":
+            return self.reassign(cast("tuple[int, ...]", target))
         if op == "expect":
             return "expect"
         if op == COMMENT:
             return ""
         handler: Callable[[str | int], str] = getattr(self, op)
         return handler(cast("str | int", target))
+
+
+class PartitionedCluster:
+    """Several partitions on the same brokers: one ``Cluster`` per partition, all sharing one
+    controller (one registration per partition and one per broker, as KRaft's
+    ``ReplicationControlManager`` and ``ClusterControlManager`` keep them).
+
+    A broker-wide step (crash, restart, shutdown, isolate, heal, a cut link, a failed log
+    directory, the passing of time) happens to every partition at once, so a fenced broker
+    leaves every ISR and every leadership in the same step (correlated failures); a step
+    about one partition (produce, consume, reassign, expect, an election of one broker) names
+    it; ``fetch`` and ``flush`` without a partition act on every partition the broker holds,
+    and ``elect`` auto, preferred or unclean on every partition.
+    """
+
+    def __init__(
+        self,
+        config: ScenarioConfig,
+        mode: ProtocolMode,
+        storage_factory: StorageFactory | None = None,
+    ) -> None:
+        self.config = config
+        self.mode = mode
+        self.controller = Controller(
+            partitions=config.partition_replicas,
+            min_insync_replicas=config.min_insync_replicas,
+            unclean_leader_election=config.unclean_leader_election,
+            eligible_leader_replicas=mode.eligible_leader_replicas,
+            bump_epoch_on_isr_change=mode.truncation != "diverging-epoch",
+            brokers=config.brokers,
+            quorum_votes=self._quorum_votes if mode.commit_rule == "majority" else None,
+            vote_log_check=mode.vote_log_check,
+        )
+        self.partitions = [
+            Cluster(config, mode, storage_factory, controller=self.controller, partition=index)
+            for index in range(len(config.partition_replicas))
+        ]
+        # the partition each declared producer writes to
+        self.producer_partition: dict[str, int] = {}
+        self._synced = self.controller.version
+
+    def _quorum_votes(self, partition: int) -> dict[int, tuple[int, int]]:
+        return self.partitions[partition]._vote_positions()
+
+    @property
+    def now_ms(self) -> int:
+        return self.partitions[0].now_ms
+
+    def sync(self) -> None:
+        """Every partition's brokers learn what the controller changed since the last sync
+        (a fence decided in one partition's step moves the others too)."""
+        if self.controller.version != self._synced:
+            for cluster in self.partitions:
+                cluster._propagate()
+            self._synced = self.controller.version
+
+    def apply(self, step: Step) -> list[str]:
+        """Run one step; returns each partition's answer ("" where it did nothing)."""
+        at_ms = step.option("at_ms")
+        if isinstance(at_ms, int) and at_ms > self.now_ms:
+            self.advance(at_ms - self.now_ms)
+        op, target = step.op, step.target
+        clusters = self.partitions
+        if op == "advance_ms":
+            return [self.advance(cast(int, target))] * len(clusters)
+        partition = step.option("partition")
+        if op == "send":
+            partition = self.producer_partition[cast(str, step.option("producer"))]
+        elif op == "producer":
+            self.producer_partition[cast(str, target)] = cast(int, partition or 0)
+        results = [""] * len(clusters)
+        if isinstance(partition, int):
+            chosen = [partition]
+        elif op in ("fetch", "flush"):
+            chosen = [index for index, c in enumerate(clusters) if target in c.brokers]
+        else:
+            chosen = list(range(len(clusters)))
+        for index in chosen:
+            results[index] = clusters[index].apply(step)
+            self.sync()
+        return results
+
+    def advance(self, duration_ms: int) -> str:
+        """Let time pass on every partition together, event by event in time order (a
+        session timeout fences a broker in all of them at the same instant)."""
+        clusters = self.partitions
+        target = self.now_ms + duration_ms
+        events: list[str] = []
+        while True:
+            due = [t for c in clusters if (t := c._next_event_time(target)) is not None]
+            if not due:
+                break
+            now = min(due)
+            for cluster in clusters:
+                cluster.now_ms = now
+            for cluster in clusters:
+                events.extend(cluster._fire_events())
+                if cluster.producers:
+                    cluster._producer_events()
+                self.sync()
+        for cluster in clusters:
+            cluster.now_ms = target
+            cluster._complete_produces()
+        return "; ".join(events) if events else f"clock at {target} ms"
 
 
 def producer_settings(step: Step) -> ProducerSettings:
@@ -1118,6 +1355,8 @@ class StepOutcome(NamedTuple):
     new_violations: tuple[Violation, ...]
     # the rules that changed a value in this step, in the order they fired (record_changes)
     changes: tuple[str, ...] = ()
+    # with several partitions: every partition's outcome (this one is partition 0's)
+    partitions: tuple[StepOutcome, ...] = ()
 
 
 class Runner:
@@ -1144,15 +1383,30 @@ class Runner:
         storage_factory: StorageFactory | None = None,
         record_changes: bool = False,
     ) -> None:
-        self.cluster = Cluster(config, mode, storage_factory)
+        # several partitions: one cluster (and one checker) per partition, one controller
+        self.partitioned: PartitionedCluster | None = None
+        if len(config.partition_replicas) > 1:
+            self.partitioned = PartitionedCluster(config, mode, storage_factory)
+            self.clusters = self.partitioned.partitions
+        else:
+            self.clusters = [Cluster(config, mode, storage_factory)]
+        self.cluster = self.clusters[0]
         if mode.commit_rule == "majority":
             invariants = majority_invariants(invariants)
-        self.checker = InvariantChecker(invariants)
+        self.checkers = [InvariantChecker(invariants) for _ in self.clusters]
+        self.checker = self.checkers[0]
         self.steps_run = 0
         # the explorer runs without: no sentence is built when nobody reads it
         self._notes = self.cluster.record_notes() if record_changes else None
+        self._partition_notes = (
+            [self._notes, *(c.record_notes() for c in self.clusters[1:])]
+            if record_changes and self.partitioned is not None
+            else None
+        )
 
     def step(self, step: Step) -> StepOutcome:
+        if self.partitioned is not None:
+            return self._step_partitions(step, self.partitioned)
         index = self.steps_run
         cluster = self.cluster
         cluster.step_index = index
@@ -1170,16 +1424,85 @@ class Runner:
         changes = tuple(notes) if notes is not None else ()
         return StepOutcome(index, result, view, tuple(new), changes)
 
+    def _step_partitions(self, step: Step, partitioned: PartitionedCluster) -> StepOutcome:
+        """One step on several partitions: apply it, then check each partition."""
+        index = self.steps_run
+        for cluster in self.clusters:
+            cluster.step_index = index
+        notes = self._partition_notes
+        if notes is not None:
+            for partition_notes in notes:
+                if partition_notes is not None:
+                    partition_notes.clear()
+        results = partitioned.apply(step)
+        for cluster in self.clusters:
+            if cluster.producers:
+                cluster.pump()
+        partitioned.sync()
+        outcomes = []
+        for partition, cluster in enumerate(self.clusters):
+            cluster.note_committed()
+            view = cluster.view()
+            new = self.checkers[partition].check(view)
+            partition_notes = notes[partition] if notes is not None else None
+            changes = tuple(partition_notes) if partition_notes is not None else ()
+            outcomes.append(
+                StepOutcome(index, results[partition], view, tuple(_tagged(partition, new)), changes)
+            )
+        self.steps_run = index + 1
+        return outcomes[0]._replace(
+            new_violations=tuple(v for o in outcomes for v in o.new_violations),
+            partitions=tuple(outcomes),
+        )
+
     @property
     def violations(self) -> list[Violation]:
-        return self.checker.violations
+        if self.partitioned is None:
+            return self.checker.violations
+        merged = [
+            violation
+            for partition, checker in enumerate(self.checkers)
+            for violation in _tagged(partition, checker.violations)
+        ]
+        return sorted(merged, key=lambda v: v.step)
+
+    def partition_violations(self, partition: int) -> list[Violation]:
+        """The violations found in one partition (untagged)."""
+        return self.checkers[partition].violations
 
     def suspicious(self) -> bool:
         """Did the run break an invariant, lose an acknowledged record or diverge?"""
-        if self.checker.violations:
+        if any(checker.violations for checker in self.checkers):
             return True
-        view = self.cluster.view()
-        return bool(acked_lost(view)) or diverged(view)
+        for cluster in self.clusters:
+            view = cluster.view()
+            if acked_lost(view) or diverged(view):
+                return True
+        return False
+
+
+def _tagged(partition: int, violations: Iterable[Violation]) -> list[Violation]:
+    """Violations of one of several partitions, their detail naming the partition."""
+    return [
+        Violation(v.invariant, v.step, f"partition {partition}: {v.detail}") for v in violations
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """One partition of a several-partition run: its final state, violations and timeline."""
+
+    partition: int
+    final: ClusterState
+    violations: tuple[Violation, ...]
+    timeline: tuple[TimelineEntry, ...]
+
+    def to_json(self) -> JsonObject:
+        document: JsonObject = {"partition": self.partition}
+        document.update(self.final.to_json())
+        document["violations"] = [v.to_json() for v in self.violations]
+        document["timeline"] = [entry.to_json() for entry in self.timeline]
+        return document
 
 
 @dataclass(frozen=True, slots=True)
@@ -1196,14 +1519,20 @@ class ScenarioResult:
     # how many expect steps applied to this mode (0: the verdict checked nothing)
     expectations_checked: int = 0
     invariants: tuple[str, ...] = INVARIANT_NAMES
+    # with several partitions: each one's result (``final`` and ``timeline`` above are
+    # partition 0's; ``violations`` above are all partitions', each naming its partition)
+    partitions: tuple[PartitionResult, ...] = ()
 
     @property
     def acked_lost(self) -> list[str]:
-        return list(self.final.acked_lost)
+        return [value for result in self._each() for value in result.final.acked_lost]
+
+    def _each(self) -> tuple[PartitionResult | ScenarioResult, ...]:
+        return self.partitions or (self,)
 
     @property
     def diverged(self) -> bool:
-        return self.final.diverged
+        return any(result.final.diverged for result in self._each())
 
     @property
     def ok(self) -> bool:
@@ -1224,6 +1553,8 @@ class ScenarioResult:
         document["expect_failures"] = list(self.expect_failures)
         document["expectations_checked"] = self.expectations_checked
         document["timeline"] = [entry.to_json() for entry in self.timeline]
+        if self.partitions:
+            document["partitions"] = [result.to_json() for result in self.partitions]
         return document
 
 
@@ -1246,47 +1577,66 @@ def run_scenario(
         storage_factory=storage_factory,
         record_changes=True,
     )
-    timeline: list[TimelineEntry] = []
+    timelines: list[list[TimelineEntry]] = [[] for _ in runner.clusters]
     expect_failures: list[str] = []
     expectations_checked = 0
     for step in scenario.steps:
         outcome = runner.step(step)
-        view = outcome.view
+        each = outcome.partitions or (outcome,)
         if step.op == "expect":
             modes = step.option("modes")
             if not isinstance(modes, tuple) or protocol.name in modes:
                 expectations_checked += 1
-                state = runner.cluster.state(view)
+                partition = step.option("partition")
+                index = partition if isinstance(partition, int) else 0
+                state = runner.clusters[index].state(each[index].view)
+                violations = (
+                    runner.partition_violations(index) if outcome.partitions else runner.violations
+                )
                 expect_failures.extend(
-                    check_expect(outcome.step_index, expect_fields(step), state, runner.violations)
+                    check_expect(outcome.step_index, expect_fields(step), state, violations)
                 )
             continue
         comment = step.target if step.op == COMMENT else step.option("comment")
-        timeline.append(
-            TimelineEntry(
-                step=outcome.step_index,
-                op=step.describe(),
-                time_ms=view.time_ms,
-                result=outcome.result,
-                leader=view.registration.leader,
-                leader_epoch=view.registration.leader_epoch,
-                isr=view.registration.isr,
-                replicas=view.replicas,
-                acked=view.acked,
-                comment=comment if isinstance(comment, str) else None,
-                changes=outcome.changes,
+        for partition_outcome, timeline in zip(each, timelines, strict=True):
+            view = partition_outcome.view
+            timeline.append(
+                TimelineEntry(
+                    step=outcome.step_index,
+                    op=step.describe(),
+                    time_ms=view.time_ms,
+                    result=partition_outcome.result,
+                    leader=view.registration.leader,
+                    leader_epoch=view.registration.leader_epoch,
+                    isr=view.registration.isr,
+                    replicas=view.replicas,
+                    acked=view.acked,
+                    comment=comment if isinstance(comment, str) else None,
+                    changes=partition_outcome.changes,
+                )
             )
+    partitions: tuple[PartitionResult, ...] = ()
+    if runner.partitioned is not None:
+        partitions = tuple(
+            PartitionResult(
+                index,
+                cluster.state(),
+                tuple(runner.partition_violations(index)),
+                tuple(timelines[index]),
+            )
+            for index, cluster in enumerate(runner.clusters)
         )
     return ScenarioResult(
         name=scenario.name,
         mode=protocol.name,
         final=runner.cluster.state(),
         violations=tuple(runner.violations),
-        timeline=tuple(timeline),
+        timeline=tuple(timelines[0]),
         expect_failures=tuple(expect_failures),
         scenario=scenario,
         expectations_checked=expectations_checked,
         invariants=tuple(invariant.name for invariant in runner.checker.invariants),
+        partitions=partitions,
     )
 
 
