@@ -411,6 +411,10 @@ class ReplicaLog:
         """Remove every record at or after ``end_offset``; clamp HW and the epoch cache."""
         end_offset = max(end_offset, self.log_start_offset)
         if end_offset >= self.log_end_offset:
+            # UnifiedLog.truncateTo truncates the epoch cache even then: a replica that led an
+            # epoch without appending holds an entry past its log that no leader knows
+            if self.epoch_cache.truncate_from_end(self.log_end_offset):
+                self._write_checkpoints()
             return
         del self._records[end_offset - self.log_start_offset :]
         self._snapshot = None

@@ -223,11 +223,21 @@ def exit_if_expect_failed(failures: Sequence[str]) -> None:
 
 
 def _print_timeline(document: dict[str, Any]) -> None:
-    broker_ids = list(document["replicas"])
+    """One table per partition (one partition: one table, as before)."""
     if document.get("description"):
         out.print(escape(document["description"]))
+    for partition in document.get("partitions") or [document]:
+        _print_partition_timeline(document, partition)
+
+
+def _print_partition_timeline(document: dict[str, Any], partition: dict[str, Any]) -> None:
+    # the final replicas first, then any a reassignment removed on the way
+    broker_ids = list(partition["replicas"])
+    for entry in partition["timeline"]:
+        broker_ids.extend(b for b in entry["replicas"] if b not in broker_ids)
+    which = f", partition {partition['partition']}" if "partition" in partition else ""
     table = Table(
-        title=f"{escape(document['name'])} ({document['mode']})",
+        title=f"{escape(document['name'])} ({document['mode']}{which})",
         title_justify="left",
         caption="replica columns: LEO/HW/leader epoch, L = leader; under each result, the "
         "rule that changed a value in that step (from the simulator's own record)",
@@ -241,10 +251,13 @@ def _print_timeline(document: dict[str, Any]) -> None:
     table.add_column("acked")
     table.add_column("result")
     acked_before: set[str] = set()
-    for entry in document["timeline"]:
+    for entry in partition["timeline"]:
         cells = []
         for broker_id in broker_ids:
-            view = entry["replicas"][broker_id]
+            view = entry["replicas"].get(broker_id)
+            if view is None:
+                cells.append("[dim]-[/]")
+                continue
             text = f"{view['leo']}/{view['hw']}/{view['epoch']}"
             if not view["online"]:
                 text = f"[dim]{text} down[/]"
@@ -271,16 +284,20 @@ def _print_timeline(document: dict[str, Any]) -> None:
 
 
 def _print_verdict(document: dict[str, Any], result: ScenarioResult) -> None:
-    for broker_id, view in document["replicas"].items():
-        records = ", ".join(f"{offset}:e{epoch} {value}" for offset, epoch, value in view["log"])
-        state = "" if view["online"] else " (down)"
-        out.print(f"r{broker_id} log [{escape(records)}] HW {view['hw']}{state}")
-    lost = document["acked_lost"]
-    out.print(
-        f"acknowledged: {len(document['acked'])}, lost: "
-        + (f"[bold red]{escape(' '.join(lost))}[/]" if lost else "none")
-        + f"; logs diverged: {'[bold red]yes[/]' if document['diverged'] else 'no'}"
-    )
+    for partition in document.get("partitions") or [document]:
+        which = f"partition {partition['partition']}: " if "partition" in partition else ""
+        for broker_id, view in partition["replicas"].items():
+            records = ", ".join(
+                f"{offset}:e{epoch} {value}" for offset, epoch, value in view["log"]
+            )
+            state = "" if view["online"] else " (down)"
+            out.print(f"{which}r{broker_id} log [{escape(records)}] HW {view['hw']}{state}")
+        lost = partition["acked_lost"]
+        out.print(
+            f"{which}acknowledged: {len(partition['acked'])}, lost: "
+            + (f"[bold red]{escape(' '.join(lost))}[/]" if lost else "none")
+            + f"; logs diverged: {'[bold red]yes[/]' if partition['diverged'] else 'no'}"
+        )
     for violation in document["violations"]:
         out.print(
             f"[yellow]violation[/] {escape(violation['invariant'])} at step {violation['step']}: "
