@@ -371,7 +371,9 @@ class Controller:
         ``removing`` are recorded, and the change completes at once if every target replica
         is already in the ISR. Otherwise it completes with the change that brings the last
         adding replica into the ISR. True if anything changed."""
-        with self._because("reassignment of partition {} to {} requested", partition, list(target_replicas)):
+        with self._because(
+            "reassignment of partition {} to {} requested", partition, list(target_replicas)
+        ):
             current = self.registrations[partition].replicas
             target = tuple(target_replicas)
             removing = tuple(sorted(set(current) - set(target)))

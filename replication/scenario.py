@@ -217,7 +217,9 @@ to 1,000,000,000,000 (got 0)
                 if replica not in brokers:
                     raise ScenarioError(
                         "replica is not a broker",
-                        field="config.replicas" if partitions is None else f"config.partitions[{index}]",
+                        field="config.replicas"
+                        if partitions is None
+                        else f"config.partitions[{index}]",
                         value=replica,
                     )
 
@@ -1162,7 +1164,9 @@ def scenario_to_dict(scenario: Scenario) -> JsonObject:
         if value is None or (spec.name == "replicas" and scenario.config.partitions is not None):
             continue
         if spec.name == "partitions":
-            config[spec.name] = [list(assignment) for assignment in scenario.config.partition_replicas]
+            config[spec.name] = [
+                list(assignment) for assignment in scenario.config.partition_replicas
+            ]
             continue
         config[spec.name] = list(value) if isinstance(value, tuple) else value
     steps = [step.to_dict() for step in scenario.steps]

@@ -251,7 +251,11 @@ class Cluster:
         storage = None
         if hosted and self.storage_factory is not None:
             factory = self.storage_factory
-            storage = factory(broker_id) if self.partition == 0 else factory(broker_id, self.partition)
+            storage = (
+                factory(broker_id)
+                if self.partition == 0
+                else factory(broker_id, partition=self.partition)
+            )
         log = ReplicaLog(storage=storage)
         log.checkpoint_every_change = config.high_watermark_checkpoint_interval_ms is None
         replica = PartitionReplica(
@@ -1447,7 +1451,9 @@ class Runner:
             partition_notes = notes[partition] if notes is not None else None
             changes = tuple(partition_notes) if partition_notes is not None else ()
             outcomes.append(
-                StepOutcome(index, results[partition], view, tuple(_tagged(partition, new)), changes)
+                StepOutcome(
+                    index, results[partition], view, tuple(_tagged(partition, new)), changes
+                )
             )
         self.steps_run = index + 1
         return outcomes[0]._replace(

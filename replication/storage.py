@@ -733,10 +733,22 @@ class DiskLogStorage:
     def write_checkpoints(
         self, high_watermark: int, epoch_entries: Iterable[tuple[int, int]]
     ) -> None:
-        """Write ``replication-offset-checkpoint`` and ``leader-epoch-checkpoint``."""
+        """Write ``replication-offset-checkpoint`` (one file per log directory: the entries
+        of the directory's other partitions are kept) and ``leader-epoch-checkpoint``."""
+        path = self.log_dir / HIGH_WATERMARK_CHECKPOINT
+        entries = {(self.topic, self.partition): high_watermark}
+        if path.exists():
+            others = parse_offset_checkpoint(path.read_text("utf-8"), str(path))
+            entries = {(topic, partition): offset for topic, partition, offset in others}
+            entries[(self.topic, self.partition)] = high_watermark
         _write_atomically(
-            self.log_dir / HIGH_WATERMARK_CHECKPOINT,
-            format_offset_checkpoint([(self.topic, self.partition, high_watermark)]),
+            path,
+            format_offset_checkpoint(
+                [
+                    (topic, partition, offset)
+                    for (topic, partition), offset in sorted(entries.items())
+                ]
+            ),
             self.fsync,
         )
         _write_atomically(

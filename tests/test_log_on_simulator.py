@@ -144,37 +144,53 @@ def test_the_simulators_segments_decode_to_its_in_memory_logs(path: Path, tmp_pa
     for mode in MODE_NAMES:
         run_dir = tmp_path / mode
 
-        def disk_storage(broker_id: int, run_dir: Path = run_dir) -> DiskLogStorage:
+        def disk_storage(
+            broker_id: int, run_dir: Path = run_dir, partition: int = 0
+        ) -> DiskLogStorage:
             # small segments: the logs roll and get index entries
             return DiskLogStorage(
-                run_dir / f"broker-{broker_id}", segment_bytes=150, index_interval_bytes=60
+                run_dir / f"broker-{broker_id}",
+                partition=partition,
+                segment_bytes=150,
+                index_interval_bytes=60,
             )
 
         result = cast(
             dict[str, Any], run_scenario(scenario, mode, storage_factory=disk_storage).to_json()
         )
-        for broker, replica in result["replicas"].items():
-            broker_dir = run_dir / f"broker-{broker}"
-            partition_dir = broker_dir / "ktk-0"
-            on_disk = []
-            for segment in sorted(partition_dir.glob("*.log")):
-                scan = read_segment_file(segment)
-                assert scan.error is None and scan.trailing_bytes == 0
-                for batch in scan.batches:
-                    assert batch.is_valid and batch.magic == 2
-                    for record in batch.records():
-                        value = (record.value or b"").decode("utf-8")
-                        on_disk.append([record.offset, batch.partition_leader_epoch, value])
-            assert on_disk == replica["log"], (mode, broker)
-            high_watermarks = parse_offset_checkpoint(
-                (broker_dir / REPLICATION_OFFSET_CHECKPOINT).read_text()
+        for index, partition in enumerate(result.get("partitions") or [result]):
+            _check_partition_on_disk(scenario, mode, run_dir, index, partition)
+
+
+def _check_partition_on_disk(
+    scenario: Any, mode: str, run_dir: Path, index: int, result: dict[str, Any]
+) -> None:
+    """Partition ``index``'s segments and checkpoints on every broker match its result."""
+    for broker, replica in result["replicas"].items():
+        broker_dir = run_dir / f"broker-{broker}"
+        partition_dir = broker_dir / f"ktk-{index}"
+        on_disk = []
+        for segment in sorted(partition_dir.glob("*.log")):
+            scan = read_segment_file(segment)
+            assert scan.error is None and scan.trailing_bytes == 0
+            for batch in scan.batches:
+                assert batch.is_valid and batch.magic == 2
+                for record in batch.records():
+                    value = (record.value or b"").decode("utf-8")
+                    on_disk.append([record.offset, batch.partition_leader_epoch, value])
+        assert on_disk == replica["log"], (mode, broker)
+        high_watermarks = parse_offset_checkpoint(
+            (broker_dir / REPLICATION_OFFSET_CHECKPOINT).read_text()
+        )
+        if scenario.config.high_watermark_checkpoint_interval_ms is None:
+            assert high_watermarks[("ktk", index)] == replica["hw"]
+            assert {partition for _, partition in high_watermarks} <= set(
+                range(len(scenario.config.partition_replicas))
             )
-            if scenario.config.high_watermark_checkpoint_interval_ms is None:
-                assert high_watermarks == {("ktk", 0): replica["hw"]}
-            else:
-                # checkpointed periodically: the file may lag the HW in memory, never lead it
-                assert high_watermarks[("ktk", 0)] <= replica["hw"]
-            epochs = parse_leader_epoch_checkpoint(
-                (partition_dir / LEADER_EPOCH_CHECKPOINT).read_text()
-            )
-            assert [list(entry) for entry in epochs] == replica["epoch_cache"]
+        else:
+            # checkpointed periodically: the file may lag the HW in memory, never lead it
+            assert high_watermarks[("ktk", index)] <= replica["hw"]
+        epochs = parse_leader_epoch_checkpoint(
+            (partition_dir / LEADER_EPOCH_CHECKPOINT).read_text()
+        )
+        assert [list(entry) for entry in epochs] == replica["epoch_cache"]

@@ -86,6 +86,12 @@ VERDICTS: dict[str, dict[str, tuple[bool, bool]]] = {
     "s21-torn-tail": dict.fromkeys(MODE_NAMES, (True, False)),
     "s22-failed-log-dir": dict.fromkeys(MODE_NAMES, (False, False)),
     "s23-log-start-above-follower": dict.fromkeys(MODE_NAMES, (False, False)),
+    # several partitions and reassignment: leaderships move together, nothing acked=all lost;
+    # one crash loses the acks=1 writes of every partition the broker led
+    "s24-broker-down-moves-every-leader": dict.fromkeys(MODE_NAMES, (False, False)),
+    "s25-auto-leader-rebalance": dict.fromkeys(MODE_NAMES, (False, False)),
+    "s26-reassignment-moves-leader": dict.fromkeys(MODE_NAMES, (False, False)),
+    "s27-one-crash-loses-on-every-partition": dict.fromkeys(MODE_NAMES, (True, False)),
     # KIP-320: the stale follower's fetch is fenced in current; older modes serve it
     "s14-stale-follower-fenced": {
         "pre-0.11": (True, True),

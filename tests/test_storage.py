@@ -343,10 +343,15 @@ def test_every_example_scenario_gives_the_same_result_on_disk_as_in_memory(
         in_memory = run_scenario(scenario, mode).to_json()
         run_dir = tmp_path / mode
 
-        def disk_storage(broker_id: int, run_dir: Path = run_dir) -> DiskLogStorage:
+        def disk_storage(
+            broker_id: int, run_dir: Path = run_dir, partition: int = 0
+        ) -> DiskLogStorage:
             # tiny segments so that the scenarios roll, index and truncate across files
             return DiskLogStorage(
-                run_dir / f"broker-{broker_id}", segment_bytes=64, index_interval_bytes=30
+                run_dir / f"broker-{broker_id}",
+                partition=partition,
+                segment_bytes=64,
+                index_interval_bytes=30,
             )
 
         on_disk = run_scenario(scenario, mode, storage_factory=disk_storage).to_json()
