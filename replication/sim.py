@@ -595,6 +595,10 @@ class Cluster:
             request = leader.maybe_expand_isr(broker_id)
             if request is not None:
                 self._send_alter_partition(request)
+                if replica.role != "follower":
+                    # the ISR change completed a reassignment that made this replica leader:
+                    # becoming leader stops its fetcher, and the answer in flight is dropped
+                    return "reply dropped: became leader"
             self._complete_produces()
         if response_lost:
             return "reply lost"
