@@ -66,6 +66,7 @@ from replication.modes import ALL_MODE_NAMES, get_mode
 from replication.producer import ProducerSettings
 from replication.scenario import (
     MAX_CLOCK_TICKS,
+    MAX_PARTITIONS,
     MAX_TIME_MS,
     OptionValue,
     Scenario,
@@ -75,7 +76,14 @@ from replication.scenario import (
     scenario_to_dict,
     scenario_to_text,
 )
-from replication.sim import Cluster, Runner, ScenarioResult, effective_mode, run_scenario
+from replication.sim import (
+    Cluster,
+    PartitionResult,
+    Runner,
+    ScenarioResult,
+    effective_mode,
+    run_scenario,
+)
 from replication.view import JsonObject
 
 CLASS_NAMES: tuple[str, ...] = ("S1", "S2", "S3", "S4", "S5")
@@ -382,7 +390,14 @@ def is_violation(result: ScenarioResult) -> bool:
 
 
 def classify(result: ScenarioResult) -> str | None:
-    """The S-class of a run (see the module docstring), or None when nothing broke."""
+    """The S-class of a run (see the module docstring), or None when nothing broke. With
+    several partitions: the class of the first partition that broke."""
+    if result.partitions:
+        for partition in result.partitions:
+            found = classify(_one_partition(result, partition))
+            if found is not None:
+                return found
+        return None
     if not is_violation(result):
         return None
     steps = result.scenario.steps
@@ -416,6 +431,23 @@ def classify(result: ScenarioResult) -> str | None:
     if _restart_truncated(result):
         return "S1"
     return "S3"
+
+
+def _one_partition(result: ScenarioResult, partition: PartitionResult) -> ScenarioResult:
+    """One partition of a several-partition result, as if it were the only one."""
+    config = replace(
+        result.scenario.config,
+        replicas=result.scenario.config.partition_replicas[partition.partition],
+        partitions=None,
+    )
+    return replace(
+        result,
+        final=partition.final,
+        violations=partition.violations,
+        timeline=partition.timeline,
+        scenario=replace(result.scenario, config=config),
+        partitions=(),
+    )
 
 
 def _restart_truncated(result: ScenarioResult) -> bool:
@@ -455,11 +487,21 @@ class _Generator:
     lossy_crashes: int = 0
     crashes: int = 0
     produced: int = 0
+    partitions: int = field(init=False, default=1)
 
     def __post_init__(self) -> None:
         self.runner = Runner(
             self.config, effective_mode(self.config), invariants=select_invariants(self.invariants)
         )
+        # several partitions: one-partition steps name a partition (drawn only then, so the
+        # schedules of one partition stay what they were)
+        self.partitions = len(self.config.partition_replicas)
+
+    def _partition(self) -> dict[str, int]:
+        """A random partition for a one-partition step, when there is more than one."""
+        if self.partitions == 1:
+            return {}
+        return {"partition": self.rng.randrange(self.partitions)}
 
     @property
     def cluster(self) -> Cluster:
@@ -468,9 +510,15 @@ class _Generator:
     def run(self, max_steps: int) -> list[JsonObject]:
         if self.producer is not None:
             # declaring the producer changes nothing the invariants read: applied unchecked
-            declare = _step("producer", PRODUCER_NAME, **self.producer.to_options())
+            options = self.producer.to_options()
+            if self.partitions > 1:
+                options["partition"] = 0
+            declare = _step("producer", PRODUCER_NAME, **options)
             self.steps.append(declare)
-            self.cluster.apply(declare)
+            if self.runner.partitioned is not None:
+                self.runner.partitioned.apply(declare)
+            else:
+                self.cluster.apply(declare)
         for _ in range(max_steps):
             self._do(self._random_step())
         self._settle()
@@ -551,7 +599,7 @@ class _Generator:
             self.produced += 1
             if self.producer is not None:
                 return _step("send", f"m{self.produced}", producer=PRODUCER_NAME)
-            return _step("produce", f"m{self.produced}", acks=self.acks)
+            return _step("produce", f"m{self.produced}", acks=self.acks, **self._partition())
         if kind == "fetch":
             broker = rng.choice(replicas)
             if rng.random() < 0.15:
@@ -568,7 +616,7 @@ class _Generator:
         if kind == "flush":
             return _step("flush", rng.choice(online or replicas))
         if kind == "consume":
-            return _step("consume", CONSUMER_ID)
+            return _step("consume", CONSUMER_ID, **self._partition())
         if kind == "crash":
             self.crashes += 1
             target = self._leader_or_random(online)
@@ -595,13 +643,19 @@ class _Generator:
             link = rng.choice(sorted(self.cluster.cuts, key=str))
             return _link_step("heal", link[0], link[1], both=False)
         if kind == "delete_records":
-            return _step("delete_records", rng.randint(0, max(self.produced, 1)))
+            return _step(
+                "delete_records", rng.randint(0, max(self.produced, 1)), **self._partition()
+            )
         if kind == "fail_log_dir":
             working = [b for b in online if not self.cluster.brokers[b].log_dir_failed]
             return _step("fail_log_dir", self._leader_or_random(working))
         if kind == "restart_dir":
             return _step("restart", rng.choice(self._dir_failed()))
-        return _step("elect", self._election_target())
+        partition = self._partition()
+        elected = self._election_target(partition.get("partition", 0))
+        if not isinstance(elected, int):
+            partition = {}  # auto, preferred and unclean: every partition
+        return _step("elect", elected, **partition)
 
     def _random_cut(self) -> Step:
         """One link: leader to a follower, a broker to the controller, or clients to the
@@ -624,9 +678,9 @@ class _Generator:
             source, target = other, broker
         return _link_step("cut", source, target, both=rng.random() < 0.4)
 
-    def _election_target(self) -> str | int:
+    def _election_target(self, partition: int = 0) -> str | int:
         rng = self.rng
-        registration = self.cluster.controller.registration
+        registration = self.cluster.controller.registrations[partition]
         # forcing a replica outside the ISR is an unclean election: only where it is allowed
         unclean = self.config.unclean_leader_election
         pool = list(self.config.replicas if unclean else registration.isr)
@@ -658,7 +712,10 @@ class _Generator:
             # reordering is in the leader's log from then on)
             wait = producer.request_timeout_ms + producer.retry_backoff_max_ms + 1
             self._do(_step("advance_ms", wait))
-        self._do(_step("consume", CONSUMER_ID))
+        if self.partitions == 1:
+            self._do(_step("consume", CONSUMER_ID))
+        for partition in range(self.partitions if self.partitions > 1 else 0):
+            self._do(_step("consume", CONSUMER_ID, partition=partition))
 
 
 def _step(op: str, target: int | str, **options: OptionValue) -> Step:
@@ -858,6 +915,7 @@ def explore_settings(
     link_cuts: bool = False,
     producer: ProducerSettings | None = None,
     disk_faults: bool = False,
+    partitions: int = 1,
 ) -> ExploreSettings:
     """The checked settings of an exploration, from :func:`explore`'s arguments: what every
     engine running it (in process, or spread over Spark tasks) is given.
@@ -874,7 +932,8 @@ def explore_settings(
             f"unknown mode; expected one of {', '.join(ALL_MODE_NAMES)}", field="mode", value=mode
         )
     replica_ids = tuple(replicas) if replicas is not None else tuple(brokers)
-    document = {
+    _check_int(partitions, "partitions", 1, MAX_PARTITIONS)
+    document: dict[str, object] = {
         "brokers": list(brokers),
         "replicas": list(replica_ids),
         "mode": mode,
@@ -884,6 +943,13 @@ def explore_settings(
         "replica_lag_time_max_ms": replica_lag_time_max_ms,
         "broker_session_timeout_ms": broker_session_timeout_ms,
     }
+    if partitions > 1:
+        # the same replicas for each partition, the preferred leader rotating over them
+        del document["replicas"]
+        document["partitions"] = [
+            list(replica_ids[index % len(replica_ids) :] + replica_ids[: index % len(replica_ids)])
+            for index in range(partitions)
+        ]
     config = load_scenario({"name": "explore", "config": document, "steps": []}).config
     if max_lossy_crashes is None and isinstance(min_insync_replicas, int):
         max_lossy_crashes = max(1, min_insync_replicas - 1)
@@ -926,6 +992,7 @@ def explore(
     link_cuts: bool = False,
     producer: ProducerSettings | None = None,
     disk_faults: bool = False,
+    partitions: int = 1,
     out_dir: str | Path | None = None,
     timer: Callable[[], float] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -971,6 +1038,7 @@ def explore(
         link_cuts=link_cuts,
         producer=producer,
         disk_faults=disk_faults,
+        partitions=partitions,
     )
     started = timer() if timer is not None else None
     scan = scan_schedules(settings, 0, settings.schedules, progress=progress)
@@ -1244,15 +1312,22 @@ def _shrink_finding(
     minimal = shrink(steps, same_class)
     name = f"{violation_class}-{number}"
     result = run_scenario(build_scenario(name, config, minimal, invariants))
-    expect: JsonObject = {
-        "acked_lost": list(result.acked_lost),
-        "diverged": result.diverged,
-        "violations": result.violation_names(),
-    }
-    if result.final.unclean_elections:
-        expect["unclean_elections"] = result.final.unclean_elections
+    expects: list[JsonObject] = []
+    for partition in result.partitions or (None,):
+        one = result if partition is None else _one_partition(result, partition)
+        expect: JsonObject = {
+            "acked_lost": list(one.acked_lost),
+            "diverged": one.diverged,
+            "violations": one.violation_names(),
+        }
+        if one.final.unclean_elections:
+            expect["unclean_elections"] = one.final.unclean_elections
+        step: JsonObject = {"expect": expect}
+        if partition is not None:
+            step["partition"] = partition.partition
+        expects.append(step)
     scenario = build_scenario(
-        f"{name.lower()}-{config.mode}", config, [*minimal, {"expect": expect}], invariants
+        f"{name.lower()}-{config.mode}", config, [*minimal, *expects], invariants
     )
     return Finding(
         violation_class=violation_class,
@@ -1288,13 +1363,18 @@ def _shrink_anomaly(
     name = f"{anomaly}-{number}"
     result = run_scenario(build_scenario(name, config, minimal, invariants))
     shown = tuple(sorted(found.anomaly for found in result.final.anomalies))
+    # the producer writes to partition 0 (with several partitions: its expect names it)
+    first = _one_partition(result, result.partitions[0]) if result.partitions else result
     expect: JsonObject = {
         "anomalies": list(shown),
-        "acked_lost": list(result.acked_lost),
-        "violations": result.violation_names(),
+        "acked_lost": list(first.acked_lost),
+        "violations": first.violation_names(),
     }
+    step: JsonObject = {"expect": expect}
+    if result.partitions:
+        step["partition"] = 0
     scenario = build_scenario(
-        f"{name.lower()}-{config.mode}", config, [*minimal, {"expect": expect}], invariants
+        f"{name.lower()}-{config.mode}", config, [*minimal, step], invariants
     )
     return Finding(
         violation_class=anomaly,

@@ -338,6 +338,12 @@ def explore_command(
         "--disk-faults",
         help="Also draw torn tails, failed log directories and DeleteRecords on the leader.",
     ),
+    partitions: int = typer.Option(
+        1,
+        "--partitions",
+        help="Partitions on the same brokers (each on every broker, the preferred leader "
+        "rotating): a broker fault hits all of them at once.",
+    ),
     producer: bool = typer.Option(
         False,
         "--producer",
@@ -463,6 +469,7 @@ def explore_command(
             "eligible_leader_replicas": elr,
             "link_cuts": link_cuts,
             "disk_faults": disk_faults,
+            "partitions": partitions,
             "producer": producer_settings,
             "schedules": schedules,
             "seed": seed,
