@@ -565,9 +565,7 @@ class DiskLogStorage:
             fsync,
         )
         # Kafka lists only logs whose start is above their first segment's base offset
-        _write_atomically(
-            self.log_dir / LOG_START_OFFSET_CHECKPOINT, format_offset_checkpoint([]), fsync
-        )
+        self._write_offset_checkpoint(LOG_START_OFFSET_CHECKPOINT, None)
         self._write_recovery_point()
 
     # -- reading ---------------------------------------------------------------------------
@@ -714,12 +712,28 @@ class DiskLogStorage:
 
     def _write_log_start(self) -> None:
         first_base = self._segments[0].base_offset
-        entries = [(self.topic, self.partition, self._log_start)]
-        _write_atomically(
-            self.log_dir / LOG_START_OFFSET_CHECKPOINT,
-            format_offset_checkpoint(entries if self._log_start > first_base else []),
-            self.fsync,
+        self._write_offset_checkpoint(
+            LOG_START_OFFSET_CHECKPOINT, self._log_start if self._log_start > first_base else None
         )
+
+    def _write_offset_checkpoint(self, name: str, offset: int | None) -> None:
+        """Set (or, with None, drop) this partition's entry of the log directory's checkpoint
+        file ``name``; the entries of the directory's other partitions are kept, as Kafka
+        writes one file for all the partitions of a log directory."""
+        path = self.log_dir / name
+        entries: dict[tuple[str, int], int] = {}
+        if path.exists():
+            entries = {
+                (topic, partition): value
+                for topic, partition, value in parse_offset_checkpoint(
+                    path.read_text("utf-8"), str(path)
+                )
+            }
+        entries.pop((self.topic, self.partition), None)
+        if offset is not None:
+            entries[(self.topic, self.partition)] = offset
+        rows = [(topic, partition, value) for (topic, partition), value in sorted(entries.items())]
+        _write_atomically(path, format_offset_checkpoint(rows), self.fsync)
 
     def flush(self) -> None:
         """Make everything written so far durable (survives ``recover(lose_unflushed=True)``)."""
@@ -735,22 +749,7 @@ class DiskLogStorage:
     ) -> None:
         """Write ``replication-offset-checkpoint`` (one file per log directory: the entries
         of the directory's other partitions are kept) and ``leader-epoch-checkpoint``."""
-        path = self.log_dir / HIGH_WATERMARK_CHECKPOINT
-        entries = {(self.topic, self.partition): high_watermark}
-        if path.exists():
-            others = parse_offset_checkpoint(path.read_text("utf-8"), str(path))
-            entries = {(topic, partition): offset for topic, partition, offset in others}
-            entries[(self.topic, self.partition)] = high_watermark
-        _write_atomically(
-            path,
-            format_offset_checkpoint(
-                [
-                    (topic, partition, offset)
-                    for (topic, partition), offset in sorted(entries.items())
-                ]
-            ),
-            self.fsync,
-        )
+        self._write_offset_checkpoint(HIGH_WATERMARK_CHECKPOINT, high_watermark)
         _write_atomically(
             self.partition_dir / LEADER_EPOCH_CHECKPOINT,
             format_leader_epoch_checkpoint(epoch_entries),
@@ -815,11 +814,7 @@ class DiskLogStorage:
             self._write_recovery_point()
 
     def _write_recovery_point(self) -> None:
-        _write_atomically(
-            self.log_dir / RECOVERY_POINT_CHECKPOINT,
-            format_offset_checkpoint([(self.topic, self.partition, self.recovery_point)]),
-            self.fsync,
-        )
+        self._write_offset_checkpoint(RECOVERY_POINT_CHECKPOINT, self.recovery_point)
 
     def _new_segment(self, base_offset: int) -> Segment:
         segment = Segment(self.partition_dir, base_offset, self.index_interval_bytes)

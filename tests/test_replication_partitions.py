@@ -333,3 +333,63 @@ def test_cli_prints_one_timeline_per_partition() -> None:
             outcome.stdout
         )
         assert f"partition {partition}: acknowledged:" in outcome.stdout
+
+
+# ------------------------------------------------------------------ on disk and exploring
+
+
+def test_several_partitions_on_disk_share_each_brokers_checkpoint_files(tmp_path: Path) -> None:
+    from kafka_format.checkpoint import parse_offset_checkpoint
+
+    outcome = CliRunner().invoke(
+        app,
+        [
+            "replicate",
+            str(SCENARIOS / "s24-broker-down-moves-every-leader.yaml"),
+            "--log-dir",
+            str(tmp_path / "logs"),
+        ],
+    )
+    assert outcome.exit_code == 0, outcome.output
+    broker = tmp_path / "logs" / "broker-1"
+    assert sorted(p.name for p in broker.glob("ktk-*")) == ["ktk-0", "ktk-1", "ktk-2"]
+    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
+        entries = parse_offset_checkpoint((broker / name).read_text())
+        assert sorted(entries) == [("ktk", 0), ("ktk", 1), ("ktk", 2)], name
+
+
+def test_exploring_several_partitions_finds_shrinks_and_replays() -> None:
+    from replication.explore import explore
+
+    report = explore("kip-101", brokers=(1, 2), schedules=60, seed=0, partitions=2)
+    assert report.findings
+    for finding in report.findings:
+        assert finding.scenario.config.partition_replicas == ((1, 2), (2, 1))
+        assert run_scenario(finding.scenario).expect_failures == ()
+
+
+def test_exploring_one_partition_draws_the_same_schedules_as_before() -> None:
+    from replication.explore import ExploreSettings, explore_settings, generate_schedule
+
+    settings: ExploreSettings = explore_settings("current", partitions=1)
+    assert settings.config.partitions is None
+    steps = generate_schedule(settings.config, 0, 3)
+    assert all("partition" not in step for step in steps)
+
+
+def test_exploring_several_partitions_names_the_partition_of_one_partition_steps() -> None:
+    from replication.explore import explore_settings, generate_schedule
+
+    config = explore_settings("current", partitions=3).config
+    assert config.partition_replicas == ((1, 2, 3), (2, 3, 1), (3, 1, 2))
+    steps = [s for i in range(5) for s in generate_schedule(config, 0, i)]
+    assert any("produce" in step for step in steps)
+    for step in steps:
+        if "produce" in step or "consume" in step or isinstance(step.get("elect"), int):
+            assert step.get("partition") in (0, 1, 2), step
+
+
+def test_cli_refuses_too_many_partitions_to_explore() -> None:
+    outcome = CliRunner().invoke(app, ["replicate", "explore", "--partitions", "65"])
+    assert outcome.exit_code == 2
+    assert "partitions: must be an integer from 1 to 64 (got 65)" in outcome.stderr

@@ -188,8 +188,8 @@ def _run_keeping_logs(
         log_dir, command="replicate run", version=__version__, inputs=[path], force=force
     ) as staging:
 
-        def broker_storage(broker_id: int) -> DiskLogStorage:
-            return DiskLogStorage(staging / f"broker-{broker_id}")
+        def broker_storage(broker_id: int, partition: int = 0) -> DiskLogStorage:
+            return DiskLogStorage(staging / f"broker-{broker_id}", partition=partition)
 
         return run_scenario(
             scenario, mode, invariants=_invariant_names(invariants), storage_factory=broker_storage
