@@ -278,6 +278,11 @@ class Cluster:
     def _quorum_votes(self, partition: int) -> dict[int, tuple[int, int]]:
         return self._vote_positions()
 
+    def sync(self) -> None:
+        """The brokers learn the controller's current state: for a change made on the
+        controller directly (a fencing decided elsewhere, e.g. by a metadata quorum)."""
+        self._propagate()
+
     def record_notes(self) -> list[str]:
         """From now on every rule that changes a replica's LEO or HW, the ISR, the leader or
         an acknowledgement says so in the returned list (shared by the controller and every
