@@ -1373,9 +1373,7 @@ def _shrink_anomaly(
     step: JsonObject = {"expect": expect}
     if result.partitions:
         step["partition"] = 0
-    scenario = build_scenario(
-        f"{name.lower()}-{config.mode}", config, [*minimal, step], invariants
-    )
+    scenario = build_scenario(f"{name.lower()}-{config.mode}", config, [*minimal, step], invariants)
     return Finding(
         violation_class=anomaly,
         schedule=index,
