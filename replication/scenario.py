@@ -145,7 +145,9 @@ to 1,000,000,000,000 (got 0)
     """
 
     brokers: tuple[int, ...]
-    replicas: tuple[int, ...]
+    # the partition's replicas, preferred leader first (with ``partitions``: partition 0's,
+    # which may be left out)
+    replicas: tuple[int, ...] = ()
     mode: str = "current"
     min_insync_replicas: int = 1
     unclean_leader_election: bool = False
@@ -174,7 +176,7 @@ to 1,000,000,000,000 (got 0)
         if self.partitions is not None:
             partitions = _partition_lists(self.partitions)
             object.__setattr__(self, "partitions", partitions)
-            if self.replicas is None:
+            if not self.replicas:
                 object.__setattr__(self, "replicas", partitions[0])
         replicas = _broker_list(self.replicas, "config.replicas")
         if partitions is not None and replicas != partitions[0]:

@@ -1,6 +1,7 @@
-"""A deterministic discrete-event cluster of one partition: brokers with replica logs, a
-controller, a simulated clock, a network that can isolate brokers and lose replies, crashes that
-keep, lose or tear unflushed data, failed log directories, producers and consumers. Nothing
+"""A deterministic discrete-event cluster of one partition (or several on the same brokers,
+``PartitionedCluster``): brokers with replica logs, a controller, a simulated clock, a network
+that can isolate brokers and lose replies, crashes that keep, lose or tear unflushed data,
+failed log directories, partition reassignment, producers and consumers. Nothing
 here reads the wall clock or a global random generator: the same steps give the same run, byte
 for byte.
 
@@ -172,9 +173,10 @@ def effective_mode(config: ScenarioConfig, mode: str | ProtocolMode | None = Non
 
 class Cluster:
     """One partition on a few brokers, driven one operation at a time. Several partitions on
-    the same brokers (``PartitionedCluster``) are one ``Cluster`` each sharing one controller;
-    a ``Cluster`` also keeps the brokers that hold no replica of its partition (``standby``),
-    so that a reassignment can add one with the process state it has."""
+    the same brokers (``PartitionedCluster``) are one ``Cluster`` each sharing one controller.
+    ``brokers`` holds the brokers with a replica of the partition; every broker of the config
+    is kept too (also those without a replica, in ``_all_brokers``), so that broker-wide
+    operations reach it and a reassignment can add it with the process state it has."""
 
     def __init__(
         self,
@@ -1238,6 +1240,15 @@ class PartitionedCluster:
     about one partition (produce, consume, reassign, expect, an election of one broker) names
     it; ``fetch`` and ``flush`` without a partition act on every partition the broker holds,
     and ``elect`` auto, preferred or unclean on every partition.
+
+    Two partitions led by broker 1: one detected crash moves both leaderships in one step.
+
+    >>> config = ScenarioConfig(brokers=(1, 2, 3), partitions=((1, 2, 3), (1, 3, 2)))
+    >>> cluster = PartitionedCluster(config, get_mode("current"))
+    >>> cluster.apply(Step("crash", 1, (("detected", True),)))
+    ['crashed, fenced', 'crashed, fenced']
+    >>> [(c.registration.leader, c.registration.isr) for c in cluster.partitions]
+    [(2, (2, 3)), (3, (3, 2))]
     """
 
     def __init__(
