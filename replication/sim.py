@@ -1620,7 +1620,13 @@ def run_scenario(
                     runner.partition_violations(index) if outcome.partitions else runner.violations
                 )
                 expect_failures.extend(
-                    check_expect(outcome.step_index, expect_fields(step), state, violations)
+                    check_expect(
+                        outcome.step_index,
+                        expect_fields(step),
+                        state,
+                        violations,
+                        partition if isinstance(partition, int) else None,
+                    )
                 )
             continue
         comment = step.target if step.op == COMMENT else step.option("comment")
@@ -1671,9 +1677,12 @@ def check_expect(
     expected: Mapping[str, object],
     state: ClusterState,
     violations: Sequence[Violation],
+    partition: int | None = None,
 ) -> list[str]:
-    """Failed expectations of one ``expect`` step, each as one readable line."""
+    """Failed expectations of one ``expect`` step, each as one readable line (naming the
+    partition when the step names one)."""
     failures: list[str] = []
+    where = f"step {index}" if partition is None else f"step {index} (partition {partition})"
     document = state.to_json()
     for key, want in expected.items():
         got: object
@@ -1702,5 +1711,5 @@ def check_expect(
         else:
             got = document[key]
         if got != want:
-            failures.append(f"step {index}: expect {key}: wanted {want!r}, got {got!r}")
+            failures.append(f"{where}: expect {key}: wanted {want!r}, got {got!r}")
     return failures

@@ -241,6 +241,12 @@ def test_a_replica_that_led_an_empty_epoch_follows_again_after_truncating_its_ep
     assert run_scenario(load_scenario(document), "current").expect_failures == ()
 
 
+def test_a_failed_expectation_names_its_partition() -> None:
+    document = scenario([{"expect": {"leader": 3}, "partition": 1}])
+    failures = run_scenario(load_scenario(document)).expect_failures
+    assert failures == ("step 0 (partition 1): expect leader: wanted 3, got 2",)
+
+
 def test_several_partition_runs_are_deterministic() -> None:
     path = SCENARIOS / "s24-broker-down-moves-every-leader.yaml"
     first = json.dumps(run_scenario(load_scenario(path)).to_json(), sort_keys=True)
