@@ -69,7 +69,6 @@ misses the record 1 and 2 hold, cannot win, and 2 wins with 3's vote:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -473,21 +472,20 @@ class Controller:
             leader != current.leader
             or (self.bump_epoch_on_isr_change and not from_leader and target != current.isr)
             # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded: a replica was removed
-            or not set(current.replicas) <= set(replicas)
+            or (replicas is not current.replicas and not set(current.replicas) <= set(replicas))
         )
         self.version += 1
-        self.registrations[partition] = dataclasses.replace(
-            current,
-            replicas=replicas,
-            isr=target,
-            leader=leader,
-            leader_epoch=current.leader_epoch + (1 if bump else 0),
-            partition_epoch=current.partition_epoch + 1,
-            elr=new_elr,
-            last_known_elr=last_known_elr,
-            leader_recovery_state=recovery_state,
-            adding_replicas=adding,
-            removing_replicas=removing,
+        self.registrations[partition] = PartitionRegistration(
+            replicas,
+            target,
+            leader,
+            current.leader_epoch + (1 if bump else 0),
+            current.partition_epoch + 1,
+            new_elr,
+            last_known_elr,
+            recovery_state,
+            adding,
+            removing,
         )
         return True
 
@@ -538,7 +536,10 @@ class Controller:
         """One sentence: what this partition change does and why (``_cause``)."""
         parts: list[str] = []
         replicas, adding, removing = assignment
-        if (adding, removing) != (current.adding_replicas, current.removing_replicas):
+        if (adding or removing or current.adding_replicas or current.removing_replicas) and (
+            adding,
+            removing,
+        ) != (current.adding_replicas, current.removing_replicas):
             if adding or removing:
                 moves = [f"adding {_names(adding)}" if adding else ""]
                 moves.append(f"removing {_names(removing)}" if removing else "")

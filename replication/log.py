@@ -208,7 +208,10 @@ class LeaderEpochCache:
 
     def truncate_from_end(self, end_offset: int) -> bool:
         """Drop entries that start at or after ``end_offset``; True when the cache changed."""
-        kept = [entry for entry in self._entries if entry.start_offset < end_offset]
+        entries = self._entries
+        if not entries or entries[-1].start_offset < end_offset:
+            return False  # start offsets increase: nothing starts at or after it
+        kept = [entry for entry in entries if entry.start_offset < end_offset]
         changed = len(kept) != len(self._entries)
         self._entries = kept
         self._snapshot = None

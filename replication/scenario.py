@@ -604,11 +604,16 @@ def _parse(document: object, source: str | None) -> Scenario:
 def _reassign_targets(raw_steps: Sequence[object], config: ScenarioConfig) -> frozenset[int]:
     """Brokers some ``reassign`` step moves a partition to (they may be named by broker
     steps too); each step's list is checked when the step is parsed."""
+    lists = [
+        raw["reassign"]
+        for raw in raw_steps
+        if (type(raw) is dict or isinstance(raw, Mapping)) and "reassign" in raw
+    ]
     return frozenset(
         broker_id
-        for raw in raw_steps
-        if isinstance(raw, Mapping) and isinstance(raw.get("reassign"), list)
-        for broker_id in raw["reassign"]
+        for targets in lists
+        if isinstance(targets, list)
+        for broker_id in targets
         if _int_value(broker_id) and broker_id in config.brokers
     )
 
@@ -734,9 +739,8 @@ def _parse_step(
         )
     op = str(ops[0])
     allowed = _OP_OPTIONS.get(op, {})
-    takes_partition = op in PARTITION_OPS or op in PARTITION_OPTIONAL_OPS
     for key in raw:
-        if key == "partition" and takes_partition:
+        if key == "partition" and (op in PARTITION_OPS or op in PARTITION_OPTIONAL_OPS):
             continue
         if key != op and key not in allowed and key not in _COMMON_OPTIONS:
             raise ScenarioError(
@@ -781,6 +785,8 @@ def _parse_partition(
 ) -> int | None:
     """The partition a step names: an index into ``config.partitions``; required on a
     one-partition op (and ``elect`` of a broker) once there is more than one partition."""
+    if config.partitions is None and "partition" not in raw:
+        return None  # one partition: nothing to name
     count = len(config.partition_replicas)
     if "partition" not in raw:
         needs = op in PARTITION_OPS or (op == "elect" and isinstance(target, int))

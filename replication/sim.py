@@ -192,6 +192,9 @@ class Cluster:
         self.now_ms = 0
         self.step_index = -1
         self.partition = partition
+        # read by every view
+        self._min_insync_replicas = config.min_insync_replicas
+        self._eligible_leader_replicas = mode.eligible_leader_replicas
         self.storage_factory = storage_factory
         if controller is None:
             controller = Controller(
@@ -205,6 +208,8 @@ class Cluster:
                 vote_log_check=mode.vote_log_check,
             )
         self.controller = controller
+        # the controller's list (changed in place): read directly on the hot paths
+        self._registrations = controller.registrations
         replicas = controller.registrations[partition].replicas
         self.brokers: dict[int, Broker] = {}
         # every broker of the cluster: ``brokers`` plus those holding no replica of this
@@ -230,6 +235,8 @@ class Cluster:
         # offset -> value of every record a current leader ever had below its HW
         self.committed: dict[int, str] = {}
         self._committed_view: tuple[tuple[int, str], ...] = ()
+        # the offsets from 0 up to this one are all in ``committed``
+        self._committed_prefix = 0
         self.lossy_shutdowns = 0
         # directed links that drop every message: (from, to); empty unless a scenario cuts one
         self.cuts: set[tuple[Endpoint, Endpoint]] = set()
@@ -301,7 +308,7 @@ class Cluster:
 
     def leader_broker(self) -> Broker | None:
         """The controller's leader if it runs and believes it leads in the current epoch."""
-        registration = self.registration
+        registration = self._registrations[self.partition]
         broker = self.brokers.get(registration.leader)
         if broker is None or not broker.online:
             return None
@@ -353,7 +360,7 @@ class Cluster:
     ) -> str:
         """Send one record to the leader the controller names, or to broker ``to`` (a producer
         with stale metadata); the broker appends only if it believes it leads."""
-        target = self.registration.leader if to is None else to
+        target = self._registrations[self.partition].leader if to is None else to
         if target == -1:
             return self._record_produce(value, acks, NOT_LEADER_OR_FOLLOWER)
         if not self._all_brokers[target].online or not self.hears(CLIENTS, target):
@@ -483,7 +490,7 @@ class Cluster:
         down or the clients' link to it cut (the producer times out), else handled at once."""
         client.dispatched(batch, self.now_ms)
         acks = client.settings.acks
-        target = self.registration.leader
+        target = self._registrations[self.partition].leader
         if target == -1:
             self._answer(client, batch, NOT_LEADER_OR_FOLLOWER)
             return
@@ -658,7 +665,7 @@ class Cluster:
 
     def _propagate(self) -> None:
         """Every reachable broker applies the controller's latest partition state."""
-        registration = self.registration
+        registration = self._registrations[self.partition]
         if registration.replicas is not self._assignment:
             self._apply_assignment(registration.replicas)
         eligible = self.controller.eligible_brokers()
@@ -1063,22 +1070,36 @@ class Cluster:
 
     def note_committed(self) -> None:
         """Remember what a current leader holds below its HW (the committed history)."""
-        leader = self.leader_broker()
+        self._note_committed(self.leader_broker())
+
+    def _note_committed(self, leader: Broker | None) -> None:
         if leader is None:
             return
         log = leader.replica.log
+        high_watermark = log.high_watermark
         committed = self.committed
+        # every offset below ``_committed_prefix`` is known already: setdefault would keep it
+        known = self._committed_prefix
+        if high_watermark <= known:
+            return
+        records = log.records
         before = len(committed)
-        for record in log.records:
-            if record.offset >= log.high_watermark:
+        for index in range(max(known - log.log_start_offset, 0), len(records)):
+            record = records[index]
+            if record.offset >= high_watermark:
                 break
             committed.setdefault(record.offset, record.value)
         if len(committed) != before:
+            while known in committed:
+                known += 1
+            self._committed_prefix = known
             self._committed_view = tuple(sorted(committed.items()))
 
     def view(self) -> ClusterView:
         """A read-only snapshot of the cluster now, for the invariants."""
-        leader = self.leader_broker()
+        return self._view(self.leader_broker())
+
+    def _view(self, leader: Broker | None) -> ClusterView:
         leader_view = None
         if leader is not None:
             replica = leader.replica
@@ -1110,7 +1131,7 @@ class Cluster:
         return ClusterView(
             self.step_index,
             self.now_ms,
-            self.registration,
+            self._registrations[self.partition],
             tuple(replicas),
             leader_view,
             leader_replica,
@@ -1124,8 +1145,8 @@ class Cluster:
             if consumers
             else (),
             self.lossy_shutdowns,
-            self.config.min_insync_replicas,
-            self.mode.eligible_leader_replicas,
+            self._min_insync_replicas,
+            self._eligible_leader_replicas,
             self.deleted,
         )
 
@@ -1441,8 +1462,9 @@ class Runner:
         if cluster.producers:
             # what the producers may send now goes out at the end of the step
             cluster.pump()
-        cluster.note_committed()
-        view = cluster.view()
+        leader = cluster.leader_broker()
+        cluster._note_committed(leader)
+        view = cluster._view(leader)
         new = self.checker.check(view)
         self.steps_run = index + 1
         changes = tuple(notes) if notes is not None else ()
@@ -1551,14 +1573,15 @@ class ScenarioResult:
 
     @property
     def acked_lost(self) -> list[str]:
-        return [value for result in self._each() for value in result.final.acked_lost]
-
-    def _each(self) -> tuple[PartitionResult | ScenarioResult, ...]:
-        return self.partitions or (self,)
+        if not self.partitions:
+            return list(self.final.acked_lost)
+        return [value for result in self.partitions for value in result.final.acked_lost]
 
     @property
     def diverged(self) -> bool:
-        return any(result.final.diverged for result in self._each())
+        if not self.partitions:
+            return self.final.diverged
+        return any(result.final.diverged for result in self.partitions)
 
     @property
     def ok(self) -> bool:
@@ -1630,20 +1653,22 @@ def run_scenario(
                 )
             continue
         comment = step.target if step.op == COMMENT else step.option("comment")
-        for partition_outcome, timeline in zip(each, timelines, strict=True):
+        text = comment if isinstance(comment, str) else None
+        for index, partition_outcome in enumerate(each):
             view = partition_outcome.view
-            timeline.append(
+            registration = view.registration
+            timelines[index].append(
                 TimelineEntry(
                     step=outcome.step_index,
                     op=step.describe(),
                     time_ms=view.time_ms,
                     result=partition_outcome.result,
-                    leader=view.registration.leader,
-                    leader_epoch=view.registration.leader_epoch,
-                    isr=view.registration.isr,
+                    leader=registration.leader,
+                    leader_epoch=registration.leader_epoch,
+                    isr=registration.isr,
                     replicas=view.replicas,
                     acked=view.acked,
-                    comment=comment if isinstance(comment, str) else None,
+                    comment=text,
                     changes=partition_outcome.changes,
                 )
             )
