@@ -599,6 +599,8 @@ class _Generator:
             self.produced += 1
             if self.producer is not None:
                 return _step("send", f"m{self.produced}", producer=PRODUCER_NAME)
+            if self.partitions == 1:
+                return _step("produce", f"m{self.produced}", acks=self.acks)
             return _step("produce", f"m{self.produced}", acks=self.acks, **self._partition())
         if kind == "fetch":
             broker = rng.choice(replicas)
@@ -616,6 +618,8 @@ class _Generator:
         if kind == "flush":
             return _step("flush", rng.choice(online or replicas))
         if kind == "consume":
+            if self.partitions == 1:
+                return _step("consume", CONSUMER_ID)
             return _step("consume", CONSUMER_ID, **self._partition())
         if kind == "crash":
             self.crashes += 1
@@ -651,8 +655,10 @@ class _Generator:
             return _step("fail_log_dir", self._leader_or_random(working))
         if kind == "restart_dir":
             return _step("restart", rng.choice(self._dir_failed()))
+        if self.partitions == 1:
+            return _step("elect", self._election_target())
         partition = self._partition()
-        elected = self._election_target(partition.get("partition", 0))
+        elected = self._election_target(partition["partition"])
         if not isinstance(elected, int):
             partition = {}  # auto, preferred and unclean: every partition
         return _step("elect", elected, **partition)

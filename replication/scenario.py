@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeAlias, cast
@@ -207,23 +207,28 @@ to 1,000,000,000,000 (got 0)
             ("alter_partition_delay_ms", 0),
         ):
             _integer(getattr(self, name), f"config.{name}", minimum, MAX_TIME_MS)
-        for name in (
-            "high_watermark_checkpoint_interval_ms",
-            "leader_imbalance_check_interval_ms",
-        ):
-            if getattr(self, name) is not None:
-                _integer(getattr(self, name), f"config.{name}", 1, MAX_TIME_MS)
+        if self.high_watermark_checkpoint_interval_ms is not None:
+            _integer(
+                self.high_watermark_checkpoint_interval_ms,
+                "config.high_watermark_checkpoint_interval_ms",
+                1,
+                MAX_TIME_MS,
+            )
+        if self.leader_imbalance_check_interval_ms is not None:
+            _integer(
+                self.leader_imbalance_check_interval_ms,
+                "config.leader_imbalance_check_interval_ms",
+                1,
+                MAX_TIME_MS,
+            )
         # last: each field is checked on its own first
-        for index, assignment in enumerate(self.partition_replicas):
+        for index, assignment in enumerate(partitions or (replicas,)):
             for replica in assignment:
                 if replica not in brokers:
-                    raise ScenarioError(
-                        "replica is not a broker",
-                        field="config.replicas"
-                        if partitions is None
-                        else f"config.partitions[{index}]",
-                        value=replica,
+                    field = (
+                        "config.replicas" if partitions is None else f"config.partitions[{index}]"
                     )
+                    raise ScenarioError("replica is not a broker", field=field, value=replica)
 
     @property
     def partition_replicas(self) -> tuple[tuple[int, ...], ...]:
@@ -568,7 +573,7 @@ def _parse(document: object, source: str | None) -> Scenario:
     config = _parse_config(document.get("config"))
     invariants = _parse_invariants(document.get("invariants"))
     raw_steps = _raw_steps(document)
-    hosts = config.hosting_brokers | _reassign_targets(raw_steps, config)
+    hosts = _Hosts(config, raw_steps)
     steps = []
     clock_ms = 0
     producers: list[str] = []
@@ -601,21 +606,39 @@ def _parse(document: object, source: str | None) -> Scenario:
     )
 
 
-def _reassign_targets(raw_steps: Sequence[object], config: ScenarioConfig) -> frozenset[int]:
-    """Brokers some ``reassign`` step moves a partition to (they may be named by broker
-    steps too); each step's list is checked when the step is parsed."""
-    lists = [
-        raw["reassign"]
-        for raw in raw_steps
-        if (type(raw) is dict or isinstance(raw, Mapping)) and "reassign" in raw
-    ]
-    return frozenset(
-        broker_id
-        for targets in lists
-        if isinstance(targets, list)
-        for broker_id in targets
-        if _int_value(broker_id) and broker_id in config.brokers
-    )
+class _Hosts:
+    """The brokers a scenario's broker steps may name: those holding a replica at the start,
+    and those some ``reassign`` step moves a partition to (looked for only when a step names
+    a broker of neither kind; each ``reassign`` list is checked when its step is parsed)."""
+
+    __slots__ = ("_config", "_extra", "_initial", "_raw_steps")
+
+    def __init__(self, config: ScenarioConfig, raw_steps: Sequence[object]) -> None:
+        self._config = config
+        self._initial = config.replicas if config.partitions is None else config.hosting_brokers
+        self._raw_steps = raw_steps
+        self._extra: frozenset[int] | None = None
+
+    def __contains__(self, broker_id: object) -> bool:
+        if broker_id in self._initial:
+            return True
+        if self._extra is None:
+            brokers = self._config.brokers
+            self._extra = frozenset(
+                target
+                for raw in self._raw_steps
+                if isinstance(raw, Mapping) and isinstance(raw.get("reassign"), list)
+                for target in raw["reassign"]
+                if _int_value(target) and target in brokers
+            )
+        return broker_id in self._extra
+
+    def __iter__(self) -> Iterator[int]:
+        yield from self._initial
+        yield from self._extra or ()
+
+    def __len__(self) -> int:
+        return len(self._initial) + len(self._extra or ())
 
 
 def _check_producer_use(index: int, step: Step, producers: list[str], sent: set[str]) -> Step:
@@ -712,7 +735,7 @@ def _parse_config(raw: object) -> ScenarioConfig:
 
 
 def _parse_step(
-    index: int, raw: object, config: ScenarioConfig, hosts: frozenset[int] | None = None
+    index: int, raw: object, config: ScenarioConfig, hosts: Collection[int] | None = None
 ) -> Step:
     if hosts is None:
         hosts = config.hosting_brokers
@@ -747,7 +770,11 @@ def _parse_step(
                 f"field not allowed on {op}", step=index, field=_shown(key), value=raw[key]
             )
     target = _parse_target(index, op, raw[op], config, hosts)
-    partition = _parse_partition(index, op, raw, target, config)
+    partition = (
+        _parse_partition(index, op, raw, target, config)
+        if config.partitions is not None or "partition" in raw
+        else None
+    )
     options: list[tuple[str, OptionValue]] = []
     if op == "producer":
         options = _producer_options(index, raw)
@@ -843,11 +870,11 @@ def _identifier(value: str, field: str, step: int | None = None) -> str:
 
 
 def _replica(
-    index: int, field: str, value: object, config: ScenarioConfig, hosts: frozenset[int]
+    index: int, field: str, value: object, config: ScenarioConfig, hosts: Collection[int]
 ) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value not in config.brokers:
         raise ScenarioError("unknown broker", step=index, field=field, value=value)
-    if value not in hosts:
+    if value not in config.replicas and value not in hosts:
         # only brokers with a replica (now or after a reassignment) are simulated
         raise ScenarioError(
             "broker holds no replica of the partition", step=index, field=field, value=value
@@ -856,7 +883,7 @@ def _replica(
 
 
 def _parse_link(
-    index: int, op: str, value: Mapping[Any, Any], config: ScenarioConfig, hosts: frozenset[int]
+    index: int, op: str, value: Mapping[Any, Any], config: ScenarioConfig, hosts: Collection[int]
 ) -> LinkTarget:
     """``{from: A, to: B, both: true}``: A and B are replica ids, ``controller`` or ``clients``
     (at least one a broker); ``both: false`` cuts (or heals) only A -> B."""
@@ -893,7 +920,7 @@ def _parse_link(
 
 
 def _parse_target(
-    index: int, op: str, value: object, config: ScenarioConfig, hosts: frozenset[int]
+    index: int, op: str, value: object, config: ScenarioConfig, hosts: Collection[int]
 ) -> StepTarget:
     if op in LINK_OPS and isinstance(value, Mapping):
         return _parse_link(index, op, value, config, hosts)
@@ -931,7 +958,11 @@ def _parse_target(
     if op == "elect":
         if isinstance(value, str) and value in ELECT_KINDS:
             return value
-        if isinstance(value, int) and not isinstance(value, bool) and value in hosts:
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and (value in config.replicas or value in hosts)
+        ):
             return value
         raise ScenarioError(
             "elect takes auto, preferred, unclean or a replica id",
