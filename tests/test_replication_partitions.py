@@ -399,3 +399,14 @@ def test_cli_refuses_too_many_partitions_to_explore() -> None:
     outcome = CliRunner().invoke(app, ["replicate", "explore", "--partitions", "65"])
     assert outcome.exit_code == 2
     assert "partitions: must be an integer from 1 to 64 (got 65)" in outcome.stderr
+
+
+def test_sync_hands_a_fencing_decided_on_the_controller_to_the_brokers() -> None:
+    from replication.sim import Cluster
+
+    cluster = Cluster(ScenarioConfig(brokers=(1, 2, 3), replicas=(1, 2, 3)), get_mode("current"))
+    cluster.controller.fence(1)
+    assert cluster.brokers[2].replica.role == "follower"
+    cluster.sync()
+    assert cluster.brokers[2].replica.role == "leader"
+    assert cluster.brokers[3].replica.leader_id == 2
