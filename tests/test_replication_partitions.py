@@ -410,3 +410,11 @@ def test_sync_hands_a_fencing_decided_on_the_controller_to_the_brokers() -> None
     cluster.sync()
     assert cluster.brokers[2].replica.role == "leader"
     assert cluster.brokers[3].replica.leader_id == 2
+
+
+def test_cli_refuses_partitions_for_a_quorum_exploration() -> None:
+    outcome = CliRunner().invoke(
+        app, ["replicate", "explore", "--quorum", "3", "--partitions", "2", "--schedules", "1"]
+    )
+    assert outcome.exit_code == 2
+    assert "--partitions: a quorum exploration has one metadata log" in outcome.stderr

@@ -422,6 +422,8 @@ def explore_command(
             raise fail("--invariants: a quorum exploration checks every quorum invariant")
         if engine == "spark" or master is not None or conf:
             raise fail("--engine spark: a quorum exploration runs in process")
+        if partitions != 1:
+            raise fail("--partitions: a quorum exploration has one metadata log, no partitions")
 
         explore_quorum_command(
             voters=quorum,
