@@ -394,10 +394,11 @@ def replay_command(
     """Replay rebalance traces through assignors and score every generation.
 
     Writes scores.parquet, summary.parquet, errors.jsonl, verdict.json and ktk's manifest
-    .ktk-output.json into --out, then _SUCCESS once all are in place, and prints one row per assignor (totals and the spread over
-    traces of paused partition-seconds, moves, revocations, rounds, imbalance) and the verdict:
-    which assignor to adopt and why. --out may replace only an earlier ktk result (or, with
-    --force, ktk's own files inside another directory); never an input or the current directory.
+    .ktk-output.json into --out, then _SUCCESS once all are in place, and prints one row per
+    assignor (totals and the spread over traces of paused partition-seconds, moves,
+    revocations, rounds, imbalance) and the verdict: which assignor to adopt and why. --out
+    may replace only an earlier ktk result (or, with --force, ktk's own files inside another
+    directory); never an input or the current directory.
 
     A broken trace is listed in errors.jsonl and skipped: exit 0 with a warning, 1 with --strict.
 
