@@ -219,13 +219,18 @@ def test_controller_fences_a_silent_broker_and_a_new_controller_decides_again():
     result = run_bundled("k9-broker-fenced-across-controller-failover")
     decisions = [c for e in result.timeline for c in e["changes"] if c.startswith("controller ")]
     assert decisions == [
-        "controller 1 registers broker 4",
-        "controller 1 registers broker 5",
+        "controller 1 registers broker 4 (broker epoch 1, fenced)",
+        "controller 1 registers broker 5 (broker epoch 2, fenced)",
+        "controller 1 unfences broker 4",  # its heartbeat shows it applied its registration
+        "controller 1 unfences broker 5",
         "controller 1 fences broker 4",
+        "controller 1: orders-0 leader 5 epoch 1 isr [5]",
         "controller 1 fences broker 5",  # never committed: node 1 is cut off, then truncated
+        "controller 1: orders-0 leader -1 epoch 2 isr [5]",
         "controller 3 fences broker 5",
+        "controller 3: orders-0 leader -1 epoch 2 isr [5]",  # the last ISR member stays
     ]
-    assert result.timeline[12]["nodes"]["2"]["hw"] == 6
+    assert result.timeline[12]["nodes"]["2"]["hw"] == 8
 
 
 def test_broker_heartbeat_settings_are_checked(tmp_path: Path):

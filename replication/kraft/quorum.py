@@ -27,6 +27,14 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from replication.errors import InputError, ReplicationError
+from replication.kraft.control import (
+    NONE,
+    ElectionConfig,
+    alter_partition,
+    fence_broker,
+    heartbeat,
+    register_broker,
+)
 from replication.kraft.invariants import InvariantChecker
 from replication.kraft.raft import (
     CANDIDATE,
@@ -40,7 +48,6 @@ from replication.kraft.raft import (
     VoterChangeError,
 )
 from replication.kraft.records import (
-    FenceBroker,
     MetadataImage,
     MetadataRecord,
     PartitionChange,
@@ -55,6 +62,8 @@ __all__ = [
     "AlterPartition",
     "BrokerHeartbeat",
     "BrokerLiveness",
+    "BrokerRegistration",
+    "BrokerRegistrationReply",
     "DisruptionCheck",
     "NodeSpec",
     "Quorum",
@@ -214,19 +223,40 @@ class BrokerLiveness:
     heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
 
 
-class BrokerHeartbeat(NamedTuple):
+class BrokerRegistration(NamedTuple):
+    """``BrokerRegistrationRequest`` from a broker process without a broker epoch (just
+    started); ``incarnation`` tells its replies from an earlier process's."""
+
     broker: int
+    incarnation: int
+
+
+class BrokerRegistrationReply(NamedTuple):
+    """Sent once the ``RegisterBrokerRecord`` is committed: the broker's new epoch."""
+
+    broker_epoch: int
+    incarnation: int
+
+
+class BrokerHeartbeat(NamedTuple):
+    """KIP-631's ``BrokerHeartbeatRequest``: the broker epoch and the offset of the last
+    metadata record the broker applied (-1: none)."""
+
+    broker: int
+    broker_epoch: int = -1
+    metadata_offset: int = -1
 
 
 class AlterPartition(NamedTuple):
     """A partition leader asks the controller to change the ISR (KIP-497), naming the leader
-    epoch it acts on."""
+    epoch it acts on and, KIP-903, the broker epoch of each ISR member as its metadata shows."""
 
     broker: int
     topic: str
     partition: int
     isr: tuple[int, ...]
     leader_epoch: int
+    broker_epochs: tuple[tuple[int, int], ...] = ()
 
 
 def latest_image(node: RaftNode) -> MetadataImage:
@@ -262,6 +292,7 @@ class Quorum:
         invariants: Iterable[str] | None = None,
         disruption: bool = False,
         liveness: BrokerLiveness | None = None,
+        elections: ElectionConfig | None = None,
     ) -> None:
         specs = list(specs)
         by_id = {spec.node_id: spec for spec in specs}
@@ -296,7 +327,13 @@ class Quorum:
         self.disruption = DisruptionCheck(self.config.fetch_timeout_ms) if disruption else None
         self.sender: int | None = None  # who sent the message being delivered
         self.liveness = liveness
+        self.elections = elections or ElectionConfig()
         self.heartbeat_sent: dict[int, int] = {}
+        # the broker epoch each running broker process holds (gone when it crashes)
+        self.broker_epochs: dict[int, int] = {}
+        # registrations waiting to commit: (controller, its epoch, broker epoch, broker,
+        # the broker's incarnation); the reply goes out once the record is committed
+        self.registrations: list[tuple[int, int, int, int, int]] = []
         # (controller, epoch) -> broker -> last heartbeat: volatile, each new controller starts
         # every registered broker with a fresh session
         self.heard: dict[tuple[int, int], dict[int, int]] = {}
@@ -369,7 +406,13 @@ class Quorum:
         if self.keep_messages:
             self.delivered.append((src, dst, message))
         if isinstance(message, BrokerHeartbeat):
-            self._on_heartbeat(dst, message.broker)
+            self._on_heartbeat(dst, message)
+            return
+        if isinstance(message, BrokerRegistration):
+            self._on_register(dst, message)
+            return
+        if isinstance(message, BrokerRegistrationReply):
+            self._on_registration_reply(dst, message)
             return
         if isinstance(message, AlterPartition):
             self._on_alter_partition(dst, message)
@@ -392,23 +435,114 @@ class Quorum:
     # --- KIP-631: broker heartbeats and fencing by the active controller ---------------------
     def _heartbeats(self) -> None:
         assert self.liveness is not None
+        self._reply_to_registrations()
         for node_id in sorted(self.up):
             if "broker" not in self.specs[node_id].roles:
                 continue
             sent = self.heartbeat_sent.get(node_id)
             if sent is not None and self.now - sent < self.liveness.heartbeat_interval_ms:
                 continue
-            leader_id = self.nodes[node_id].leader_id
-            if leader_id is None:
+            node = self.nodes[node_id]
+            if node.leader_id is None:
                 continue
             self.heartbeat_sent[node_id] = self.now
-            if leader_id == node_id:
-                self._on_heartbeat(node_id, node_id)
+            epoch = self.broker_epochs.get(node_id)
+            if epoch is None:
+                self._broker_sends(node_id, BrokerRegistration(node_id, node.incarnation))
             else:
-                self._send(node_id, [(leader_id, BrokerHeartbeat(node_id))])  # type: ignore[list-item]
+                self._broker_sends(
+                    node_id, BrokerHeartbeat(node_id, epoch, node.applied_offset - 1)
+                )
         leader = self.leader()
         if leader is not None:
             self._fence_silent(leader)
+
+    def _broker_sends(self, broker_id: int, message: BrokerHeartbeat | BrokerRegistration) -> None:
+        """To the controller the broker knows (handled at once in combined mode)."""
+        controller_id = self.nodes[broker_id].leader_id
+        assert controller_id is not None
+        if controller_id != broker_id:
+            self._send(broker_id, [(controller_id, message)])  # type: ignore[list-item]
+        elif isinstance(message, BrokerHeartbeat):
+            self._on_heartbeat(broker_id, message)
+        else:
+            self._on_register(broker_id, message)
+
+    def heartbeat(self, broker_id: int, broker_epoch: int | None = None) -> str:
+        """Broker ``broker_id`` heartbeats now, with its broker epoch or ``broker_epoch`` (a
+        heartbeat an earlier incarnation sent, delayed on the network)."""
+        node = self._node(broker_id)
+        if broker_id not in self.up:
+            raise ReplicationError(f"broker {broker_id} is down")
+        if node.leader_id is None:
+            return "no controller known"
+        epoch = self.broker_epochs.get(broker_id, -1) if broker_epoch is None else broker_epoch
+        self._broker_sends(broker_id, BrokerHeartbeat(broker_id, epoch, node.applied_offset - 1))
+        return f"sent to {node.leader_id}"
+
+    def _on_register(self, controller_id: int, request: BrokerRegistration) -> None:
+        node = self.nodes[controller_id]
+        broker_id = request.broker
+        if node.role != LEADER:
+            self._event(f"registration {broker_id}->{controller_id} (not the controller)", ())
+            return
+        key = (controller_id, node.epoch)
+        if any((c, e) == key and b == broker_id for c, e, _, b, _ in self.registrations):
+            return  # a retry while the registration commits
+        image = latest_image(node)
+        epoch, records = register_broker(image, self.elections, broker_id, node.end_offset)
+        for record in records:
+            node.propose(record)
+        self._session(node, image)[broker_id] = self.now
+        self.registrations.append(
+            (controller_id, node.epoch, epoch, broker_id, request.incarnation)
+        )
+        self._event(
+            f"controller {controller_id} registers broker {broker_id} (broker epoch {epoch}, "
+            "fenced)",
+            (controller_id,),
+        )
+        self._describe_changes(controller_id, records)
+
+    def _reply_to_registrations(self) -> None:
+        """Answer each registration whose record is committed; drop those of a controller
+        that lost its epoch (the broker asks the next one)."""
+        waiting = []
+        for item in self.registrations:
+            controller_id, epoch, broker_epoch, broker_id, incarnation = item
+            node = self.nodes[controller_id]
+            if controller_id not in self.up or node.role != LEADER or node.epoch != epoch:
+                continue
+            if node.high_watermark <= broker_epoch:
+                waiting.append(item)
+                continue
+            reply = BrokerRegistrationReply(broker_epoch, incarnation)
+            if controller_id == broker_id:
+                self._on_registration_reply(broker_id, reply)
+            else:
+                self._send(controller_id, [(broker_id, reply)])  # type: ignore[list-item]
+        self.registrations = waiting
+
+    def _on_registration_reply(self, broker_id: int, reply: BrokerRegistrationReply) -> None:
+        if reply.incarnation != self.nodes[broker_id].incarnation:
+            return  # an earlier process asked
+        self.broker_epochs[broker_id] = reply.broker_epoch
+        self._event(f"broker {broker_id} registered with broker epoch {reply.broker_epoch}", ())
+
+    def _describe_changes(self, controller_id: int, records: Iterable[MetadataRecord]) -> None:
+        """One trace line per partition change a decision wrote (the timeline shows them)."""
+        for record in records:
+            if not isinstance(record, PartitionChange):
+                continue
+            text = (
+                f"controller {controller_id}: {record.topic}-{record.partition} leader "
+                f"{record.leader} epoch {record.leader_epoch} isr {list(record.isr)}"
+            )
+            if record.elr:
+                text += f" elr {list(record.elr)}"
+            if record.recovering:
+                text += " (unclean election: RECOVERING)"
+            self._event(text, ())
 
     def _session(self, leader: RaftNode, image: MetadataImage) -> dict[int, int]:
         key = (leader.node_id, leader.epoch)
@@ -417,26 +551,41 @@ class Quorum:
         return self.heard[key]
 
     def alter_partition(
-        self, broker_id: int, topic: str, partition: int, isr: tuple[int, ...]
+        self,
+        broker_id: int,
+        topic: str,
+        partition: int,
+        isr: tuple[int, ...],
+        broker_epochs: Mapping[int, int] | None = None,
     ) -> str:
         """Broker ``broker_id`` sends AlterPartition to the controller it knows, with the leader
-        epoch of its applied metadata; returns what it did."""
+        epoch of its applied metadata and each ISR member's broker epoch as that metadata
+        shows it (KIP-903; ``broker_epochs`` overrides some); returns what it did."""
         node = self._node(broker_id)
         if broker_id not in self.up:
             raise ReplicationError(f"broker {broker_id} is down")
-        state = dict(node.image.partitions).get((topic, partition))
+        state = node.image.partition(topic, partition)
         if state is None:
             raise ReplicationError(f"broker {broker_id} knows no partition {topic}-{partition}")
-        leader_id, _, leader_epoch = state
-        if leader_id != broker_id:
+        if state.leader != broker_id:
             raise ReplicationError(
-                f"broker {broker_id} does not lead {topic}-{partition} (leader {leader_id})"
+                f"broker {broker_id} does not lead {topic}-{partition} (leader {state.leader})"
             )
         controller_id = node.leader_id
         if controller_id is None:
             self._event(f"alter-partition {broker_id}: no controller known", ())
             return "no controller known"
-        request = AlterPartition(broker_id, topic, partition, tuple(sorted(isr)), leader_epoch)
+        members = tuple(sorted(isr))
+        epochs = {member: node.image.broker_epoch(member) for member in members}
+        epochs.update(broker_epochs or {})
+        request = AlterPartition(
+            broker_id,
+            topic,
+            partition,
+            members,
+            state.leader_epoch,
+            tuple((m, epochs[m]) for m in members if epochs.get(m, -1) != -1),
+        )
         if controller_id == broker_id:
             self._on_alter_partition(broker_id, request)
         else:
@@ -452,40 +601,55 @@ class Quorum:
                 f"controller {controller_id} is not active: AlterPartition {key} dropped", ()
             )
             return
-        state = dict(latest_image(node).partitions).get((request.topic, request.partition))
-        if state is None or state[0] != request.broker or state[2] != request.leader_epoch:
+        error, change, why = alter_partition(
+            latest_image(node),
+            self.elections,
+            request.broker,
+            request.topic,
+            request.partition,
+            request.isr,
+            leader_epoch=request.leader_epoch,
+            broker_epochs=request.broker_epochs,
+        )
+        if error != NONE:
+            shown = "" if error in ("FENCED_LEADER_EPOCH", "NOT_CONTROLLER") else f": {error}"
             self._event(
                 f"controller {controller_id} refuses AlterPartition {key} from "
-                f"{request.broker} (leader epoch {request.leader_epoch}, controller has "
-                f"{'none' if state is None else state[2]})",
+                f"{request.broker}{shown} ({why})",
                 (),
             )
             return
-        node.propose(
-            PartitionChange(
-                request.topic, request.partition, request.broker, request.isr, request.leader_epoch
-            )
-        )
+        if change is not None:
+            node.propose(change)
         self._event(
             f"controller {controller_id} accepts AlterPartition {key} isr {list(request.isr)}",
             (controller_id,),
         )
 
-    def _on_heartbeat(self, controller_id: int, broker_id: int) -> None:
+    def _on_heartbeat(self, controller_id: int, request: BrokerHeartbeat) -> None:
         node = self.nodes[controller_id]
+        broker_id = request.broker
         if node.role != LEADER:
             self._event(f"heartbeat {broker_id}->{controller_id} (not the controller)", ())
             return
         image = latest_image(node)
-        self._session(node, image)[broker_id] = self.now
-        if broker_id not in image.brokers:
-            node.propose(RegisterBroker(broker_id))
+        error, records = heartbeat(
+            image, self.elections, broker_id, request.broker_epoch, request.metadata_offset
+        )
+        if error != NONE:
             self._event(
-                f"controller {controller_id} registers broker {broker_id}", (controller_id,)
+                f"controller {controller_id} rejects the heartbeat of broker {broker_id}: "
+                f"{error} (broker epoch {request.broker_epoch}, registered "
+                f"{image.broker_epoch(broker_id)})",
+                (),
             )
-        elif broker_id in image.fenced:
-            node.propose(FenceBroker(broker_id, fenced=False))
+            return
+        self._session(node, image)[broker_id] = self.now
+        if records:
+            for record in records:
+                node.propose(record)
             self._event(f"controller {controller_id} unfences broker {broker_id}", (controller_id,))
+            self._describe_changes(controller_id, records)
         else:
             self._event(f"heartbeat {broker_id}->{controller_id}", ())
 
@@ -497,20 +661,12 @@ class Quorum:
         for broker_id in image.brokers:
             if broker_id in image.fenced or heard.get(broker_id, self.now) > limit:
                 continue
-            # Move what it leads (and drop it from ISRs) first, then fence it: a committed prefix
-            # never names a fenced leader.
-            for (topic, number), (leader_id, isr, leader_epoch) in image.partitions:
-                if broker_id != leader_id and broker_id not in isr:
-                    continue
-                rest = tuple(b for b in isr if b != broker_id)
-                if leader_id == broker_id:
-                    eligible = [b for b in rest if b not in image.fenced]
-                    new_leader, new_epoch = (eligible[0] if eligible else -1), leader_epoch + 1
-                else:
-                    new_leader, new_epoch = leader_id, leader_epoch
-                leader.propose(PartitionChange(topic, number, new_leader, rest, new_epoch))
-            leader.propose(FenceBroker(broker_id))
+            records = fence_broker(image, self.elections, broker_id)
+            for record in records:
+                leader.propose(record)
+                image = image.apply(record)
             self._event(f"controller {leader.node_id} fences broker {broker_id}", (leader.node_id,))
+            self._describe_changes(leader.node_id, records)
 
     def timeout(self, node_id: int) -> None:
         """Expire ``node_id``'s election timer now (a pre-vote, or a candidacy)."""
@@ -519,6 +675,8 @@ class Quorum:
 
     def crash(self, node_id: int) -> None:
         self._node(node_id).crash()
+        self.broker_epochs.pop(node_id, None)
+        self.heartbeat_sent.pop(node_id, None)
         self.up.discard(node_id)
         self._drop(lambda link: node_id in link)
         self._event(f"crash {node_id}", (node_id,))

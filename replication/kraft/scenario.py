@@ -45,6 +45,8 @@ from replication.kraft.quorum import (
     AlterPartition,
     BrokerHeartbeat,
     BrokerLiveness,
+    BrokerRegistration,
+    BrokerRegistrationReply,
     NodeSpec,
     Quorum,
     parse_process_roles,
@@ -118,6 +120,8 @@ _OP_OPTIONS = {"snapshot": ("end_offset",)}
 _COMMON_OPTIONS = ("comment",)
 EXPECT_KEYS = (
     "brokers",
+    "broker_epoch",
+    "broker_epochs",
     "fenced",
     "partitions",
     "committed",
@@ -137,6 +141,8 @@ EXPECT_KEYS = (
 )
 _PER_NODE_EXPECT = (
     "brokers",
+    "broker_epoch",
+    "broker_epochs",
     "fenced",
     "partitions",
     "end_offset",
@@ -762,15 +768,23 @@ class QuorumScenarioResult:
         return self.document
 
 
-def message_text(src: int, dst: int, message: Message | BrokerHeartbeat | AlterPartition) -> str:
+def message_text(src: int, dst: int, message: Any) -> str:
     """One delivered message as the timeline shows it (and ``expect.delivered`` matches)."""
     if isinstance(message, BrokerHeartbeat):
-        return f"BrokerHeartbeat {src}->{dst}"
+        return f"BrokerHeartbeat {src}->{dst} broker epoch {message.broker_epoch}"
+    if isinstance(message, BrokerRegistration):
+        return f"BrokerRegistration {src}->{dst}"
+    if isinstance(message, BrokerRegistrationReply):
+        return f"BrokerRegistration {src}->{dst} broker epoch {message.broker_epoch}"
     if isinstance(message, AlterPartition):
-        return (
+        text = (
             f"AlterPartition {src}->{dst} {message.topic}-{message.partition} isr "
             f"{list(message.isr)} leader epoch {message.leader_epoch}"
         )
+        if message.broker_epochs:
+            shown = ", ".join(f"{b}@{e}" for b, e in message.broker_epochs)
+            text += f" broker epochs {shown}"
+        return text
     if isinstance(message, VoteRequest):
         kind = "PreVote" if message.pre_vote else "Vote"
         return (
@@ -1056,14 +1070,21 @@ def _changes(before: dict[int, dict[str, Any]], after: dict[int, dict[str, Any]]
 
 
 def _partitions_as_expected(node: Any, wanted: object) -> dict[str, list[Any]]:
-    """The node's applied partitions, ``name: [leader, leader epoch]``, with the ISR as a third
-    item where the expectation lists one."""
+    """The node's applied partitions, ``name: [leader, leader epoch]``, with the ISR, the ELR
+    and whether it is RECOVERING (an unclean election) as further items where the
+    expectation lists them."""
     out: dict[str, list[Any]] = {}
-    for (topic, number), (leader, isr, leader_epoch) in node.image.partitions:
+    for (topic, number), state in node.image.partitions:
         name = f"{topic}-{number}"
         expected = wanted.get(name) if isinstance(wanted, dict) else None
-        full = [leader, leader_epoch, list(isr)]
-        out[name] = full if isinstance(expected, list) and len(expected) == 3 else full[:2]
+        full = [
+            state.leader,
+            state.leader_epoch,
+            list(state.isr),
+            list(state.elr),
+            state.recovering,
+        ]
+        out[name] = full[: len(expected)] if isinstance(expected, list) else full[:2]
     return out
 
 
@@ -1081,6 +1102,11 @@ def _check_expect(index: int, step: QuorumStep, quorum: Quorum, since: list[str]
                     actual = list(node.image.brokers)
                 elif key == "fenced":
                     actual = list(node.image.fenced)
+                elif key == "broker_epochs":
+                    actual = {str(b): e for b, e in node.image.broker_epochs}
+                    value = {str(b): e for b, e in value.items()} if isinstance(value, dict) else value
+                elif key == "broker_epoch":
+                    actual = quorum.broker_epochs.get(int(node_text))
                 elif key == "topics":
                     actual = dict(node.image.topics)
                 elif key == "partitions":
