@@ -116,12 +116,12 @@ def partition_change(
     with the leader it then elects, or None when nothing would change.
 
     The leader stays while in the target ISR (``shouldTryElection``; ``preferred``: the first
-    replica instead if it is in the ISR and acceptable); else the first acceptable ISR member in assignment order; with an empty
-    ISR and ELR, the first acceptable ELR member (or the single last-known ELR member, an
-    unclean recovery); then, when unclean elections are on (or ``election`` is ``unclean``),
-    the first acceptable replica. Without ELR the last ISR member is never removed; with ELR,
-    members leaving an ISR that falls below ``min.insync.replicas`` join the ELR unless they
-    shut down uncleanly."""
+    replica instead if it is in the ISR and acceptable); else the first acceptable ISR member
+    in assignment order; with an empty ISR and ELR, the first acceptable ELR member (or the
+    single last-known ELR member, an unclean recovery); then, when unclean elections are on
+    (or ``election`` is ``unclean``), the first acceptable replica. Without ELR the last ISR
+    member is never removed; with ELR, members leaving an ISR that falls below
+    ``min.insync.replicas`` join the ELR unless they shut down uncleanly."""
     state = image.partition(topic, partition)
     if state is None:
         return None
@@ -311,14 +311,13 @@ def elect(
     state = image.partition(topic, partition)
     if state is None:
         return None
-    if target == "auto" and state.leader != -1 and not image.is_acceptable(state.leader):
-        return partition_change(
-            image, config, topic, partition, (b for b in state.isr if b != state.leader)
-        )
+    isr: tuple[int, ...] = state.isr
+    if state.leader != -1 and not image.is_acceptable(state.leader):
+        isr = tuple(b for b in isr if b != state.leader)  # a leader that may not lead leaves
     if isinstance(target, int):
-        return partition_change(image, config, topic, partition, state.isr, forced_leader=target)
+        return partition_change(image, config, topic, partition, isr, forced_leader=target)
     election = target if target in (PREFERRED, UNCLEAN) else CLEAN
-    return partition_change(image, config, topic, partition, state.isr, election=election)
+    return partition_change(image, config, topic, partition, isr, election=election)
 
 
 def alter_partition(

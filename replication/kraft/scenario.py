@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from replication.errors import InputError, ReplicationError, ScenarioError
+from replication.kraft.control import ElectionConfig
 from replication.kraft.invariants import INVARIANTS
 from replication.kraft.quorum import (
     DISRUPTION,
@@ -58,7 +59,6 @@ from replication.kraft.raft import (
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
-    Message,
     RaftConfig,
     RaftRules,
     VoterChangeError,
@@ -114,6 +114,7 @@ OPS = (
     "settle",
     "propose",
     "alter_partition",
+    "heartbeat",
     "expect",
 )
 _OP_OPTIONS = {"snapshot": ("end_offset",)}
@@ -164,6 +165,7 @@ _QUORUM_FIELDS = (
     "fetch_timeout_ms",
     "request_timeout_ms",
     "broker_heartbeats",
+    "elections",
 )
 ROLE_LETTERS = {
     "leader": "L",
@@ -188,6 +190,8 @@ class QuorumSettings:
     config: RaftConfig = field(default_factory=RaftConfig)
     # KIP-631 heartbeats and fencing by the active controller (None: brokers are not fenced)
     liveness: BrokerLiveness | None = None
+    # what the controller elects by (min.insync.replicas, KIP-966 ELR, unclean elections)
+    elections: ElectionConfig = field(default_factory=ElectionConfig)
 
     def specs(self) -> list[NodeSpec]:
         return [NodeSpec(node_id, frozenset(roles)) for node_id, roles in self.nodes]
@@ -225,7 +229,13 @@ class QuorumStep:
         if self.op == "propose":
             return f"propose {_record_text(target)}"
         if self.op == "alter_partition":
-            return f"alter_partition by {target[0]}: {target[1]}-{target[2]} isr {list(target[3])}"
+            text = f"alter_partition by {target[0]}: {target[1]}-{target[2]} isr {list(target[3])}"
+            if target[4]:
+                text += " broker epochs " + ", ".join(f"{b}@{e}" for b, e in target[4])
+            return text
+        if self.op == "heartbeat":
+            shown = "" if target[1] is None else f" (broker epoch {target[1]})"
+            return f"heartbeat by {target[0]}{shown}"
         text = f"{self.op} {target}"
         end_offset = self.option("end_offset")
         if end_offset is not None:
@@ -239,11 +249,12 @@ class QuorumStep:
         elif self.op == "propose":
             target = _record_dict(target)
         elif self.op == "alter_partition":
-            target = {
-                "by": target[0],
-                "partition": f"{target[1]}-{target[2]}",
-                "isr": list(target[3]),
-            }
+            by, topic, number, isr, epochs = target
+            target = {"by": by, "partition": f"{topic}-{number}", "isr": list(isr)}
+            if epochs:
+                target["broker_epochs"] = {b: e for b, e in epochs}
+        elif self.op == "heartbeat":
+            target = {"by": target[0]} | ({} if target[1] is None else {"broker_epoch": target[1]})
         elif self.op == "expect":
             target = _thaw(target)
         entry: dict[str, Any] = {self.op: target}
@@ -407,6 +418,7 @@ def _parse_settings(raw: object) -> QuorumSettings:
         if not isinstance(value, bool):
             raise ScenarioError("must be true or false", field=f"quorum.rules.{name}", value=value)
     liveness = _parse_liveness(raw.get("broker_heartbeats", False))
+    elections = _parse_elections(raw.get("elections", {}))
     config_values = {}
     for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms"):
         if name in raw:
@@ -419,7 +431,30 @@ def _parse_settings(raw: object) -> QuorumSettings:
         rules=RaftRules(**dict(raw_rules)),
         config=RaftConfig(**config_values),
         liveness=liveness,
+        elections=elections,
     )
+
+
+def _parse_elections(raw: object) -> ElectionConfig:
+    """``{min_insync_replicas: N, eligible_leader_replicas: B, unclean_leader_election: B}``."""
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(
+            "maps min_insync_replicas, eligible_leader_replicas, unclean_leader_election",
+            field="quorum.elections",
+            value=_shown(raw),
+        )
+    values: dict[str, Any] = {}
+    for key, item in raw.items():
+        where = f"quorum.elections.{_shown(key)}"
+        if key == "min_insync_replicas":
+            values[key] = _integer(item, where, 1, MAX_NODES)
+        elif key in ("eligible_leader_replicas", "unclean_leader_election"):
+            if not isinstance(item, bool):
+                raise ScenarioError("must be true or false", field=where, value=item)
+            values[key] = item
+        else:
+            raise ScenarioError("unknown field", field=where, value=_shown(key))
+    return ElectionConfig(**values)
 
 
 def _parse_liveness(raw: object) -> BrokerLiveness | None:
@@ -521,6 +556,8 @@ def _parse_step(index: int, raw: object, settings: QuorumSettings, voters: set[i
         target = _parse_record(value, index)
     elif op == "alter_partition":
         target = _parse_alter_partition(value, index, nodes)
+    elif op == "heartbeat":
+        target = _parse_heartbeat(value, index, settings)
     else:
         target = _parse_expect(value, index, nodes)
     options: list[tuple[str, Any]] = []
@@ -535,12 +572,47 @@ def _parse_step(index: int, raw: object, settings: QuorumSettings, voters: set[i
     return QuorumStep(op, target, tuple(options))
 
 
-def _parse_alter_partition(value: object, index: int, nodes: set[int]) -> tuple[Any, ...]:
-    """``{by: BROKER, partition: TOPIC-N, isr: [..]}``."""
+def _parse_heartbeat(value: object, index: int, settings: QuorumSettings) -> tuple[Any, ...]:
+    """``{by: BROKER}`` or ``{by: BROKER, broker_epoch: E}`` (a heartbeat an earlier
+    incarnation sent, delayed on the network)."""
     located = {"step": index}
-    if not isinstance(value, Mapping) or set(value) != {"by", "partition", "isr"}:
+    if not isinstance(value, Mapping) or not {"by"} <= set(value) <= {"by", "broker_epoch"}:
         raise ScenarioError(
-            "{by: BROKER, partition: TOPIC-N, isr: [BROKER, ...]}",
+            "{by: BROKER} or {by: BROKER, broker_epoch: E}",
+            step=index,
+            field="heartbeat",
+            value=_shown(value),
+        )
+    by = _node_id(value["by"], "heartbeat.by", **located)
+    if not any(n == by and "broker" in roles for n, roles in settings.nodes):
+        raise ScenarioError(
+            "only a node with the broker role heartbeats",
+            step=index,
+            field="heartbeat.by",
+            value=by,
+        )
+    if settings.liveness is None:
+        raise ScenarioError(
+            "set quorum.broker_heartbeats to send heartbeats", step=index, field="heartbeat"
+        )
+    epoch = value.get("broker_epoch")
+    if epoch is not None:
+        epoch = _integer(epoch, "heartbeat.broker_epoch", 0, 2**62, **located)
+    return (by, epoch)
+
+
+def _parse_alter_partition(value: object, index: int, nodes: set[int]) -> tuple[Any, ...]:
+    """``{by: BROKER, partition: TOPIC-N, isr: [..]}``, optionally with ``broker_epochs:
+    {BROKER: E}`` (what the leader's metadata shows, if not what it applied)."""
+    located = {"step": index}
+    if not isinstance(value, Mapping) or not {"by", "partition", "isr"} <= set(value) <= {
+        "by",
+        "partition",
+        "isr",
+        "broker_epochs",
+    }:
+        raise ScenarioError(
+            "{by: BROKER, partition: TOPIC-N, isr: [BROKER, ...], broker_epochs: {BROKER: E}}",
             step=index,
             field="alter_partition",
             value=_shown(value),
@@ -560,7 +632,27 @@ def _parse_alter_partition(value: object, index: int, nodes: set[int]) -> tuple[
             "a list of broker ids", step=index, field="alter_partition.isr", value=_shown(isr)
         )
     ids = tuple(_node_id(i, "alter_partition.isr", **located) for i in isr)
-    return (by, topic, int(number), ids)
+    raw_epochs = value.get("broker_epochs", {})
+    if not isinstance(raw_epochs, Mapping):
+        raise ScenarioError(
+            "maps ISR members to broker epochs",
+            step=index,
+            field="alter_partition.broker_epochs",
+            value=_shown(raw_epochs),
+        )
+    epochs = []
+    for member, epoch in raw_epochs.items():
+        member_id = _node_id(member, "alter_partition.broker_epochs", **located)
+        if member_id not in ids:
+            raise ScenarioError(
+                "not in the requested ISR",
+                step=index,
+                field="alter_partition.broker_epochs",
+                value=member_id,
+            )
+        where = f"alter_partition.broker_epochs.{member_id}"
+        epochs.append((member_id, _integer(epoch, where, 0, 2**62, **located)))
+    return (by, topic, int(number), ids, tuple(sorted(epochs)))
 
 
 def _check_voter_change(index: int, op: str, settings: QuorumSettings) -> None:
@@ -595,16 +687,30 @@ def _parse_record(value: object, index: int) -> MetadataRecord:
         return TopicRecord(
             topic, _integer(value["partitions"], "propose.partitions", 1, 10**6, **located)
         )
-    if keys == {"topic", "partition", "leader", "isr", "leader_epoch"}:
-        isr = value["isr"]
-        if not isinstance(isr, list):
-            raise ScenarioError("a list of broker ids", step=index, field="propose.isr", value=isr)
+    partition_keys = {"topic", "partition", "leader", "isr", "leader_epoch"}
+    if partition_keys <= keys <= partition_keys | {"replicas"}:
+        lists = {}
+        for name in ("isr", "replicas"):
+            items = value.get(name, [])
+            if not isinstance(items, list):
+                raise ScenarioError(
+                    "a list of broker ids", step=index, field=f"propose.{name}", value=items
+                )
+            lists[name] = tuple(_node_id(i, f"propose.{name}", **located) for i in items)
+        if lists["replicas"] and not set(lists["isr"]) <= set(lists["replicas"]):
+            raise ScenarioError(
+                "the ISR must be among the replicas",
+                step=index,
+                field="propose.isr",
+                value=list(lists["isr"]),
+            )
         return PartitionChange(
             str(value["topic"]),
             _integer(value["partition"], "propose.partition", 0, 10**6, **located),
             _node_id(value["leader"], "propose.leader", **located),
-            tuple(_node_id(i, "propose.isr", **located) for i in isr),
+            lists["isr"],
             _integer(value["leader_epoch"], "propose.leader_epoch", 0, 2**31 - 1, **located),
+            lists["replicas"],
         )
     raise ScenarioError(
         "a record is {broker: ID}, {topic: NAME, partitions: N} or "
@@ -622,13 +728,16 @@ def _record_dict(record: MetadataRecord) -> dict[str, Any]:
         return {"topic": record.name, "partitions": record.partitions}
     if isinstance(record, FenceBroker):
         return {"fence" if record.fenced else "unfence": record.broker_id}
-    return {
+    out: dict[str, Any] = {
         "topic": record.topic,
         "partition": record.partition,
         "leader": record.leader,
         "isr": list(record.isr),
         "leader_epoch": record.leader_epoch,
     }
+    if record.replicas:
+        out["replicas"] = list(record.replicas)
+    return out
 
 
 def _record_text(record: MetadataRecord) -> str:
@@ -719,6 +828,12 @@ def quorum_scenario_to_dict(scenario: QuorumScenario) -> dict[str, Any]:
                 "heartbeat_interval_ms": settings.liveness.heartbeat_interval_ms,
             }
         )
+    if settings.elections != ElectionConfig():
+        quorum["elections"] = {
+            f.name: getattr(settings.elections, f.name)
+            for f in fields(ElectionConfig)
+            if getattr(settings.elections, f.name) != getattr(ElectionConfig(), f.name)
+        }
     if settings.seed:
         quorum["seed"] = settings.seed
     rules = {
@@ -870,6 +985,7 @@ class _Runner:
             invariants=checked if checked else (None if names is None else []),
             disruption=names is None or DISRUPTION in names,
             liveness=settings.liveness,
+            elections=settings.elections,
         )
         self.quorum.keep_messages = record
         self.scenario = scenario
@@ -942,7 +1058,10 @@ class _Runner:
                     return "no leader"
                 quorum.propose(target)
             elif op == "alter_partition":
-                return quorum.alter_partition(*target)
+                by, topic, number, isr, epochs = target
+                return quorum.alter_partition(by, topic, number, isr, dict(epochs))
+            elif op == "heartbeat":
+                return quorum.heartbeat(*target)
             elif op in ("add_voter", "remove_voter"):
                 if quorum.leader() is None:
                     if strict:
@@ -1104,7 +1223,9 @@ def _check_expect(index: int, step: QuorumStep, quorum: Quorum, since: list[str]
                     actual = list(node.image.fenced)
                 elif key == "broker_epochs":
                     actual = {str(b): e for b, e in node.image.broker_epochs}
-                    value = {str(b): e for b, e in value.items()} if isinstance(value, dict) else value
+                    value = (
+                        {str(b): e for b, e in value.items()} if isinstance(value, dict) else value
+                    )
                 elif key == "broker_epoch":
                     actual = quorum.broker_epochs.get(int(node_text))
                 elif key == "topics":
