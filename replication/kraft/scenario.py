@@ -66,6 +66,7 @@ from replication.kraft.raft import (
     VoteResponse,
 )
 from replication.kraft.records import (
+    ControlledShutdown,
     FenceBroker,
     MetadataRecord,
     PartitionChange,
@@ -680,6 +681,9 @@ def _parse_record(value: object, index: int) -> MetadataRecord:
     if keys in ({"fence"}, {"unfence"}):
         [key] = keys
         return FenceBroker(_node_id(value[key], f"propose.{key}", **located), key == "fence")
+    if keys == {"controlled_shutdown"}:
+        where = "propose.controlled_shutdown"
+        return ControlledShutdown(_node_id(value["controlled_shutdown"], where, **located))
     if keys == {"topic", "partitions"}:
         topic = value["topic"]
         if not isinstance(topic, str) or not topic:
@@ -728,6 +732,8 @@ def _record_dict(record: MetadataRecord) -> dict[str, Any]:
         return {"topic": record.name, "partitions": record.partitions}
     if isinstance(record, FenceBroker):
         return {"fence" if record.fenced else "unfence": record.broker_id}
+    if isinstance(record, ControlledShutdown):
+        return {"controlled_shutdown": record.broker_id}
     out: dict[str, Any] = {
         "topic": record.topic,
         "partition": record.partition,
@@ -747,6 +753,8 @@ def _record_text(record: MetadataRecord) -> str:
         return f"topic {record.name} ({record.partitions})"
     if isinstance(record, FenceBroker):
         return f"{'fence' if record.fenced else 'unfence'} broker {record.broker_id}"
+    if isinstance(record, ControlledShutdown):
+        return f"controlled shutdown of broker {record.broker_id}"
     return (
         f"partition {record.topic}-{record.partition} leader {record.leader} "
         f"isr {list(record.isr)} epoch {record.leader_epoch}"
