@@ -97,6 +97,9 @@ logger = logging.getLogger(__name__)
 # a broker's log storage: ``factory(broker_id)`` for partition 0, ``factory(broker_id,
 # partition)`` for the others
 StorageFactory = Callable[..., LogStorage]
+# builds the controller from Controller's arguments (replication.kraft.log_controller's
+# MetadataLogController keeps its state in a KRaft metadata log)
+ControllerFactory = Callable[..., Controller]
 PENDING = "pending"
 # the two link endpoints that are not brokers (``cut: {from: controller, to: 2}``)
 CONTROLLER = "controller"
@@ -186,6 +189,7 @@ class Cluster:
         *,
         controller: Controller | None = None,
         partition: int = 0,
+        controller_factory: ControllerFactory = Controller,
     ) -> None:
         self.config = config
         self.mode = mode
@@ -197,7 +201,7 @@ class Cluster:
         self._eligible_leader_replicas = mode.eligible_leader_replicas
         self.storage_factory = storage_factory
         if controller is None:
-            controller = Controller(
+            controller = controller_factory(
                 config.replicas,
                 min_insync_replicas=config.min_insync_replicas,
                 unclean_leader_election=config.unclean_leader_election,
@@ -1277,10 +1281,11 @@ class PartitionedCluster:
         config: ScenarioConfig,
         mode: ProtocolMode,
         storage_factory: StorageFactory | None = None,
+        controller_factory: ControllerFactory = Controller,
     ) -> None:
         self.config = config
         self.mode = mode
-        self.controller = Controller(
+        self.controller = controller_factory(
             partitions=config.partition_replicas,
             min_insync_replicas=config.min_insync_replicas,
             unclean_leader_election=config.unclean_leader_election,
@@ -1427,14 +1432,17 @@ class Runner:
         invariants: Sequence[Invariant] = INVARIANTS,
         storage_factory: StorageFactory | None = None,
         record_changes: bool = False,
+        controller_factory: ControllerFactory = Controller,
     ) -> None:
         # several partitions: one cluster (and one checker) per partition, one controller
         self.partitioned: PartitionedCluster | None = None
         if len(config.partition_replicas) > 1:
-            self.partitioned = PartitionedCluster(config, mode, storage_factory)
+            self.partitioned = PartitionedCluster(config, mode, storage_factory, controller_factory)
             self.clusters = self.partitioned.partitions
         else:
-            self.clusters = [Cluster(config, mode, storage_factory)]
+            self.clusters = [
+                Cluster(config, mode, storage_factory, controller_factory=controller_factory)
+            ]
         self.cluster = self.clusters[0]
         if mode.commit_rule == "majority":
             invariants = majority_invariants(invariants)
@@ -1613,6 +1621,7 @@ def run_scenario(
     *,
     storage_factory: StorageFactory | None = None,
     invariants: Iterable[str] | None = None,
+    controller_factory: ControllerFactory = Controller,
 ) -> ScenarioResult:
     """Run every step of ``scenario`` under ``mode`` (default: the scenario's), checking the
     invariants after each step (``invariants`` names a subset; default: the scenario's own
@@ -1625,6 +1634,7 @@ def run_scenario(
         invariants=chosen,
         storage_factory=storage_factory,
         record_changes=True,
+        controller_factory=controller_factory,
     )
     timelines: list[list[TimelineEntry]] = [[] for _ in runner.clusters]
     expect_failures: list[str] = []
