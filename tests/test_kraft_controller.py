@@ -257,6 +257,87 @@ def test_a_committed_election_is_finished_by_the_new_controller_not_redone():
     assert before["5"]["hw"] < before["2"]["hw"]  # metadata lag: 5 still thinks 4 leads
 
 
+def _decide_both(seed: int, config: ElectionConfig, steps: int = 40) -> list[str]:
+    """Random broker events, elections and AlterPartitions decided by the data plane's
+    Controller and by control.py on a metadata image; the differences found."""
+    import random
+
+    from replication.controller import RECOVERING, Controller
+    from replication.partition import AlterPartitionRequest
+
+    chooser = random.Random(seed)
+    replicas = (1, 2, 3)
+    reference = Controller(
+        replicas,
+        min_insync_replicas=config.min_insync_replicas,
+        eligible_leader_replicas=config.eligible_leader_replicas,
+        unclean_leader_election=config.unclean_leader_election,
+    )
+    image = image_of(
+        *(RegisterBroker(b, b) for b in replicas),
+        PartitionChange("t", 0, 1, replicas, 0, replicas),
+    )
+    for step in range(steps):
+        op = chooser.choice(
+            ["fence", "unfence", "shutdown", "auto", "preferred", "unclean", "alter"]
+        )
+        broker = chooser.choice(replicas)
+        records: list = []
+        if op == "fence":
+            reference.fence(broker)
+            records = fence_broker(image, config, broker)
+        elif op == "unfence":
+            reference.unfence(broker)
+            records = unfence_broker(image, config, broker)
+        elif op == "shutdown":
+            reference.controlled_shutdown(broker)
+            records = controlled_shutdown(image, config, broker)
+        elif op != "alter":
+            reference.elect(op)
+            change = elect(image, config, "t", 0, op)
+            records = [change] if change else []
+        elif reference.registration.leader != -1:
+            r = reference.registration
+            isr = tuple(sorted({r.leader, *chooser.sample(replicas, chooser.randrange(3))}))
+            request = AlterPartitionRequest(r.leader, r.leader_epoch, r.partition_epoch, isr, ())
+            expected = reference.handle_alter_partition(request)
+            error, change, _ = alter_partition(
+                image, config, r.leader, "t", 0, isr,
+                leader_epoch=r.leader_epoch, partition_epoch=r.partition_epoch,
+            )  # fmt: skip
+            if (expected in ("NONE", "NEW_LEADER_ELECTED")) != (error == NONE):
+                return [f"seed {seed} step {step}: AlterPartition {expected} vs {error}"]
+            records = [change] if change else []
+        for record in records:
+            image = image.apply(record)
+        r, state = reference.registration, image.partition("t", 0)
+        fenced = tuple(sorted(b for b, reg in reference.brokers.items() if reg.fenced))
+        ours = (state.leader, state.isr, state.leader_epoch, state.elr, state.last_known_elr,
+                state.recovering, state.partition_epoch, image.fenced)  # fmt: skip
+        theirs = (r.leader, r.isr, r.leader_epoch, r.elr, r.last_known_elr,
+                  r.leader_recovery_state == RECOVERING, r.partition_epoch, fenced)  # fmt: skip
+        if ours != theirs:
+            return [f"seed {seed} step {step} ({op} {broker}): {ours} vs {theirs}"]
+    return []
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ElectionConfig(min_insync_replicas=2),
+        ElectionConfig(min_insync_replicas=2, unclean_leader_election=True),
+        ELR,
+        ElectionConfig(
+            min_insync_replicas=2, eligible_leader_replicas=True, unclean_leader_election=True
+        ),
+    ],
+    ids=["clean", "unclean", "elr", "elr-unclean"],
+)
+def test_the_quorum_controller_decides_like_the_data_plane_controller(config):
+    differences = [d for seed in range(150) for d in _decide_both(seed, config)]
+    assert differences == []
+
+
 # ----------------------------------------------------------------------- records
 
 
