@@ -346,6 +346,9 @@ def test_new_record_fields_round_trip_and_old_values_read_the_same():
         RegisterBroker(4, 12, fenced=True),
         ControlledShutdown(4),
         PartitionChange("t", 0, 5, (5,), 3, (4, 5), (4,), (4,), True, 7),
+        PartitionChange(
+            "t", 1, 5, (5, 4), 0, (5, 6, 4), adding_replicas=(6,), removing_replicas=(4,)
+        ),
     ]:
         assert decode_record(encode_record(record)) == record
     assert encode_record(RegisterBroker(4)) == b'{"broker_id":4,"type":"RegisterBroker"}'

@@ -142,6 +142,8 @@ class MetadataLogController(Controller):
             registration.last_known_elr,
             _recovering(registration),
             registration.partition_epoch,
+            getattr(registration, "adding_replicas", ()),
+            getattr(registration, "removing_replicas", ()),
         )
 
     def _delta(
@@ -177,20 +179,20 @@ class MetadataLogController(Controller):
             state = image.partition(TOPIC, index)
             if state is None:
                 continue
-            self._set_registration(
-                index,
-                dataclasses.replace(
-                    registration,
-                    replicas=state.replicas,
-                    isr=state.isr,
-                    leader=state.leader,
-                    leader_epoch=state.leader_epoch,
-                    partition_epoch=state.partition_epoch,
-                    elr=state.elr,
-                    last_known_elr=state.last_known_elr,
-                    leader_recovery_state=RECOVERING if state.recovering else RECOVERED,
-                ),
-            )
+            fields: dict[str, Any] = {
+                "replicas": state.replicas,
+                "isr": state.isr,
+                "leader": state.leader,
+                "leader_epoch": state.leader_epoch,
+                "partition_epoch": state.partition_epoch,
+                "elr": state.elr,
+                "last_known_elr": state.last_known_elr,
+                "leader_recovery_state": RECOVERING if state.recovering else RECOVERED,
+            }
+            if hasattr(registration, "adding_replicas"):  # a registration with reassignments
+                fields["adding_replicas"] = state.adding_replicas
+                fields["removing_replicas"] = state.removing_replicas
+            self._set_registration(index, dataclasses.replace(registration, **fields))
         for broker_id, broker in self.brokers.items():
             if broker_id in image.brokers:
                 broker.broker_epoch = image.broker_epoch(broker_id)

@@ -69,7 +69,8 @@ class PartitionChange:
     ``replicas`` is the assignment (empty: unchanged, or the ISR for a new partition); ``elr``
     and ``last_known_elr`` are KIP-966's eligible leader replicas; ``recovering`` is KIP-704's
     leader recovery state after an unclean election; ``partition_epoch`` is -1 for "one more
-    than before" (0 for a new partition), as replaying a ``PartitionChangeRecord`` bumps it."""
+    than before" (0 for a new partition), as replaying a ``PartitionChangeRecord`` bumps it;
+    ``adding_replicas`` and ``removing_replicas`` are a KIP-455 reassignment in progress."""
 
     topic: str
     partition: int
@@ -81,6 +82,8 @@ class PartitionChange:
     last_known_elr: tuple[int, ...] = ()
     recovering: bool = False
     partition_epoch: int = -1
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,8 @@ class PartitionState(NamedTuple):
     last_known_elr: tuple[int, ...] = ()
     recovering: bool = False
     partition_epoch: int = 0
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +230,8 @@ class MetadataImage:
                 payload.last_known_elr,
                 payload.recovering,
                 partition_epoch,
+                payload.adding_replicas,
+                payload.removing_replicas,
             )
             return MetadataImage(
                 self.brokers,
@@ -275,6 +282,8 @@ class MetadataImage:
                 state.last_known_elr,
                 state.recovering,
                 state.partition_epoch if state.partition_epoch else -1,
+                state.adding_replicas,
+                state.removing_replicas,
             )
             for (topic, number), state in self.partitions
         ]
@@ -308,7 +317,7 @@ def encode_record(record: MetadataRecord) -> bytes:
             "isr": list(record.isr),
             "leader_epoch": record.leader_epoch,
         }
-        for name in ("replicas", "elr", "last_known_elr"):
+        for name in ("replicas", "elr", "last_known_elr", "adding_replicas", "removing_replicas"):
             value = getattr(record, name)
             if value:
                 body[name] = list(value)
@@ -385,5 +394,7 @@ def decode_record(value: bytes) -> MetadataRecord:
             _ids(body, "last_known_elr"),
             _bool(body, "recovering"),
             _int(body, "partition_epoch", -1),
+            _ids(body, "adding_replicas"),
+            _ids(body, "removing_replicas"),
         )
     raise InputError("unknown metadata record type", field="type", value=kind)
