@@ -34,7 +34,7 @@ from replication.kraft.records import (
     decode_record,
     encode_record,
 )
-from replication.kraft.scenario import load_quorum_scenario, run_quorum_scenario
+from replication.kraft.scenario import _Runner, load_quorum_scenario, run_quorum_scenario
 from replication.kraft.snapshot import MemoryStore, SnapshotId, read_snapshot, write_snapshot
 
 QUORUM = EXAMPLES / "quorum"
@@ -72,22 +72,36 @@ def cluster(isr=(4, 5, 6), leader=4) -> MetadataImage:
 
 
 def test_a_broker_epoch_is_the_offset_of_its_registration_record():
-    result = run_bundled("k12-broker-epochs")
-    assert decisions(result)[:2] == [
-        "controller 1 registers broker 4 (broker epoch 1, fenced)",
-        "controller 1 registers broker 5 (broker epoch 2, fenced)",
+    scenario = load_quorum_scenario(QUORUM / "k12-broker-epochs.yaml")
+    runner = _Runner(scenario)
+    for index, step in enumerate(scenario.steps):
+        if step.op != "expect":
+            runner.apply(index, step)
+    leader = runner.quorum.leader()
+    assert leader is not None
+    registrations = [
+        (offset, entry.payload)
+        for offset, entry in enumerate(leader.entries, start=leader.log_start)
+        if isinstance(entry.payload, RegisterBroker)
     ]
-    entries = result.document["final"]["nodes"]
-    assert entries["1"]["log_start"] == 0
+    assert registrations == [
+        (1, RegisterBroker(4, 1, fenced=True)),
+        (2, RegisterBroker(5, 2, fenced=True)),
+        (8, RegisterBroker(5, 8, fenced=True)),
+    ]
+    assert runner.quorum.broker_epochs == {4: 1, 5: 8}
 
 
 def test_a_restarted_broker_registers_again_with_a_new_epoch_and_starts_fenced():
     result = run_bundled("k12-broker-epochs")
-    assert "controller 1 registers broker 5 (broker epoch 8, fenced)" in decisions(result)
-    # the old incarnation left the ISR before the new registration (offsets 6 and 7)
-    assert "controller 1: orders-0 leader 4 epoch 0 isr [4]" in decisions(result)
-    fenced_then = result.timeline[8]
-    assert fenced_then["op"] == "expect"
+    restart = result.timeline[7]["changes"]
+    # the old incarnation leaves the ISR (offsets 6 and 7), then the new one registers fenced
+    assert restart[:2] == [
+        "controller 1 registers broker 5 (broker epoch 8, fenced)",
+        "controller 1: orders-0 leader 4 epoch 0 isr [4]",
+    ]
+    assert result.timeline[8]["op"] == "expect"  # fenced: {1: [5], 4: [5]} held there
+    assert "controller 1 unfences broker 5" in result.timeline[9]["changes"]
 
 
 def test_a_heartbeat_with_a_stale_broker_epoch_is_rejected():
