@@ -101,6 +101,23 @@ def test_a_decision_the_cut_off_controller_cannot_commit_never_reaches_the_broke
     assert (controller.registration.leader, controller.registration.leader_epoch) == (2, 1)
 
 
+def test_an_alter_partition_lost_in_a_failover_is_sent_again_to_the_next_controller():
+    from replication.partition import NONE, AlterPartitionRequest
+
+    runner = two_brokers()
+    controller = runner.cluster.controller
+    assert isinstance(controller, MetadataLogController)
+    registration = controller.registration
+    cut_off = controller.isolate_active()
+    request = AlterPartitionRequest(
+        1, registration.leader_epoch, registration.partition_epoch, (1,)
+    )
+    assert controller.handle_alter_partition(request) == NONE
+    assert controller.committed and controller.active().node_id != cut_off
+    assert (controller.registration.isr, controller.registration.partition_epoch) == ((1,), 1)
+    assert controller.written[-2:] == [controller.written[-1]] * 2  # decided twice, same record
+
+
 def test_committed_decisions_survive_a_controller_failover_between_steps():
     scenario = load_scenario(EXAMPLES / "scenarios" / "s4-unclean-election.yaml")
     plain = Runner(scenario.config, get_mode("current"))

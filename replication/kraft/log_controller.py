@@ -99,6 +99,8 @@ class MetadataLogController(Controller):
         self.quorum.keep_trace = False
         self.quorum.elect()
         self.written: list[MetadataRecord] = []
+        # whether the last decision's records were committed (lost in a failover: False)
+        self.committed = True
         self._deciding = 0
         records: list[MetadataRecord] = [
             RegisterBroker(broker_id, -2) for broker_id in sorted(self.brokers)
@@ -229,16 +231,19 @@ class MetadataLogController(Controller):
             quorum.deliver_all()
         return False
 
-    def _write(self, records: list[MetadataRecord]) -> None:
+    def _write(self, records: list[MetadataRecord]) -> bool:
+        """Append ``records`` at the active controller and replicate them; the state is then
+        what is committed. True if they were committed."""
         leader = self.active()
         for record in records:
             if isinstance(record, RegisterBroker) and record.broker_epoch == -2:
                 record = RegisterBroker(record.broker_id, leader.end_offset, record.fenced)
             leader.propose(record)
             self.written.append(record)
-        self._commit(leader, leader.end_offset)
+        committed = self._commit(leader, leader.end_offset)
         # what is committed now: the decision, or (lost with a failover) the new leader's log
         self._load((self.quorum.leader() or leader).image)
+        return committed
 
     def _decide(self, operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self._deciding:
@@ -251,8 +256,7 @@ class MetadataLogController(Controller):
         finally:
             self._deciding -= 1
         records = self._delta(partitions_before, brokers_before)
-        if records:
-            self._write(records)
+        self.committed = self._write(records) if records else True
         return result
 
     # ------------------------------------------------------------------ faults
@@ -287,6 +291,12 @@ def _wrap(name: str) -> None:
 
     def decided(self: MetadataLogController, *args: Any, **kwargs: Any) -> Any:
         result = self._decide(operation, *args, **kwargs)
+        if name == "handle_alter_partition" and not self._deciding and not self.committed:
+            # the controller lost its quorum before committing: the broker's channel sends
+            # the request again to the next active controller, which decides on its own log
+            result = self._decide(operation, *args, **kwargs)
+            if not self.committed:
+                return "NOT_CONTROLLER"
         if name == "register" and not self._deciding:
             return self.brokers[args[0]].broker_epoch  # the offset of its record
         return result
