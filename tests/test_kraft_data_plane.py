@@ -139,3 +139,33 @@ def test_the_log_controller_is_a_controller_for_the_simulator():
     assert isinstance(runner.cluster.controller, Controller)
     outcome = runner.step(Step("produce", "m1", (("acks", 1),)))
     assert outcome.result == "appended at 0: ok"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"min_insync_replicas": 2},
+        {"unclean_leader_election": True, "link_cuts": True},
+        {"min_insync_replicas": 2, "eligible_leader_replicas": True, "disk_faults": True},
+    ],
+    ids=["min-isr-2", "unclean-link-cuts", "elr-disk-faults"],
+)
+def test_random_schedules_reach_the_same_verdict_on_the_metadata_log(options):
+    from replication.explore import build_scenario, generate_schedule
+
+    config = ScenarioConfig(
+        brokers=(1, 2, 3),
+        replicas=(1, 2, 3),
+        min_insync_replicas=options.get("min_insync_replicas", 1),
+        unclean_leader_election=options.get("unclean_leader_election", False),
+        eligible_leader_replicas=options.get("eligible_leader_replicas", False),
+    )
+    switches = {k: v for k, v in options.items() if k in ("link_cuts", "disk_faults")}
+    for index in range(150):
+        steps = generate_schedule(config, 7, index, **switches)
+        scenario = build_scenario(f"schedule-{index}", config, steps)
+        oracle = run_scenario(scenario, "current")
+        logged = run_scenario(scenario, "current", controller_factory=MetadataLogController)
+        assert without_broker_epochs(logged.to_json()) == without_broker_epochs(oracle.to_json()), (
+            f"schedule {index}"
+        )
