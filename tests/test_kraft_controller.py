@@ -426,3 +426,31 @@ def test_bad_broker_epoch_and_election_input_is_one_line_naming_step_and_field(
     assert outcome.exit_code == 2, outcome.output
     assert located in outcome.output
     assert "Traceback" not in outcome.output
+
+
+def test_combined_nodes_register_with_the_controller_they_run_and_again_after_a_restart():
+    scenario = load_quorum_scenario(
+        """
+name: combined
+quorum:
+  nodes: {1: "broker,controller", 2: "broker,controller", 3: "broker,controller"}
+  voters: [1, 2, 3]
+  broker_heartbeats: {session_timeout_ms: 2000, heartbeat_interval_ms: 500}
+steps:
+  - {elect: 1}
+  - {settle: 10}
+  - {expect: {fenced: {2: []}, brokers: {2: [1, 2, 3]}, broker_epoch: {1: 1, 2: 2, 3: 3}}}
+  - {crash: 1}
+  - {settle: 60}
+  - {restart: 1}
+  - {settle: 20}
+  - {expect: {fenced: {2: []}, broker_epochs: {3: {1: 9, 2: 2, 3: 3}}, violations: []}}
+"""
+    )
+    result = run_quorum_scenario(scenario)
+    assert result.expect_failures == ()
+    assert decisions(result)[-3:] == [
+        "controller 3 fences broker 1",
+        "controller 3 registers broker 1 (broker epoch 9, fenced)",
+        "controller 3 unfences broker 1",
+    ]
