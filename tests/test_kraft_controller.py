@@ -454,3 +454,25 @@ steps:
         "controller 3 registers broker 1 (broker epoch 9, fenced)",
         "controller 3 unfences broker 1",
     ]
+
+
+def test_a_proposed_controlled_shutdown_makes_the_broker_unacceptable_until_unfenced():
+    from replication.kraft.scenario import quorum_scenario_to_dict
+
+    text = f"""
+name: shutdown
+quorum: {{nodes: {NODES}, voters: [1, 2, 3]}}
+steps:
+  - {{elect: 1}}
+  - {{propose: {{broker: 4}}}}
+  - {{propose: {{controlled_shutdown: 4}}}}
+  - {{settle: 3}}
+"""
+    scenario = load_quorum_scenario(text)
+    assert load_quorum_scenario(quorum_scenario_to_dict(scenario)) == scenario
+    runner = _Runner(scenario)
+    for index, step in enumerate(scenario.steps):
+        runner.apply(index, step)
+    image = runner.quorum.nodes[5].image
+    assert image.shutting_down == (4,) and not image.is_acceptable(4)
+    assert image.apply(FenceBroker(4, fenced=False)).is_acceptable(4)
