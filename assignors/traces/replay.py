@@ -54,6 +54,7 @@ from assignors.traces.scoring import (
     GenerationShape,
     PreviousOwners,
     ScoreRow,
+    ShapeCache,
     score_generation,
     score_owners,
 )
@@ -174,6 +175,10 @@ def prepare(trace: Trace) -> Prepared:
         for member in generation.members:
             code_of.setdefault(member.identity, len(code_of))
     identities = tuple(code_of)
+    num_identities = len(identities)
+    cache = ShapeCache()
+    # a member that stays in the group from one generation to the next is the same Member
+    made_members: dict[tuple[str, frozenset[str], str | None, str | None], Member] = {}
     steps: list[_Step] = []
     previous: _Step | None = None
     previous_timestamp: int | None = None
@@ -181,27 +186,35 @@ def prepare(trace: Trace) -> Prepared:
         topics = tuple(sorted(generation.topics, key=lambda topic: topic.name))
         topic_by_name = {topic.name: topic for topic in topics}
         members = tuple(sorted(generation.members, key=lambda member: member.member_id))
-        first_members = tuple(
-            Member.checked(
-                member.member_id, member.topics, (), NO_GENERATION, member.rack, member.instance_id
-            )
-            for member in members
-        )
-        group = Group.checked(topics, first_members, topic_by_name)
-        if previous is not None and group.partition_space() == previous.shape.space:
-            # the same numbering as before: share it, and the TopicPartition objects it keeps
-            group = Group.checked(topics, first_members, topic_by_name, previous.shape.space)
-        shape = GenerationShape.of(group)
+        first_members = []
+        for member in members:
+            key = (member.member_id, member.topics, member.rack, member.instance_id)
+            made = made_members.get(key)
+            if made is None:
+                made = made_members[key] = Member.checked(
+                    member.member_id,
+                    member.topics,
+                    (),
+                    NO_GENERATION,
+                    member.rack,
+                    member.instance_id,
+                )
+            first_members.append(made)
+        group = Group.checked(topics, tuple(first_members), topic_by_name)
+        # the space an earlier generation numbered the same way is shared, with its objects
+        shape = GenerationShape.of(group, cache)
         member_identities = tuple(member.identity for member in members)
-        member_codes = np.asarray([code_of[name] for name in member_identities], dtype=np.int64)
-        carries = np.full(len(members), -1, dtype=np.int64)
-        speaker_of_code = np.full(len(identities), -1, dtype=np.int64)
-        first_of_code = np.full(len(identities), -1, dtype=np.int64)
-        for index, code in enumerate(member_codes.tolist()):
-            if first_of_code[code] < 0:
-                first_of_code[code] = index
-            speaker_of_code[code] = index
-        carries[speaker_of_code[speaker_of_code >= 0]] = np.flatnonzero(speaker_of_code >= 0)
+        member_codes = [code_of[name] for name in member_identities]
+        speaker_list = [-1] * num_identities
+        first_list = [-1] * num_identities
+        for index, code in enumerate(member_codes):
+            if first_list[code] < 0:
+                first_list[code] = index
+            speaker_list[code] = index
+        carries_list = [-1] * len(members)
+        for code, index in enumerate(speaker_list):
+            if index >= 0:
+                carries_list[index] = code
         current = weight = None
         kept_topics = False
         if previous is not None:
@@ -218,10 +231,10 @@ def prepare(trace: Trace) -> Prepared:
                 counts={topic.name: topic.num_partitions for topic in topics},
                 shape=shape,
                 interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
-                identity_codes=member_codes,
-                carries=carries,
-                first_of_code=first_of_code,
-                speaker_of_code=speaker_of_code,
+                identity_codes=np.asarray(member_codes, dtype=np.int64),
+                carries=np.asarray(carries_list, dtype=np.int64),
+                first_of_code=np.asarray(first_list, dtype=np.int64),
+                speaker_of_code=np.asarray(speaker_list, dtype=np.int64),
                 kept_topics=kept_topics,
                 current=current,
                 weight=weight,

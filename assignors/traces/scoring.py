@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from assignors.base import RebalanceProtocol
-from assignors.model import Assignment, Group, PartitionSpace, TopicPartition
+from assignors.model import Assignment, Group, PartitionSpace, Topic, TopicPartition
 
 
 class ScoreRow(NamedTuple):
@@ -935,29 +935,31 @@ class GenerationShape:
     mismatched: np.ndarray | None
 
     @classmethod
-    def of(cls, group: Group) -> GenerationShape:
-        """The shape of ``group`` (its members' owned partitions play no part)."""
+    def of(cls, group: Group, cache: ShapeCache | None = None) -> GenerationShape:
+        """The shape of ``group`` (its members' owned partitions play no part). ``cache``
+        keeps the parts that depend only on the topics, the subscriptions or the classes
+        between calls, so the generations of one trace that repeat them make them once."""
+        if cache is None:
+            cache = ShapeCache()
         classes = subscription_classes(group)
-        space = group.partition_space()
-        counts = np.asarray(space.partition_counts, dtype=np.int64)
-        topic_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
-        position = {name: index for index, name in enumerate(space.topic_names)}
-        class_of_topic = np.full(counts.size, -1, dtype=np.int64)
+        parts = cache.space_parts(group)
+        space = parts.space
+        position = parts.position
+        class_of_topic = np.full(len(position), -1, dtype=np.int64)
         for name, class_index in classes.class_by_topic.items():
             class_of_topic[position[name]] = class_index
         # one row per distinct subscription, copied to the members sharing it
         distinct: dict[frozenset[str], int] = {}
         row_of = [distinct.setdefault(member.topics, len(distinct)) for member in group.members]
-        rows = np.zeros((len(distinct), counts.size), dtype=bool)
-        for topics, row in distinct.items():
-            rows[row, [position[name] for name in topics if name in position]] = True
-        subscribed = rows[np.asarray(row_of, dtype=np.int64)] if row_of else rows
-        weighted = [group.topic(name) for name in space.topic_names]
-        revoke_weight = None
-        if any(topic.weights is not None for topic in group.topics):
-            revoke_weight = _per_partition(
-                [topic.weights if topic else None for topic in weighted], counts
-            )
+        if len(distinct) == 1:
+            row = parts.subscription_row(next(iter(distinct)))
+            subscribed = np.broadcast_to(row, (len(row_of), row.size))
+        else:
+            rows = np.zeros((len(distinct), len(position)), dtype=bool)
+            for topics, row_index in distinct.items():
+                rows[row_index] = parts.subscription_row(topics)
+            subscribed = rows[np.asarray(row_of, dtype=np.int64)] if row_of else rows
+        revoke_weight = parts.revoke_weight
         # the same per-partition weights, when every subscribed topic carries them
         skew_weight = None
         if classes.class_by_topic and all(
@@ -970,24 +972,19 @@ class GenerationShape:
             # one row per distinct consumer rack (row 0: no rack, never mismatched)
             racks = sorted({member.rack for member in group.members if member.rack is not None})
             rack_row = {rack: row for row, rack in enumerate(racks, 1)}
-            by_rack = np.zeros((len(racks) + 1, int(counts.sum())), dtype=bool)
-            for offset, topic in zip(space.offsets, weighted, strict=True):
-                if topic is None or topic.replica_racks is None:
-                    continue
-                for rack, row in rack_row.items():
-                    by_rack[row, offset : offset + topic.num_partitions] = [
-                        rack not in replica_racks for replica_racks in topic.replica_racks
-                    ]
+            by_rack = np.zeros((len(racks) + 1, space.size), dtype=bool)
+            for rack, row_index in rack_row.items():
+                by_rack[row_index] = parts.mismatch_row(rack)
             mismatched = by_rack[
                 np.asarray([rack_row.get(member.rack, 0) for member in group.members], np.int64)  # type: ignore[arg-type]
             ]
         return cls(
             group=group,
             classes=classes,
-            capacity=optimal_max_load_of(classes),
+            capacity=cache.capacity(classes),
             space=space,
             member_ids=tuple(member.member_id for member in group.members),
-            topic_of=topic_of,
+            topic_of=parts.topic_of,
             class_of_topic=class_of_topic,
             subscribed=subscribed,
             considered=np.asarray(classes.considered, dtype=np.int64),
@@ -1026,6 +1023,99 @@ class GenerationShape:
                 return None
             owners[indexes] = member_index
         return owners
+
+
+class _SpaceParts:
+    """What a generation's shape takes from its topics and partition space alone."""
+
+    __slots__ = (
+        "_mismatch_rows",
+        "_subscription_rows",
+        "position",
+        "revoke_weight",
+        "space",
+        "topic_of",
+        "topics",
+    )
+
+    def __init__(self, space: PartitionSpace, topics: Sequence[Topic | None]) -> None:
+        counts = np.asarray(space.partition_counts, dtype=np.int64)
+        self.space = space
+        self.topics = topics  # in the order of space.topic_names
+        self.position = {name: index for index, name in enumerate(space.topic_names)}
+        self.topic_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+        self.revoke_weight = None
+        if any(topic is not None and topic.weights is not None for topic in topics):
+            self.revoke_weight = _per_partition(
+                [topic.weights if topic else None for topic in topics], counts
+            )
+        self._subscription_rows: dict[frozenset[str], np.ndarray] = {}
+        self._mismatch_rows: dict[str, np.ndarray] = {}
+
+    def subscription_row(self, topics: frozenset[str]) -> np.ndarray:
+        """``row[t]``: a member subscribing to ``topics`` subscribes to topic position ``t``."""
+        row = self._subscription_rows.get(topics)
+        if row is None:
+            row = np.zeros(len(self.position), dtype=bool)
+            row[[self.position[name] for name in topics if name in self.position]] = True
+            self._subscription_rows[topics] = row
+        return row
+
+    def mismatch_row(self, rack: str) -> np.ndarray:
+        """``row[p]``: rack ``rack`` holds no replica of partition ``p`` (False for a topic
+        without replica racks)."""
+        row = self._mismatch_rows.get(rack)
+        if row is None:
+            row = np.zeros(self.space.size, dtype=bool)
+            for offset, topic in zip(self.space.offsets, self.topics, strict=True):
+                if topic is None or topic.replica_racks is None:
+                    continue
+                row[offset : offset + topic.num_partitions] = [
+                    rack not in replica_racks for replica_racks in topic.replica_racks
+                ]
+            self._mismatch_rows[rack] = row
+        return row
+
+
+class ShapeCache:
+    """The parts of :class:`GenerationShape` that generations of one trace often repeat: per
+    set of topics and partition space, the partition numbering, weights, subscription and rack
+    rows; per set of subscription classes, the optimal max load. Keep one per trace (it holds
+    on to what it made)."""
+
+    __slots__ = ("_capacities", "_spaces")
+
+    def __init__(self) -> None:
+        self._spaces: dict[tuple[tuple[Topic, ...], tuple[str, ...]], _SpaceParts] = {}
+        self._capacities: dict[
+            tuple[tuple[tuple[int, ...], ...], tuple[int, ...], int], int
+        ] = {}
+
+    def space_parts(self, group: Group) -> _SpaceParts:
+        """The parts of ``group``'s partition space (which becomes the one kept here, when an
+        equal one was made before, so groups of a trace share its partition objects)."""
+        names = group.subscribed_topics()
+        key = (group.topics, names)
+        parts = self._spaces.get(key)
+        if parts is None:
+            space = group.partition_space()
+            for known in self._spaces.values():
+                if known.space == space:
+                    space = known.space
+                    break
+            parts = _SpaceParts(space, [group.topic(name) for name in names])
+            self._spaces[key] = parts
+        if group._space is not parts.space:
+            object.__setattr__(group, "_space", parts.space)
+        return parts
+
+    def capacity(self, classes: SubscriptionClasses) -> int:
+        """:func:`optimal_max_load_of` ``classes``, solved once per distinct classes."""
+        key = (classes.subscribers, classes.sizes, len(classes.considered))
+        found = self._capacities.get(key)
+        if found is None:
+            found = self._capacities[key] = optimal_max_load_of(classes)
+        return found
 
 
 def _per_partition(weights: Sequence[tuple[float, ...] | None], counts: np.ndarray) -> np.ndarray:
