@@ -11,6 +11,7 @@ members static-first by instance id; range and roundrobin follow these orders ex
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -37,11 +38,19 @@ def java_hashmap_slot(key: str, size: int) -> int:
     capacity = 16
     while size > capacity * 3 // 4:
         capacity *= 2
+    hash_code = _java_string_hash(key)
+    return (hash_code ^ (hash_code >> 16)) & (capacity - 1)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _java_string_hash(key: str) -> int:
+    """``String.hashCode()`` as an unsigned 32-bit value (kept: replays order the same static
+    members generation after generation)."""
     units = key.encode("utf-16-be", "surrogatepass")
     hash_code = 0
     for position in range(0, len(units), 2):
         hash_code = (31 * hash_code + int.from_bytes(units[position : position + 2])) & 0xFFFFFFFF
-    return (hash_code ^ (hash_code >> 16)) & (capacity - 1)
+    return hash_code
 
 
 def java_member_order(members: Iterable[Member]) -> list[Member]:
@@ -50,18 +59,33 @@ def java_member_order(members: Iterable[Member]) -> list[Member]:
     so members sharing one (a broken group the coordinator would fence) keep the subscription
     map's HashMap order."""
     members = list(members)
+    size = len(members)
+    # ASCII strings sort the same by code point as by UTF-16 code unit: no encoding needed
+    text_key = (
+        _same
+        if all(
+            member.member_id.isascii()
+            and (member.instance_id is None or member.instance_id.isascii())
+            for member in members
+        )
+        else java_string_key
+    )
     return sorted(
         members,
         key=lambda member: (
             (
                 0,
-                java_string_key(member.instance_id),
-                java_hashmap_slot(member.member_id, len(members)),
+                text_key(member.instance_id),
+                java_hashmap_slot(member.member_id, size),
             )
             if member.instance_id is not None
-            else (1, java_string_key(member.member_id), 0)
+            else (1, text_key(member.member_id), 0)
         ),
     )
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def subscriber_positions(ordered: Sequence[Member]) -> dict[str, np.ndarray]:

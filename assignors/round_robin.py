@@ -53,6 +53,9 @@ class RoundRobinAssignor:
 
     name = "roundrobin"
     rebalance_protocol: RebalanceProtocol = "eager"
+    reads_owned_partitions = False
+    """The answer depends on subscriptions, racks and member ids only (a replay need not
+    carry what each member owned into the next generation's group)."""
 
     def assign(self, group: Group) -> Assignment:
         ordered = java_member_order(group.members)

@@ -36,6 +36,7 @@ from assignors import registry
 from assignors.base import Assignor, RebalanceProtocol
 from assignors.model import (
     NO_GENERATION,
+    Assignment,
     Group,
     Member,
     PartitionSpace,
@@ -339,13 +340,14 @@ def replay_with(
     Each generation is scored on owner arrays (:func:`~assignors.traces.scoring.score_owners`)
     when the assignment is one owner per partition (every built-in assignor's is); otherwise,
     and in the generation after, by :func:`~assignors.traces.scoring.score_generation`.
+    An assignor whose ``reads_owned_partitions`` is False (range, roundrobin) is given each
+    generation's members without the partitions they owned, which it would not look at.
     """
     if prepared is None or prepared.trace is not trace:
         prepared = prepare(trace)
     rows: list[ScoreRow] = []
     owned_by_identity: dict[str, tuple[TopicPartition, ...]] = {}
     previous_step: _Step | None = None
-    previous_final: Mapping[str, Sequence[TopicPartition]] | None = None
     previous_owners: np.ndarray | None = None
     previous_sorted = False  # the previous final assignment came from an owner array
     cooperative = assignor.rebalance_protocol == "cooperative"
@@ -356,9 +358,16 @@ def replay_with(
         if server_side and isinstance(assignor, ServerSideAssignor)
         else assignor.assign
     )
+    # an assignor that declares it never reads what members owned gets each generation's group
+    # as is, and its answers are carried forward as owner arrays only
+    carries_owned = server_side or getattr(assignor, "reads_owned_partitions", True)
+    previous_assignment: Assignment | None = None
     for step in prepared.steps:
         generation = step.generation
-        group = _group_at(step, owned_by_identity, previous_step, previous_sorted)
+        if carries_owned:
+            group = _group_at(step, owned_by_identity, previous_step, previous_sorted)
+        else:
+            group = step.shape.group
         base_group = group
         rounds = 0
         elapsed = 0.0
@@ -372,7 +381,6 @@ def replay_with(
             # the old owners revoke what was withheld and everyone rejoins with what they hold now
             group = rejoin(group, assignment, generation.generation)
         owners = step.shape.owners_of(assignment)
-        final = assignment.partitions
         scored = {
             "trace_id": trace.trace_id,
             "assignor": assignor.name,
@@ -399,26 +407,35 @@ def replay_with(
         else:
             previous_owner = (
                 None
-                if previous_step is None or previous_final is None
-                else _owner_of(_owned_by_identity(previous_step.generation, previous_final))
+                if previous_step is None or previous_assignment is None
+                else _owner_of(
+                    _owned_by_identity(previous_step.generation, previous_assignment.partitions)
+                )
             )
-            row = score_generation(base_group, final, previous_owner=previous_owner, **scored)  # type: ignore[arg-type]
+            row = score_generation(
+                base_group,
+                assignment.partitions,
+                previous_owner=previous_owner,
+                **scored,  # type: ignore[arg-type]
+            )
         if server_side and previous_step is not None:
             reconciliation = reconcile_generation(
                 generation,
-                final,
+                assignment.partitions,
                 owned_by_identity,
                 previous_step.identities,
                 previous_step.generation.generation,
             )
             row = with_reconciliation(row, reconciliation, generation.topics)
         rows.append(row)
-        # carried forward by identity, the greater member id speaking for a shared one
-        owned_by_identity = {
-            identity: tuple(final.get(member.member_id, ()))
-            for member, identity in zip(step.members, step.member_identities, strict=True)
-        }
-        previous_step, previous_final, previous_owners = step, final, owners
+        if carries_owned:
+            # carried forward by identity, the greater member id speaking for a shared one
+            final = assignment.partitions
+            owned_by_identity = {
+                identity: tuple(final.get(member.member_id, ()))
+                for member, identity in zip(step.members, step.member_identities, strict=True)
+            }
+        previous_step, previous_assignment, previous_owners = step, assignment, owners
         # in this generation's own numbering: sorted, distinct partitions of its topics
         previous_sorted = owners is not None and owners is assignment.owners
     return rows
