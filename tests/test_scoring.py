@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assignors.model import Group, Member, Topic, TopicPartition
 from assignors.traces.scoring import (
     ScoreRow,
+    _least_moved_if_reachable,
+    _min_moved_flow,
     min_moved,
+    optimal_max_load_of,
     optimal_max_load,
     optimal_min_load,
     optimal_spread,
     score_generation,
     scores_table,
     summarize,
+    subscription_classes,
     summary_table,
 )
 
@@ -86,6 +92,53 @@ def _brute_force(group: Group, previous: dict[TopicPartition, str]) -> tuple[int
 def test_optimal_max_load_and_min_moved_equal_brute_force(case):
     group, previous = case
     assert (optimal_max_load(group), min_moved(group, previous)) == _brute_force(group, previous)
+
+
+@st.composite
+def keep_cases(draw):  # type: ignore[no-untyped-def]
+    """Up to 12 members over up to 5 topics of up to 40 partitions, and who held how many
+    partitions of each subscription class before (some by no keeper)."""
+    counts = draw(st.lists(st.integers(1, 40), min_size=1, max_size=5))
+    names = [f"t{index}" for index in range(len(counts))]
+    topics = tuple(Topic(name, count) for name, count in zip(names, counts, strict=True))
+    members = tuple(
+        Member(f"m{index:02d}", draw(st.frozensets(st.sampled_from(names), min_size=1)))
+        for index in range(draw(st.integers(1, 12)))
+    )
+    classes = subscription_classes(Group(topics, members))
+    key_class, key_keeper, key_count = [], [], []
+    for class_index, (subscribers, size) in enumerate(
+        zip(classes.subscribers, classes.sizes, strict=True)
+    ):
+        left = size
+        for keeper in draw(st.lists(st.sampled_from([-1, *subscribers]), unique=True)):
+            count = draw(st.integers(0, left))
+            if count:
+                key_class.append(class_index)
+                key_keeper.append(keeper)
+                key_count.append(count)
+                left -= count
+    capacity = optimal_max_load_of(classes) + draw(st.integers(0, 3))
+    keys = tuple(np.asarray(values, dtype=np.int64) for values in (key_class, key_keeper, key_count))
+    return classes, keys, capacity
+
+
+@settings(max_examples=300, deadline=None)
+@given(keep_cases())
+def test_min_moved_lower_bound_shortcut_agrees_with_the_flow(case):
+    classes, (key_class, key_keeper, key_count), capacity = case
+    shortcut = _least_moved_if_reachable(classes, key_class, key_keeper, key_count, capacity)
+    sizes = np.asarray(classes.sizes, dtype=np.int64)
+    held = np.bincount(key_class, weights=key_count, minlength=sizes.size).astype(np.int64)
+    rest = np.flatnonzero(sizes > held)
+    flow = _min_moved_flow(
+        classes,
+        np.concatenate((key_class, rest)),
+        np.concatenate((key_keeper, np.full(rest.size, -1, dtype=np.int64))),
+        np.concatenate((key_count, (sizes - held)[rest])),
+        capacity,
+    )
+    assert shortcut is None or shortcut == flow
 
 
 @settings(max_examples=100, deadline=None)

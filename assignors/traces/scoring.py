@@ -25,6 +25,7 @@ of a few thousand nodes: a max-flow feasibility search over the capacity for
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -549,6 +550,9 @@ def _min_moved_keys(
     if len(classes.sizes) == 1 and len(classes.subscribers[0]) == len(classes.considered):
         # everyone may take everything: each owner keeps up to `capacity`, the rest must move
         return int(np.maximum(key_count - capacity, 0).sum())
+    least = _least_moved_if_reachable(classes, key_class, key_keeper, key_count, capacity)
+    if least is not None:
+        return least
     # the partitions nobody held before (or that no keeper may keep) come from the class itself
     sizes = np.asarray(classes.sizes, dtype=np.int64)
     kept_by_class = np.bincount(key_class, weights=key_count, minlength=sizes.size).astype(np.int64)
@@ -560,6 +564,79 @@ def _min_moved_keys(
         np.concatenate((key_count, (sizes - kept_by_class)[rest])),
         capacity,
     )
+
+
+_HALL_MAX_CLASSES = 8
+"""Most subscription classes :func:`_least_moved_if_reachable` checks every set of (2^8)."""
+
+
+def _least_moved_if_reachable(
+    classes: SubscriptionClasses,
+    key_class: np.ndarray,
+    key_keeper: np.ndarray,
+    key_count: np.ndarray,
+    capacity: int,
+) -> int | None:
+    """:func:`_min_moved_keys` when it is the plain lower bound, else None (then only a flow
+    can tell).
+
+    No member keeps more than ``capacity``, so at least ``sum(max(0, kept_m - capacity))``
+    partitions move. Each keeper keeps its first ``capacity`` partitions (in key order); if
+    the rest of every class then fits on its subscribers' spare room, that bound is reached.
+    It fits when every set ``S`` of classes has no more partitions left than the members
+    subscribing to some class of ``S`` have room (Hall's condition, checked on all sets at
+    once for a few classes).
+
+    >>> from assignors.model import Member, Topic
+    >>> classes = subscription_classes(Group((Topic("a", 4), Topic("b", 2)), (
+    ...     Member("x", frozenset({"a"})), Member("y", frozenset({"a", "b"})))))
+    >>> keys = np.array([0]), np.array([0]), np.array([4])  # x held all of a
+    >>> _least_moved_if_reachable(classes, *keys, 3)  # x keeps 3; y takes a-3 and b
+    1
+    >>> _least_moved_if_reachable(classes, *keys, 2) is None  # y would need 4 > 2: no proof
+    True
+    """
+    num_classes = len(classes.sizes)
+    if num_classes > _HALL_MAX_CLASSES:
+        return None
+    kept_by_keeper: dict[int, int] = {}
+    kept_by_class = [0] * num_classes
+    least = 0
+    for class_index, keeper, count in zip(
+        key_class.tolist(), key_keeper.tolist(), key_count.tolist(), strict=True
+    ):
+        if keeper < 0:
+            continue
+        already = kept_by_keeper.get(keeper, 0)
+        keep = min(count, capacity - already)
+        kept_by_keeper[keeper] = already + keep
+        kept_by_class[class_index] += keep
+        least += count - keep
+    classes_in, reaches, members = _hall_sets(classes.subscribers)
+    left = np.subtract(classes.sizes, kept_by_class)
+    room = capacity - np.fromiter(
+        (kept_by_keeper.get(member, 0) for member in members), dtype=np.int64, count=len(members)
+    )
+    return least if bool((classes_in @ left <= reaches @ room).all()) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _hall_sets(
+    subscribers: tuple[tuple[int, ...], ...],
+) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """For every nonempty set ``S`` of classes (row ``s``, bit ``c`` of ``s + 1`` for class
+    ``c``): ``classes_in[s, c]``, class ``c`` is in ``S``; ``reaches[s, j]``, member
+    ``members[j]`` subscribes to some class of ``S``; ``members``: every subscriber,
+    ascending."""
+    members = tuple(sorted({member for group in subscribers for member in group}))
+    position = {member: index for index, member in enumerate(members)}
+    masks = np.zeros(len(members), dtype=np.int64)
+    for class_index, group in enumerate(subscribers):
+        masks[[position[member] for member in group]] |= 1 << class_index
+    sets = np.arange(1, 1 << len(subscribers), dtype=np.int64)
+    classes_in = (sets[:, None] >> np.arange(len(subscribers), dtype=np.int64)) & 1
+    reaches = ((sets[:, None] & masks[None, :]) != 0).astype(np.int64)
+    return classes_in, reaches, members
 
 
 def _partition_counts(group: Group) -> dict[str, int]:
