@@ -50,7 +50,9 @@ the cut of a topic is one numpy fill of an owner array (:meth:`Assignment.from_o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -212,12 +214,10 @@ def _assign_ranges(state: _TopicState, racks: Sequence[str | None] | None = None
         _assign_contiguous(state)
         return
     all_partitions = range(state.topic.num_partitions)
-    by_rack: dict[str | None, list[int]] = {}
+    by_rack: Mapping[str | None, Sequence[int]] = {}
     start_by_rack: dict[str | None, int] = {}
     if racks is not None:
-        for partition, partition_racks in enumerate(_topic_replica_racks(state.topic)):
-            for replica_rack in partition_racks:
-                by_rack.setdefault(replica_rack, []).append(partition)
+        by_rack = _partitions_by_rack(_topic_replica_racks(state.topic))
     for consumer in state.consumers:
         if state.next_free >= len(all_partitions):
             break
@@ -292,13 +292,29 @@ def _fill_owners(
     member_at: np.ndarray,
     states: Sequence[_TopicState],
 ) -> None:
-    """Writes each topic's per-consumer partitions into ``owners`` (group member indexes)."""
+    """Writes each topic's per-consumer partitions into ``owners`` (group member indexes), in
+    one numpy assignment."""
     offset_of = dict(zip(space.topic_names, space.offsets, strict=True))
+    owner_of = member_at.tolist()
+    indexes: list[int] = []
+    given: list[int] = []
     for state in states:
         offset = offset_of[state.topic.name]
         for consumer, partitions in state.owned.items():
-            owner = member_at[consumer]
-            if isinstance(partitions, range):
-                owners[offset + partitions.start : offset + partitions.stop] = owner
-            else:
-                owners[offset + np.asarray(partitions, dtype=np.int64)] = owner
+            indexes.extend([offset + partition for partition in partitions])
+            given.extend(itertools.repeat(owner_of[consumer], len(partitions)))
+    if indexes:
+        owners[np.asarray(indexes, dtype=np.int64)] = np.asarray(given, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=1024)
+def _partitions_by_rack(
+    replica_racks: tuple[frozenset[str], ...],
+) -> dict[str | None, tuple[int, ...]]:
+    """Rack -> the partitions (ascending) with a replica on it. Kept for the topics a replay
+    meets again: the generations of one trace usually share their replica placement."""
+    by_rack: dict[str | None, list[int]] = {}
+    for partition, partition_racks in enumerate(replica_racks):
+        for replica_rack in partition_racks:
+            by_rack.setdefault(replica_rack, []).append(partition)
+    return {rack: tuple(partitions) for rack, partitions in by_rack.items()}
