@@ -54,6 +54,7 @@ import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -99,33 +100,6 @@ class _TopicState:
         self.assigned_count[consumer] = count
         if count > self.per_consumer:
             self.remaining_with_extra -= 1
-
-    def take_free(self, candidates: Sequence[int], start: int, limit: int) -> tuple[list[int], int]:
-        """The first ``limit`` untaken partitions of ``candidates[start:]`` and the new start
-        (everything before it is taken, so later scans skip it)."""
-        chosen: list[int] = []
-        taken = self.taken
-        end = len(candidates)
-        position = start
-        while position < end:
-            partition = candidates[position]
-            if not taken[partition]:
-                if len(chosen) == limit:
-                    break
-                chosen.append(partition)
-            position += 1
-        return chosen, position
-
-    def take_first_free(self, start: int, limit: int) -> tuple[list[int], int]:
-        """:meth:`take_free` over every partition of the topic in order, jumping over taken
-        ones in C (``bytearray.find``)."""
-        chosen: list[int] = []
-        taken = self.taken
-        position = taken.find(0, start)
-        while position >= 0 and len(chosen) < limit:
-            chosen.append(position)
-            position = taken.find(0, position + 1)
-        return chosen, (position if position >= 0 else len(taken))
 
 
 class RangeAssignor:
@@ -196,11 +170,10 @@ def _needs_rack_matching(state: _TopicState, racks: Sequence[str | None]) -> boo
     consumer_racks = {racks[consumer] for consumer in state.consumers} - {None}
     if not consumer_racks:
         return False
-    per_partition = _topic_replica_racks(state.topic)
-    all_partition_racks = frozenset().union(*per_partition)
-    if consumer_racks.isdisjoint(all_partition_racks):
+    placement = _rack_placement(_topic_replica_racks(state.topic))
+    if consumer_racks.isdisjoint(placement.all_racks):
         return False
-    return any(partition_racks != all_partition_racks for partition_racks in per_partition)
+    return not placement.spans_all
 
 
 def _assign_with_rack_matching(states: Sequence[_TopicState], racks: Sequence[str | None]) -> None:
@@ -222,7 +195,12 @@ def _assign_with_rack_matching(states: Sequence[_TopicState], racks: Sequence[st
 
 def _assign_ranges(state: _TopicState, racks: Sequence[str | None] | None = None) -> None:
     """Each consumer in order takes its quota from the first free partitions (with ``racks``:
-    only those with a replica on its rack; a consumer without a rack matches everything)."""
+    only those with a replica on its rack; a consumer without a rack matches everything).
+
+    The quota rules of :meth:`_TopicState.max_assignable` and :meth:`~_TopicState.give` are
+    written out with local names here: this runs once per consumer and topic of every
+    rack-aware generation. Taken partitions are skipped in C (``bytearray.find``) when any
+    partition will do."""
     if racks is None and not state.owned:
         _assign_contiguous(state)
         return
@@ -230,25 +208,51 @@ def _assign_ranges(state: _TopicState, racks: Sequence[str | None] | None = None
     by_rack: Mapping[str | None, Sequence[int]] = {}
     start_by_rack: dict[str | None, int] = {}
     if racks is not None:
-        by_rack = _partitions_by_rack(_topic_replica_racks(state.topic))
+        by_rack = _rack_placement(_topic_replica_racks(state.topic)).by_rack
+    taken, owned, assigned_count = state.taken, state.owned, state.assigned_count
+    per_consumer, remaining_with_extra = state.per_consumer, state.remaining_with_extra
+    next_free = state.next_free
     for consumer in state.consumers:
-        if state.next_free >= num_partitions:
+        if next_free >= num_partitions:
             break
-        limit = state.max_assignable(consumer)
-        if limit == 0:
+        count = assigned_count[consumer]
+        limit = per_consumer + (1 if remaining_with_extra > 0 else 0) - count
+        if limit <= 0:
             continue
         rack = racks[consumer] if racks is not None else None
+        chosen: list[int] = []
         if rack is None:
-            chosen, state.next_free = state.take_first_free(state.next_free, limit)
+            position = taken.find(0, next_free)
+            while position >= 0 and limit:
+                chosen.append(position)
+                limit -= 1
+                position = taken.find(0, position + 1)
+            next_free = position if position >= 0 else num_partitions
         else:
             candidates = by_rack.get(rack, ())
-            chosen, start_by_rack[rack] = state.take_free(
-                candidates, start_by_rack.get(rack, 0), limit
-            )
-            next_free = state.taken.find(0, state.next_free)
-            state.next_free = next_free if next_free >= 0 else num_partitions
+            end = len(candidates)
+            position = start_by_rack.get(rack, 0)
+            while position < end:
+                partition = candidates[position]
+                if not taken[partition]:
+                    if not limit:
+                        break
+                    chosen.append(partition)
+                    limit -= 1
+                position += 1
+            start_by_rack[rack] = position
+            position = taken.find(0, next_free)
+            next_free = position if position >= 0 else num_partitions
         if chosen:
-            state.give(consumer, chosen)
+            owned.setdefault(consumer, []).extend(chosen)  # type: ignore[attr-defined]
+            for partition in chosen:
+                taken[partition] = 1
+            count += len(chosen)
+            assigned_count[consumer] = count
+            if count > per_consumer:
+                remaining_with_extra -= 1
+    state.remaining_with_extra = remaining_with_extra
+    state.next_free = next_free
 
 
 def _assign_contiguous(state: _TopicState) -> None:
@@ -314,20 +318,33 @@ def _fill_owners(
     for state in states:
         offset = offset_of[state.topic.name]
         for consumer, partitions in state.owned.items():
-            indexes.extend([offset + partition for partition in partitions])
+            indexes.extend(map(offset.__add__, partitions))
             given.extend(itertools.repeat(owner_of[consumer], len(partitions)))
     if indexes:
         owners[np.asarray(indexes, dtype=np.int64)] = np.asarray(given, dtype=np.int64)
 
 
+class _Placement(NamedTuple):
+    """Where a topic's replicas are: ``by_rack``, rack -> the partitions (ascending) with a
+    replica on it; ``all_racks``, every rack holding one; ``spans_all``, every partition has a
+    replica on every one of them."""
+
+    by_rack: dict[str | None, tuple[int, ...]]
+    all_racks: frozenset[str]
+    spans_all: bool
+
+
 @functools.lru_cache(maxsize=1024)
-def _partitions_by_rack(
-    replica_racks: tuple[frozenset[str], ...],
-) -> dict[str | None, tuple[int, ...]]:
-    """Rack -> the partitions (ascending) with a replica on it. Kept for the topics a replay
-    meets again: the generations of one trace usually share their replica placement."""
+def _rack_placement(replica_racks: tuple[frozenset[str], ...]) -> _Placement:
+    """The :class:`_Placement` of a topic's replica racks. Kept for the topics a replay meets
+    again: the generations of one trace usually share their replica placement."""
     by_rack: dict[str | None, list[int]] = {}
     for partition, partition_racks in enumerate(replica_racks):
         for replica_rack in partition_racks:
             by_rack.setdefault(replica_rack, []).append(partition)
-    return {rack: tuple(partitions) for rack, partitions in by_rack.items()}
+    all_racks = frozenset().union(*replica_racks)
+    return _Placement(
+        {rack: tuple(partitions) for rack, partitions in by_rack.items()},
+        all_racks,
+        all(partition_racks == all_racks for partition_racks in replica_racks),
+    )
