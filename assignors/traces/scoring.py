@@ -994,7 +994,9 @@ class GenerationShape:
     weight ``revoked_weight`` and ``moved_weight`` add up (0.0 without weights), None when no
     topic carries weights; ``skew_weight[p]``: the weights ``weight_skew`` adds up, None unless
     every subscribed topic carries weights; ``mismatched[i, p]``: member ``i``'s rack has no
-    replica of ``p``, None when the group has no racks.
+    replica of ``p``, None when the group has no racks. ``uniform``: one subscription class,
+    every considered member in it; ``subscribes_all``: every member subscribes to every topic
+    of ``space``; ``topics_with_partitions``: positions of the topics with partitions.
     """
 
     group: Group
@@ -1010,6 +1012,9 @@ class GenerationShape:
     revoke_weight: np.ndarray | None
     skew_weight: np.ndarray | None
     mismatched: np.ndarray | None
+    uniform: bool
+    subscribes_all: bool
+    topics_with_partitions: np.ndarray
 
     @classmethod
     def of(cls, group: Group, cache: ShapeCache | None = None) -> GenerationShape:
@@ -1069,6 +1074,10 @@ class GenerationShape:
             revoke_weight=revoke_weight,
             skew_weight=skew_weight,
             mismatched=mismatched,
+            uniform=len(classes.sizes) == 1
+            and len(classes.subscribers[0]) == len(classes.considered),
+            subscribes_all=bool(subscribed.all()),
+            topics_with_partitions=np.flatnonzero(class_of_topic >= 0),
         )
 
     def owners_of(self, assignment: Assignment) -> np.ndarray | None:
@@ -1225,6 +1234,23 @@ class PreviousOwners(NamedTuple):
     identities: tuple[str, ...]
 
 
+_CHURN_COUNTS = np.array(
+    [
+        [
+            (code & 2 and not code & 1),  # forced: gone from the group, the partition still here
+            bool(code & 1),  # revoked, eager: everything a present owner held
+            (code & 1 and not (code & 2 and code & 4)),  # revoked, cooperative: what it lost
+            (code & 3 == 3 and not code & 8),  # forced: its owner stopped subscribing
+            (code & 11 == 11 and not code & 4),  # moved: keepable but given to someone else
+        ]
+        for code in range(16)
+    ],
+    dtype=np.int64,
+)
+"""Row ``code`` (bits: 1 the owner is present, 2 the partition exists, 4 the owner still holds
+it, 8 the owner subscribes to it) -> which churn counts a partition of that code adds to."""
+
+
 def score_owners(
     shape: GenerationShape,
     owners: np.ndarray,
@@ -1240,26 +1266,37 @@ def score_owners(
 ) -> ScoreRow:
     """:func:`score_generation` of an assignment given as ``owners`` (member index per
     partition of ``shape.space``, -1 nobody), against ``previous`` (None for a trace's first
-    generation): the same row, with numpy passes instead of one Python step per partition."""
+    generation): the same row, with numpy passes instead of one Python step per partition.
+
+    Groups of a few members and hundreds of partitions are the common case, where each numpy
+    call costs more than the data it touches: the churn counts come from one histogram of
+    per-partition codes, and the flow behind ``min_moved`` runs only when no closed form or
+    bound settles it."""
     num_members = len(shape.member_ids)
-    assigned = np.flatnonzero(owners >= 0)
-    holders = owners[assigned]
-    held_topics = shape.topic_of[assigned]
+    num_partitions = int(shape.topic_of.size)
+    assigned: np.ndarray | None = None  # None: every partition is handed out
+    if num_partitions and int(owners.min()) >= 0:
+        holders, held_topics = owners, shape.topic_of
+    else:
+        assigned = np.flatnonzero(owners >= 0)
+        holders, held_topics = owners[assigned], shape.topic_of[assigned]
     valid = shape.subscribed[holders, held_topics]
     validly_held = int(np.count_nonzero(valid))
     invalid = int(holders.size) - validly_held
-    num_partitions = int(shape.topic_of.size)
 
     loads = np.bincount(holders, minlength=num_members)
-    considered_loads = loads[shape.considered]
-    min_load = int(considered_loads.min()) if considered_loads.size else 0
-    max_load = int(considered_loads.max()) if considered_loads.size else 0
+    all_loads = loads.tolist()
+    considered_loads = [all_loads[index] for index in shape.classes.considered]
+    min_load = min(considered_loads, default=0)
+    max_load = max(considered_loads, default=0)
     balanced = True
     if max_load - min_load > 1:
         in_considered = np.zeros(num_members, dtype=bool)
         in_considered[shape.considered] = True
         least = np.where(
-            shape.subscribed[shape.considered], considered_loads[:, None], np.iinfo(np.int64).max
+            shape.subscribed[shape.considered],
+            loads[shape.considered][:, None],
+            np.iinfo(np.int64).max,
         ).min(axis=0)
         checked = in_considered[holders]
         balanced = not bool((least[held_topics[checked]] < loads[holders[checked]] - 1).any())
@@ -1268,50 +1305,60 @@ def score_owners(
     moved = forced = revoked = minimum_moved = minimum_moved_own = 0
     weighted = shape.revoke_weight is not None
     revoked_weight = moved_weight = 0.0
-    if previous is not None and (previous.identity >= 0).any():
-        held_before = np.flatnonzero(previous.identity >= 0)
+    held_before = None if previous is None else np.flatnonzero(previous.identity >= 0)
+    if previous is not None and held_before is not None and held_before.size:
         codes = previous.identity[held_before]
         current = previous.current[held_before]
         speakers = previous.speaker[codes]
         present = speakers >= 0
         exists = current >= 0
-        safe = np.where(exists, current, 0)
-        still_held = present & exists & (owners[safe] == speakers)
-        forced += int(np.count_nonzero(exists & ~present))
-        is_revoked = present & ~still_held if protocol != "eager" else present
-        revoked = int(np.count_nonzero(is_revoked))
-        stays = present & exists
-        topics_now = shape.topic_of[safe]
-        subscribed = stays & shape.subscribed[np.where(present, speakers, 0), topics_now]
-        forced += int(np.count_nonzero(stays & ~subscribed))
-        moved_mask = subscribed & ~still_held
-        moved = int(np.count_nonzero(moved_mask))
+        if num_partitions and num_members:
+            # a -1 (no owner, no partition) picks the last row: `present`/`exists` mask it
+            still = owners[current] == speakers
+            subscribes = shape.subscribed[speakers, shape.topic_of[current]]
+        else:
+            still = subscribes = np.zeros(held_before.size, dtype=bool)
+        code = present | (exists << 1) | (still << 2) | (subscribes << 3)
+        counts = (np.bincount(code, minlength=16) @ _CHURN_COUNTS).tolist()
+        forced = counts[0] + counts[3]
+        revoked = counts[1] if protocol == "eager" else counts[2]
+        moved = counts[4]
+        keepable = present & exists & subscribes
         if weighted and previous.weight is not None:
+            still_held = present & exists & still
+            is_revoked = present & ~still_held if protocol != "eager" else present
+            moved_mask = keepable & ~still
             in_order = np.argsort(previous.order[held_before], kind="stable")
             weights = previous.weight[held_before]
             revoked_weight = _sequential_sum(weights[in_order][is_revoked[in_order]])
             moved_weight = _sequential_sum(weights[in_order][moved_mask[in_order]])
-        # keepable partitions counted by (class, keeper): a present, subscribed previous owner
-        num_members_plus = num_members + 1
-        keys = (
-            shape.class_of_topic[topics_now[subscribed]] * num_members_plus + speakers[subscribed]
-        )
-        by_key = np.bincount(keys, minlength=len(shape.classes.sizes) * num_members_plus)
-        distinct = np.flatnonzero(by_key)
-        numbers = by_key[distinct]
-        key_class, key_keeper = np.divmod(distinct, num_members_plus)
+        keepers = speakers[keepable]
+        kept_by_keeper = np.bincount(keepers, minlength=num_members).tolist()
         # A complete, valid assignment is itself a way to keep all but `moved` within its own
         # largest load, and no member keeps more than the capacity: when those bounds meet,
         # they are the answer and the flow is not needed.
         witness = invalid == 0 and validly_held == num_partitions
-        kept_by_keeper = np.bincount(key_keeper, weights=numbers, minlength=num_members)
+        keys: list[np.ndarray] = []
 
         def fewest(limit: int) -> int:
-            if witness and max_load <= limit:
-                least = int(np.maximum(kept_by_keeper - limit, 0).sum())
-                if least == moved:
-                    return moved
-            return _min_moved_keys(shape.classes, key_class, key_keeper, numbers, limit)
+            least = sum(kept - limit for kept in kept_by_keeper if kept > limit)
+            if shape.uniform:
+                return least  # each owner keeps up to `limit`, the rest must move
+            if witness and max_load <= limit and least == moved:
+                return moved
+            if not keys:
+                # keepable partitions counted by (class, keeper)
+                num_members_plus = num_members + 1
+                key_codes = (
+                    shape.class_of_topic[shape.topic_of[current[keepable]]] * num_members_plus
+                    + keepers
+                )
+                by_key = np.bincount(
+                    key_codes, minlength=len(shape.classes.sizes) * num_members_plus
+                )
+                distinct = np.flatnonzero(by_key)
+                keys.extend((*np.divmod(distinct, num_members_plus), by_key[distinct]))
+            return _min_moved_keys(shape.classes, keys[0], keys[1], keys[2], limit)
 
         minimum_moved = fewest(capacity)
         own_capacity = max(max_load, capacity)
@@ -1319,25 +1366,34 @@ def score_owners(
 
     weight_skew = None
     if shape.skew_weight is not None and shape.considered.size:
-        member_loads = np.bincount(
-            holders, weights=shape.skew_weight[assigned], minlength=num_members
-        )[shape.considered].tolist()
+        skew_weight = shape.skew_weight if assigned is None else shape.skew_weight[assigned]
+        member_loads = np.bincount(holders, weights=skew_weight, minlength=num_members)[
+            shape.considered
+        ].tolist()
         mean = sum(member_loads) / len(member_loads)
         weight_skew = 1.0 if mean == 0 else max(member_loads) / mean
     # the largest, over topics, of most - fewest partitions of the topic held by a subscriber
-    num_topics = shape.class_of_topic.size
-    per_topic = np.bincount(
-        holders[valid] * num_topics + held_topics[valid], minlength=num_members * num_topics
-    ).reshape(num_members, num_topics)
-    with_partitions = shape.class_of_topic >= 0
     topic_spread = 0
-    if with_partitions.any() and num_members:
-        most = per_topic.max(axis=0)
-        fewest = np.where(shape.subscribed, per_topic, np.iinfo(np.int64).max).min(axis=0)
-        topic_spread = max(0, int((most - fewest)[with_partitions].max()))
+    if shape.topics_with_partitions.size and num_members:
+        num_topics = shape.class_of_topic.size
+        if validly_held == holders.size:
+            cells = holders * num_topics + held_topics
+        else:
+            cells = holders[valid] * num_topics + held_topics[valid]
+        per_topic = np.bincount(cells, minlength=num_members * num_topics).reshape(
+            num_members, num_topics
+        )
+        if shape.subscribes_all:
+            spreads = per_topic.max(axis=0) - per_topic.min(axis=0)
+        else:
+            spreads = per_topic.max(axis=0) - np.where(
+                shape.subscribed, per_topic, np.iinfo(np.int64).max
+            ).min(axis=0)
+        topic_spread = max(0, int(spreads[shape.topics_with_partitions].max()))
     rack_mismatch = None
     if shape.mismatched is not None:
-        rack_mismatch = int(np.count_nonzero(shape.mismatched[holders, assigned]))
+        partitions = np.arange(num_partitions) if assigned is None else assigned
+        rack_mismatch = int(np.count_nonzero(shape.mismatched[holders, partitions]))
 
     return ScoreRow(
         trace_id=trace_id,
