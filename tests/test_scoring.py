@@ -15,6 +15,7 @@ from assignors.traces.scoring import (
     ScoreRow,
     _least_moved_if_reachable,
     _min_moved_flow,
+    _optimal_max_load_by_flow,
     min_moved,
     optimal_max_load_of,
     optimal_max_load,
@@ -121,6 +122,13 @@ def keep_cases(draw):  # type: ignore[no-untyped-def]
     capacity = optimal_max_load_of(classes) + draw(st.integers(0, 3))
     keys = tuple(np.asarray(values, dtype=np.int64) for values in (key_class, key_keeper, key_count))
     return classes, keys, capacity
+
+
+@settings(max_examples=200, deadline=None)
+@given(keep_cases())
+def test_optimal_max_load_by_sets_of_classes_agrees_with_the_flow(case):
+    classes, _, _ = case
+    assert optimal_max_load_of(classes) == _optimal_max_load_by_flow(classes)
 
 
 @settings(max_examples=300, deadline=None)

@@ -328,6 +328,20 @@ def optimal_max_load_of(classes: SubscriptionClasses) -> int:
         return 0
     if len(classes.sizes) == 1 and len(classes.subscribers[0]) == num_considered:
         return math.ceil(total / num_considered)
+    if len(classes.sizes) <= _HALL_MAX_CLASSES:
+        # every set S of classes needs ceil(partitions of S / members subscribing to S), and
+        # the largest of these fits (Hall's condition for a common capacity)
+        classes_in, reaches, _ = _hall_sets(classes.subscribers)
+        needed = classes_in @ np.asarray(classes.sizes, dtype=np.int64)
+        return int((-(-needed // reaches.sum(axis=1))).max())
+    return _optimal_max_load_by_flow(classes)
+
+
+def _optimal_max_load_by_flow(classes: SubscriptionClasses) -> int:
+    """:func:`optimal_max_load_of` by max-flow feasibility and binary search over the capacity
+    (for groups with too many classes to check every set of them)."""
+    total = sum(classes.sizes)
+    num_considered = len(classes.considered)
     # each class alone bounds the load from below; the union bound over all members too
     lower = max(
         math.ceil(total / num_considered),
