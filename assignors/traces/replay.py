@@ -27,6 +27,7 @@ else member id), the assignor runs (cooperative ones until nothing is withheld, 
 from __future__ import annotations
 
 import time
+from operator import attrgetter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -174,7 +175,10 @@ def prepare(trace: Trace) -> Prepared:
     code_of: dict[str, int] = {}
     for generation in trace.generations:
         for member in generation.members:
-            code_of.setdefault(member.identity, len(code_of))
+            code_of.setdefault(
+                member.member_id if member.instance_id is None else member.instance_id,
+                len(code_of),
+            )
     identities = tuple(code_of)
     num_identities = len(identities)
     cache = ShapeCache()
@@ -183,28 +187,27 @@ def prepare(trace: Trace) -> Prepared:
     steps: list[_Step] = []
     previous: _Step | None = None
     previous_timestamp: int | None = None
+    by_name, by_member_id = attrgetter("name"), attrgetter("member_id")
     for generation in trace.generations:
-        topics = tuple(sorted(generation.topics, key=lambda topic: topic.name))
+        topics = tuple(sorted(generation.topics, key=by_name))
         topic_by_name = {topic.name: topic for topic in topics}
-        members = tuple(sorted(generation.members, key=lambda member: member.member_id))
+        members = tuple(sorted(generation.members, key=by_member_id))
         first_members = []
+        identities_here = []
         for member in members:
-            key = (member.member_id, member.topics, member.rack, member.instance_id)
+            member_id, instance_id = member.member_id, member.instance_id
+            identities_here.append(member_id if instance_id is None else instance_id)
+            key = (member_id, member.topics, member.rack, instance_id)
             made = made_members.get(key)
             if made is None:
                 made = made_members[key] = Member.checked(
-                    member.member_id,
-                    member.topics,
-                    (),
-                    NO_GENERATION,
-                    member.rack,
-                    member.instance_id,
+                    member_id, member.topics, (), NO_GENERATION, member.rack, instance_id
                 )
             first_members.append(made)
+        member_identities = tuple(identities_here)
         group = Group.checked(topics, tuple(first_members), topic_by_name)
         # the space an earlier generation numbered the same way is shared, with its objects
-        shape = GenerationShape.of(group, cache)
-        member_identities = tuple(member.identity for member in members)
+        shape = GenerationShape.of(group, cache, member_identities)
         member_codes = [code_of[name] for name in member_identities]
         speaker_list = [-1] * num_identities
         first_list = [-1] * num_identities

@@ -1031,10 +1031,16 @@ class GenerationShape:
     topics_with_partitions: np.ndarray
 
     @classmethod
-    def of(cls, group: Group, cache: ShapeCache | None = None) -> GenerationShape:
+    def of(
+        cls,
+        group: Group,
+        cache: ShapeCache | None = None,
+        identities: Sequence[str] | None = None,
+    ) -> GenerationShape:
         """The shape of ``group`` (its members' owned partitions play no part). ``cache``
         keeps the parts that depend only on the topics, the subscriptions or the classes
-        between calls, so the generations of one trace that repeat them make them once."""
+        between calls, so the generations of one trace that repeat them make them once;
+        ``identities``, when the caller knows them, are the members' identities in order."""
         if cache is None:
             cache = ShapeCache()
         classes = subscription_classes(group)
@@ -1064,7 +1070,7 @@ class GenerationShape:
         ):
             skew_weight = revoke_weight
         mismatched = None
-        if group.has_racks():
+        if parts.replica_racks and any(member.rack is not None for member in group.members):
             # one row per distinct consumer rack (row 0: no rack, never mismatched)
             racks = sorted({member.rack for member in group.members if member.rack is not None})
             rack_row = {rack: row for row, rack in enumerate(racks, 1)}
@@ -1084,7 +1090,9 @@ class GenerationShape:
             class_of_topic=class_of_topic,
             subscribed=subscribed,
             considered=np.asarray(classes.considered, dtype=np.int64),
-            speaker=_member_by_identity(group),
+            speaker=_member_by_identity(group)
+            if identities is None
+            else dict(zip(identities, range(len(identities)), strict=True)),
             revoke_weight=revoke_weight,
             skew_weight=skew_weight,
             mismatched=mismatched,
@@ -1132,15 +1140,19 @@ class _SpaceParts:
         "_mismatch_rows",
         "_subscription_rows",
         "position",
+        "replica_racks",
         "revoke_weight",
         "space",
         "topic_of",
         "topics",
     )
 
-    def __init__(self, space: PartitionSpace, topics: Sequence[Topic | None]) -> None:
+    def __init__(
+        self, space: PartitionSpace, topics: Sequence[Topic | None], replica_racks: bool
+    ) -> None:
         counts = np.asarray(space.partition_counts, dtype=np.int64)
         self.space = space
+        self.replica_racks = replica_racks  # some topic of the group has replica racks
         self.topics = topics  # in the order of space.topic_names
         self.position = {name: index for index, name in enumerate(space.topic_names)}
         self.topic_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
@@ -1203,7 +1215,11 @@ class ShapeCache:
                 if known.space == space:
                     space = known.space
                     break
-            parts = _SpaceParts(space, [group.topic(name) for name in names])
+            parts = _SpaceParts(
+                space,
+                [group.topic(name) for name in names],
+                any(topic.replica_racks is not None for topic in group.topics),
+            )
             self._spaces[key] = parts
         if group._space is not parts.space:
             object.__setattr__(group, "_space", parts.space)
