@@ -135,8 +135,10 @@ class _Step(NamedTuple):
     identities; ``identity_codes[i]``: the code (into
     :attr:`Prepared.identities`) of member ``i``'s identity; ``carries[i]``: that code when
     member ``i`` speaks for its identity (the greatest member id among those sharing it), else
-    -1; ``first_of_code[c]``: the position among ``members`` of the first member with identity
-    ``c`` (the order a carried-forward assignment lists identities in), -1 when absent;
+    -1, and one more entry, -1, so that an owner array's -1 (nobody) indexes it to no
+    identity; ``first_of_code[c]``: the position among ``members`` of the first member with
+    identity ``c`` (the order a carried-forward assignment lists identities in), -1 when
+    absent, and the same trailing -1;
     ``speaker_of_code[c]``: the member speaking for identity ``c``, -1 when absent;
     ``kept_topics``: every topic of the previous generation is still here, so nothing it owned
     stopped existing; ``current``/``weight``: each partition of the previous generation's
@@ -215,7 +217,7 @@ def prepare(trace: Trace) -> Prepared:
             if first_list[code] < 0:
                 first_list[code] = index
             speaker_list[code] = index
-        carries_list = [-1] * len(members)
+        carries_list = [-1] * (len(members) + 1)
         for code, index in enumerate(speaker_list):
             if index >= 0:
                 carries_list[index] = code
@@ -237,7 +239,7 @@ def prepare(trace: Trace) -> Prepared:
                 interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
                 identity_codes=np.asarray(member_codes, dtype=np.int64),
                 carries=np.asarray(carries_list, dtype=np.int64),
-                first_of_code=np.asarray(first_list, dtype=np.int64),
+                first_of_code=np.asarray([*first_list, -1], dtype=np.int64),
                 speaker_of_code=np.asarray(speaker_list, dtype=np.int64),
                 kept_topics=kept_topics,
                 current=current,
@@ -397,12 +399,12 @@ def replay_with(
             previous = None
             if previous_step is not None:
                 assert previous_owners is not None and step.current is not None
-                carried = np.append(previous_step.carries, -1)[previous_owners]
+                carried = previous_step.carries[previous_owners]
                 previous = PreviousOwners(
                     identity=carried,
                     current=step.current,
                     weight=step.weight,
-                    order=np.append(previous_step.first_of_code, -1)[carried],
+                    order=None if step.weight is None else previous_step.first_of_code[carried],
                     speaker=step.speaker_of_code,
                     identities=prepared.identities,
                 )

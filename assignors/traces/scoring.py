@@ -1252,14 +1252,15 @@ class PreviousOwners(NamedTuple):
     weight in this generation's topics (0.0 without; None when no topic has weights);
     ``order[q]``: where the identity holding ``q`` comes in the mapping ``previous_owner`` of
     :func:`score_generation` (whose order the weight sums follow: identities in that order,
-    each one's partitions in partition order). ``speaker[c]``: the index of the member speaking
-    for identity ``identities[c]`` in this generation, -1 when none is present.
+    each one's partitions in partition order), None when ``weight`` is. ``speaker[c]``: the
+    index of the member speaking for identity ``identities[c]`` in this generation, -1 when
+    none is present.
     """
 
     identity: np.ndarray
     current: np.ndarray
     weight: np.ndarray | None
-    order: np.ndarray
+    order: np.ndarray | None
     speaker: np.ndarray
     identities: tuple[str, ...]
 
@@ -1354,7 +1355,7 @@ def score_owners(
         revoked = counts[1] if protocol == "eager" else counts[2]
         moved = counts[4]
         keepable = present & exists & subscribes
-        if weighted and previous.weight is not None:
+        if weighted and previous.weight is not None and previous.order is not None:
             still_held = present & exists & still
             is_revoked = present & ~still_held if protocol != "eager" else present
             moved_mask = keepable & ~still
