@@ -64,9 +64,17 @@ class RoundRobinAssignor:
         member_at = np.asarray([index_of[member.member_id] for member in ordered], dtype=np.int64)
         subscribers = subscriber_positions(ordered)
         space = group.partition_space()
+        member_ids = tuple(member.member_id for member in group.members)
+        num_members = len(ordered)
+        if all(
+            len(subscribers[name]) == num_members and name.isascii() for name in space.topic_names
+        ):
+            # everyone takes every topic, and Java walks the topics in the space's order: one
+            # deal over all partitions, the walk going on from topic to topic
+            owners = member_at[np.arange(space.size, dtype=np.int64) % max(num_members, 1)]
+            return Assignment.from_owners(space, member_ids, owners)
         offset_of = dict(zip(space.topic_names, space.offsets, strict=True))
         owners = np.full(space.size, -1, dtype=np.int64)
-
         walk_position = 0  # the member the circular walk looks at next
         topics = [topic for topic in group.topics if topic.name in subscribers]
         for topic in sorted(topics, key=lambda topic: java_string_key(topic.name)):
@@ -82,5 +90,4 @@ class RoundRobinAssignor:
             walk_position = int(positions[(first + count - 1) % len(positions)]) + 1
         # the answer lists each member's partitions in (topic, partition) order, whatever order
         # Java walked the topics in
-        member_ids = tuple(member.member_id for member in group.members)
         return Assignment.from_owners(space, member_ids, owners)

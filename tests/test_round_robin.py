@@ -83,6 +83,15 @@ def test_roundrobin_jumps_to_the_same_member_as_the_step_by_step_walk(group: Gro
     )
 
 
+@settings(max_examples=80, deadline=None, database=None)
+@given(group=groups(subscription="uniform"))
+def test_roundrobin_deals_one_walk_over_all_topics_when_everyone_takes_everything(group: Group):
+    ours = RoundRobinAssignor().assign(group)
+    assert {member: set(tps) for member, tps in ours.partitions.items()} == (
+        _walk_one_member_at_a_time(group)
+    )
+
+
 @settings(max_examples=40, deadline=None, database=None)
 @given(group=groups(racks=True))
 def test_roundrobin_result_does_not_depend_on_racks(group: Group):
