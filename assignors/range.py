@@ -75,6 +75,9 @@ class _TopicState:
     taken: bytearray
     owned: dict[int, Sequence[int]] = field(default_factory=dict)
     next_free: int = 0  # every partition below this index is taken
+    # set when the topic was assigned whole (rack pass and range pass): per partition, the
+    # index into `consumers` of its owner
+    local_owners: np.ndarray | None = None
 
     @classmethod
     def of(cls, topic: Topic, consumers: list[int]) -> _TopicState:
@@ -140,7 +143,8 @@ class RangeAssignor:
         if any(_needs_rack_matching(state, racks) for state in states):
             _assign_with_rack_matching(states, racks)
         for state in states:
-            _assign_ranges(state)
+            if state.local_owners is None:
+                _assign_ranges(state)
         _fill_owners(owners, space, member_at, states)
         return Assignment.from_owners(space, member_ids, owners)
 
@@ -190,7 +194,34 @@ def _assign_with_rack_matching(states: Sequence[_TopicState], racks: Sequence[st
             if len(co_partitioned) > 1:
                 _assign_co_partitioned(co_partitioned, racks)
             elif _needs_rack_matching(co_partitioned[0], racks):
-                _assign_ranges(co_partitioned[0], racks)
+                lone = co_partitioned[0]
+                lone.local_owners = _rack_matched_ranges(
+                    _topic_replica_racks(lone.topic),
+                    tuple(racks[consumer] for consumer in lone.consumers),
+                )
+
+
+@functools.lru_cache(maxsize=1024)
+def _rack_matched_ranges(
+    replica_racks: tuple[frozenset[str], ...], consumer_racks: tuple[str | None, ...]
+) -> np.ndarray:
+    """A lone topic's owners (indexes into its consumers, in Java order) after the rack pass
+    and the range pass that follows: they depend on its replica racks and its consumers' racks
+    only, so the generations of a trace that repeat both are assigned once.
+
+    >>> racks = (frozenset({"a"}), frozenset({"b"}), frozenset({"b"}))
+    >>> _rack_matched_ranges(racks, ("b", "a")).tolist()
+    [1, 0, 0]
+    """
+    topic = Topic("", len(replica_racks), replica_racks)
+    state = _TopicState.of(topic, list(range(len(consumer_racks))))
+    _assign_ranges(state, consumer_racks)
+    _assign_ranges(state)
+    local_owners = np.full(topic.num_partitions, -1, dtype=np.int64)
+    for consumer, partitions in state.owned.items():
+        local_owners[np.asarray(list(partitions), dtype=np.int64)] = consumer
+    local_owners.setflags(write=False)
+    return local_owners
 
 
 def _assign_ranges(state: _TopicState, racks: Sequence[str | None] | None = None) -> None:
@@ -317,6 +348,12 @@ def _fill_owners(
     given: list[int] = []
     for state in states:
         offset = offset_of[state.topic.name]
+        if state.local_owners is not None:
+            consumers = np.asarray(state.consumers, dtype=np.int64)
+            owners[offset : offset + state.topic.num_partitions] = member_at[
+                consumers[state.local_owners]
+            ]
+            continue
         for consumer, partitions in state.owned.items():
             indexes.extend(map(offset.__add__, partitions))
             given.extend(itertools.repeat(owner_of[consumer], len(partitions)))
