@@ -256,7 +256,7 @@ def _carried_into(
     """Each partition of ``before`` as an index of ``now`` (-1: not there), and its weight in
     this generation's topics (0.0 without one; None when no topic has weights)."""
     weighted = any(topic.weights is not None for topic in topic_by_name.values())
-    if not weighted and before == now:
+    if not weighted and (before is now or before == now):
         return np.arange(now.size, dtype=np.int64), None
     current_parts, weight_parts = [], []
     offset_now = dict(zip(now.topic_names, now.offsets, strict=True))

@@ -229,6 +229,18 @@ def subscription_classes(group: Group) -> SubscriptionClasses:
     sharing: dict[frozenset[str], list[int]] = {}
     for index, member in enumerate(group.members):
         sharing.setdefault(member.topics, []).append(index)
+    if len(sharing) == 1:
+        # everyone subscribes alike: one class of every existing topic they name
+        ((topics, everyone),) = sharing.items()
+        existing = sorted(topic for topic in topics if topic in counts)
+        if not existing:
+            return SubscriptionClasses((), (), {}, ())
+        return SubscriptionClasses(
+            (tuple(everyone),),
+            (sum(counts[topic] for topic in existing),),
+            dict.fromkeys(existing, 0),
+            tuple(everyone),
+        )
     # a topic's subscribers are determined by which distinct subscriptions contain it
     sharers: list[list[int]] = []
     containing: dict[str, list[int]] = defaultdict(list)
@@ -1047,20 +1059,23 @@ class GenerationShape:
         parts = cache.space_parts(group)
         space = parts.space
         position = parts.position
-        class_of_topic = np.full(len(position), -1, dtype=np.int64)
-        for name, class_index in classes.class_by_topic.items():
-            class_of_topic[position[name]] = class_index
+        class_by_topic = classes.class_by_topic
+        class_of_topic = np.asarray(
+            [class_by_topic.get(name, -1) for name in space.topic_names], dtype=np.int64
+        )
         # one row per distinct subscription, copied to the members sharing it
         distinct: dict[frozenset[str], int] = {}
         row_of = [distinct.setdefault(member.topics, len(distinct)) for member in group.members]
         if len(distinct) == 1:
-            row = parts.subscription_row(next(iter(distinct)))
-            subscribed = np.broadcast_to(row, (len(row_of), row.size))
+            subscribed, subscribes_all = parts.everyone_subscribing(
+                next(iter(distinct)), len(row_of)
+            )
         else:
             rows = np.zeros((len(distinct), len(position)), dtype=bool)
             for topics, row_index in distinct.items():
                 rows[row_index] = parts.subscription_row(topics)
             subscribed = rows[np.asarray(row_of, dtype=np.int64)] if row_of else rows
+            subscribes_all = bool(subscribed.all())
         revoke_weight = parts.revoke_weight
         # the same per-partition weights, when every subscribed topic carries them
         skew_weight = None
@@ -1098,7 +1113,7 @@ class GenerationShape:
             mismatched=mismatched,
             uniform=len(classes.sizes) == 1
             and len(classes.subscribers[0]) == len(classes.considered),
-            subscribes_all=bool(subscribed.all()),
+            subscribes_all=subscribes_all,
             topics_with_partitions=np.flatnonzero(class_of_topic >= 0),
         )
 
@@ -1139,6 +1154,7 @@ class _SpaceParts:
     __slots__ = (
         "_mismatch_rows",
         "_subscription_rows",
+        "_uniform_matrices",
         "position",
         "replica_racks",
         "revoke_weight",
@@ -1163,6 +1179,7 @@ class _SpaceParts:
             )
         self._subscription_rows: dict[frozenset[str], np.ndarray] = {}
         self._mismatch_rows: dict[str, np.ndarray] = {}
+        self._uniform_matrices: dict[tuple[frozenset[str], int], tuple[np.ndarray, bool]] = {}
 
     def subscription_row(self, topics: frozenset[str]) -> np.ndarray:
         """``row[t]``: a member subscribing to ``topics`` subscribes to topic position ``t``."""
@@ -1172,6 +1189,19 @@ class _SpaceParts:
             row[[self.position[name] for name in topics if name in self.position]] = True
             self._subscription_rows[topics] = row
         return row
+
+    def everyone_subscribing(
+        self, topics: frozenset[str], num_members: int
+    ) -> tuple[np.ndarray, bool]:
+        """The ``subscribed`` matrix of ``num_members`` members all subscribing to ``topics``
+        (read-only: shared by the generations that repeat it), and whether it is all True."""
+        key = (topics, num_members)
+        found = self._uniform_matrices.get(key)
+        if found is None:
+            matrix = np.repeat(self.subscription_row(topics)[None, :], num_members, axis=0)
+            matrix.setflags(write=False)
+            found = self._uniform_matrices[key] = (matrix, bool(matrix.all()))
+        return found
 
     def mismatch_row(self, rack: str) -> np.ndarray:
         """``row[p]``: rack ``rack`` holds no replica of partition ``p`` (False for a topic
