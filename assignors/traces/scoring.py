@@ -607,11 +607,14 @@ def _least_moved_if_reachable(
     can tell).
 
     No member keeps more than ``capacity``, so at least ``sum(max(0, kept_m - capacity))``
-    partitions move. Each keeper keeps its first ``capacity`` partitions (in key order); if
-    the rest of every class then fits on its subscribers' spare room, that bound is reached.
-    It fits when every set ``S`` of classes has no more partitions left than the members
-    subscribing to some class of ``S`` have room (Hall's condition, checked on all sets at
-    once for a few classes).
+    partitions move, and reaching that bound means every keeper keeps ``min(kept_m,
+    capacity)``: a keeper at or under the capacity keeps all it may, one over it keeps exactly
+    ``capacity`` and drops the rest into the classes it chooses. Everything not kept must fit
+    on the room left. By max-flow min-cut this is possible exactly when, for every set ``A``
+    of classes, the room of the members subscribing to some class of ``A`` covers the
+    partitions of ``A`` nobody may keep plus what each keeper over the capacity must drop into
+    ``A`` (its excess beyond what it holds outside ``A``). Checked on every set at once, for a
+    few classes.
 
     >>> from assignors.model import Member, Topic
     >>> classes = subscription_classes(Group((Topic("a", 4), Topic("b", 2)), (
@@ -625,43 +628,47 @@ def _least_moved_if_reachable(
     num_classes = len(classes.sizes)
     if num_classes > _HALL_MAX_CLASSES:
         return None
-    kept_by_keeper: dict[int, int] = {}
-    kept_by_class = [0] * num_classes
-    least = 0
-    for class_index, keeper, count in zip(
-        key_class.tolist(), key_keeper.tolist(), key_count.tolist(), strict=True
-    ):
-        if keeper < 0:
-            continue
-        already = kept_by_keeper.get(keeper, 0)
-        keep = min(count, capacity - already)
-        kept_by_keeper[keeper] = already + keep
-        kept_by_class[class_index] += keep
-        least += count - keep
     classes_in, reaches, members = _hall_sets(classes.subscribers)
-    left = np.subtract(classes.sizes, kept_by_class)
-    room = capacity - np.fromiter(
-        (kept_by_keeper.get(member, 0) for member in members), dtype=np.int64, count=len(members)
+    kept = key_keeper >= 0
+    keepers, held_class, held_count = key_keeper[kept], key_class[kept], key_count[kept]
+    held = np.bincount(keepers, weights=held_count, minlength=int(members[-1]) + 1)
+    held = held.astype(np.int64)
+    excess = held - capacity
+    over = excess > 0
+    least = int(excess[over].sum())
+    room = np.where(over, 0, -excess)[members]
+    nobodys = np.subtract(
+        classes.sizes,
+        np.bincount(held_class, weights=held_count, minlength=num_classes).astype(np.int64),
     )
-    return least if bool((classes_in @ left <= reaches @ room).all()) else None
+    needed = classes_in @ nobodys
+    if least:
+        over_keys = over[keepers]
+        dropping, column = np.unique(keepers[over_keys], return_inverse=True)
+        by_class = np.zeros((num_classes, dropping.size), dtype=np.int64)
+        np.add.at(by_class, (held_class[over_keys], column), held_count[over_keys])
+        outside = (1 - classes_in) @ by_class
+        needed = needed + np.maximum(excess[dropping] - outside, 0).sum(axis=1)
+    return least if bool((needed <= reaches @ room).all()) else None
 
 
 @functools.lru_cache(maxsize=256)
 def _hall_sets(
     subscribers: tuple[tuple[int, ...], ...],
-) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For every nonempty set ``S`` of classes (row ``s``, bit ``c`` of ``s + 1`` for class
     ``c``): ``classes_in[s, c]``, class ``c`` is in ``S``; ``reaches[s, j]``, member
     ``members[j]`` subscribes to some class of ``S``; ``members``: every subscriber,
     ascending."""
-    members = tuple(sorted({member for group in subscribers for member in group}))
-    position = {member: index for index, member in enumerate(members)}
+    members = np.asarray(sorted({member for group in subscribers for member in group}))
+    position = {member: index for index, member in enumerate(members.tolist())}
     masks = np.zeros(len(members), dtype=np.int64)
     for class_index, group in enumerate(subscribers):
         masks[[position[member] for member in group]] |= 1 << class_index
     sets = np.arange(1, 1 << len(subscribers), dtype=np.int64)
     classes_in = (sets[:, None] >> np.arange(len(subscribers), dtype=np.int64)) & 1
     reaches = ((sets[:, None] & masks[None, :]) != 0).astype(np.int64)
+    members.setflags(write=False)
     return classes_in, reaches, members
 
 
