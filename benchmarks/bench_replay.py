@@ -9,6 +9,7 @@ sticky), printing both figures and the ratio of the time spent inside the assign
     python benchmarks/bench_replay.py --no-peer
     python benchmarks/bench_replay.py --size traces   # generations/s per core, CPU time
     python benchmarks/bench_replay.py --check         # the same, failing below THROUGHPUT_FLOORS
+    python benchmarks/bench_replay.py --size traces --assignors range,roundrobin
 
 Each size ends with the whole Python engine on the same traces written to a file: reading,
 every assignor and the summary (``assignors.traces.job.replay_paths``), then the result bytes.
@@ -214,11 +215,22 @@ def main() -> None:
     parser.add_argument(
         "--partitions", default=None, help="traces size: partitions per group, N or LOW-HIGH"
     )
+    parser.add_argument(
+        "--assignors",
+        default=None,
+        help="comma-separated assignor names to measure (default: every built-in one)",
+    )
     arguments = parser.parse_args()
     for option in ("members", "partitions"):
         if getattr(arguments, option) is not None:
             SIZES["traces"][option] = parse_size_range(getattr(arguments, option), option)
     names = [name for name in registry.builtin_names() if _importable(name)]
+    if arguments.assignors is not None:
+        wanted = [name.strip() for name in arguments.assignors.split(",") if name.strip()]
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            parser.error(f"--assignors: unknown {', '.join(unknown)} (known: {', '.join(names)})")
+        names = wanted
     if arguments.check or arguments.size == "traces":
         if not report_throughput(names, max(1, arguments.repeat), arguments.check):
             raise SystemExit(1)
