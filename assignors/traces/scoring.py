@@ -1302,6 +1302,8 @@ class PreviousOwners(NamedTuple):
     identities: tuple[str, ...]
 
 
+_least, _most = np.minimum.reduce, np.maximum.reduce
+
 _CHURN_COUNTS = np.array(
     [
         [
@@ -1343,10 +1345,11 @@ def score_owners(
     num_members = len(shape.member_ids)
     num_partitions = int(shape.topic_of.size)
     assigned: np.ndarray | None = None  # None: every partition is handed out
-    if num_partitions and int(owners.min()) >= 0:
+    # ufunc reductions and .nonzero() directly: the ndarray methods add a Python frame each
+    if num_partitions and _least(owners) >= 0:
         holders, held_topics = owners, shape.topic_of
     else:
-        assigned = np.flatnonzero(owners >= 0)
+        assigned = (owners >= 0).nonzero()[0]
         holders, held_topics = owners[assigned], shape.topic_of[assigned]
     valid = shape.subscribed[holders, held_topics]
     validly_held = int(np.count_nonzero(valid))
@@ -1373,7 +1376,7 @@ def score_owners(
     moved = forced = revoked = minimum_moved = minimum_moved_own = 0
     weighted = shape.revoke_weight is not None
     revoked_weight = moved_weight = 0.0
-    held_before = None if previous is None else np.flatnonzero(previous.identity >= 0)
+    held_before = None if previous is None else (previous.identity >= 0).nonzero()[0]
     if previous is not None and held_before is not None and held_before.size:
         codes = previous.identity[held_before]
         current = previous.current[held_before]
@@ -1424,7 +1427,7 @@ def score_owners(
                 by_key = np.bincount(
                     key_codes, minlength=len(shape.classes.sizes) * num_members_plus
                 )
-                distinct = np.flatnonzero(by_key)
+                distinct = by_key.nonzero()[0]
                 keys.extend((*np.divmod(distinct, num_members_plus), by_key[distinct]))
             return _min_moved_keys(shape.classes, keys[0], keys[1], keys[2], limit)
 
@@ -1452,12 +1455,12 @@ def score_owners(
             num_members, num_topics
         )
         if shape.subscribes_all:
-            spreads = per_topic.max(axis=0) - per_topic.min(axis=0)
+            spreads = _most(per_topic, axis=0) - _least(per_topic, axis=0)
         else:
-            spreads = per_topic.max(axis=0) - np.where(
-                shape.subscribed, per_topic, np.iinfo(np.int64).max
-            ).min(axis=0)
-        topic_spread = max(0, int(spreads[shape.topics_with_partitions].max()))
+            spreads = _most(per_topic, axis=0) - _least(
+                np.where(shape.subscribed, per_topic, np.iinfo(np.int64).max), axis=0
+            )
+        topic_spread = max(0, int(_most(spreads[shape.topics_with_partitions])))
     rack_mismatch = None
     if shape.mismatched is not None:
         partitions = np.arange(num_partitions) if assigned is None else assigned
