@@ -88,6 +88,24 @@ def _same(text: str) -> str:
     return text
 
 
+def java_group_order(members: Sequence[Member]) -> tuple[list[Member], np.ndarray]:
+    """:func:`java_member_order` of a group's members (sorted by member id, as
+    :class:`~assignors.model.Group` keeps them) and, for each position of that order, the index
+    of its member in ``members``. Without static members and with ASCII member ids, Java's
+    order is the group's own: nothing to sort.
+
+    >>> members = [Member("a", frozenset()), Member("b", frozenset(), instance_id="i")]
+    >>> ordered, member_at = java_group_order(members)
+    >>> [member.member_id for member in ordered], member_at.tolist()
+    (['b', 'a'], [1, 0])
+    """
+    if all(member.instance_id is None and member.member_id.isascii() for member in members):
+        return list(members), np.arange(len(members), dtype=np.int64)
+    ordered = java_member_order(members)
+    index_of = {member.member_id: index for index, member in enumerate(members)}
+    return ordered, np.asarray([index_of[member.member_id] for member in ordered], dtype=np.int64)
+
+
 def subscriber_positions(ordered: Sequence[Member]) -> dict[str, np.ndarray]:
     """Topic name -> the positions in ``ordered`` of the members subscribing to it, ascending.
 

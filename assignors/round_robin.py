@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from assignors.base import RebalanceProtocol
-from assignors.java_order import java_member_order, java_string_key, subscriber_positions
+from assignors.java_order import java_group_order, java_string_key, subscriber_positions
 from assignors.model import Assignment, Group
 
 
@@ -58,10 +58,8 @@ class RoundRobinAssignor:
     carry what each member owned into the next generation's group)."""
 
     def assign(self, group: Group) -> Assignment:
-        ordered = java_member_order(group.members)
-        index_of = {member.member_id: index for index, member in enumerate(group.members)}
-        # the group index of the member at each position of Java's order
-        member_at = np.asarray([index_of[member.member_id] for member in ordered], dtype=np.int64)
+        # member_at: the group index of the member at each position of Java's order
+        ordered, member_at = java_group_order(group.members)
         subscribers = subscriber_positions(ordered)
         space = group.partition_space()
         member_ids = tuple(member.member_id for member in group.members)
