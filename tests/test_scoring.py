@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,14 +16,14 @@ from assignors.traces.scoring import (
     _min_moved_flow,
     _optimal_max_load_by_flow,
     min_moved,
-    optimal_max_load_of,
     optimal_max_load,
+    optimal_max_load_of,
     optimal_min_load,
     optimal_spread,
     score_generation,
     scores_table,
-    summarize,
     subscription_classes,
+    summarize,
     summary_table,
 )
 
@@ -120,7 +119,9 @@ def keep_cases(draw):  # type: ignore[no-untyped-def]
                 key_count.append(count)
                 left -= count
     capacity = optimal_max_load_of(classes) + draw(st.integers(0, 3))
-    keys = tuple(np.asarray(values, dtype=np.int64) for values in (key_class, key_keeper, key_count))
+    keys = tuple(
+        np.asarray(values, dtype=np.int64) for values in (key_class, key_keeper, key_count)
+    )
     return classes, keys, capacity
 
 

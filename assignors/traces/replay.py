@@ -27,8 +27,8 @@ else member id), the assignor runs (cooperative ones until nothing is withheld, 
 from __future__ import annotations
 
 import time
-from operator import attrgetter
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np

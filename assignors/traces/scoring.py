@@ -1236,9 +1236,7 @@ class ShapeCache:
 
     def __init__(self) -> None:
         self._spaces: dict[tuple[tuple[Topic, ...], tuple[str, ...]], _SpaceParts] = {}
-        self._capacities: dict[
-            tuple[tuple[tuple[int, ...], ...], tuple[int, ...], int], int
-        ] = {}
+        self._capacities: dict[tuple[tuple[tuple[int, ...], ...], tuple[int, ...], int], int] = {}
 
     def space_parts(self, group: Group) -> _SpaceParts:
         """The parts of ``group``'s partition space (which becomes the one kept here, when an
