@@ -70,13 +70,16 @@ def java_member_order(members: Iterable[Member]) -> list[Member]:
         )
         else java_string_key
     )
+    instance_ids = [member.instance_id for member in members if member.instance_id is not None]
+    # the HashMap slot only breaks ties between members sharing an instance id
+    shared = len(set(instance_ids)) < len(instance_ids)
     return sorted(
         members,
         key=lambda member: (
             (
                 0,
                 text_key(member.instance_id),
-                java_hashmap_slot(member.member_id, size),
+                java_hashmap_slot(member.member_id, size) if shared else 0,
             )
             if member.instance_id is not None
             else (1, text_key(member.member_id), 0)
