@@ -264,3 +264,18 @@ def test_range_agrees_with_javas_loops_on_co_partitioned_topics(group: Group):
 def test_range_agrees_with_javas_loops_on_random_groups(group: Group):
     ours = RangeAssignor().assign(group).partitions
     assert {member: set(tps) for member, tps in ours.items()} == _range_as_java_loops(group)
+
+
+def test_members_sharing_an_instance_id_keep_javas_hashmap_order():
+    # Java's stable sort compares instance ids only: a shared one keeps the HashMap's bucket
+    # order of member ids (slot 14 before slot 15 in a map of 16 buckets), not the id order
+    shared = [
+        Member("consumer-22-0013", frozenset({"t"}), instance_id="pod"),
+        Member("consumer-22-0014", frozenset({"t"}), instance_id="pod"),
+        Member("consumer-22-0001", frozenset({"t"}), instance_id="other"),
+    ]
+    assert [member.member_id for member in java_member_order(shared)] == [
+        "consumer-22-0001",
+        "consumer-22-0014",
+        "consumer-22-0013",
+    ]
