@@ -133,13 +133,18 @@ class RangeAssignor:
             return Assignment.from_owners(space, member_ids, owners)
 
         states: list[_TopicState] = []
+        # topics with the same subscribers share one consumer list, and its racks
+        consumer_lists: dict[int, list[int]] = {}
         for topic in group.topics:
             positions = subscribers.get(topic.name)
             if positions is not None and topic.num_partitions > 0:
-                states.append(_TopicState.of(topic, positions.tolist()))
-
-        if any(_needs_rack_matching(state, racks) for state in states):
-            _assign_with_rack_matching(states, racks)
+                consumers = consumer_lists.get(id(positions))
+                if consumers is None:
+                    consumers = consumer_lists[id(positions)] = positions.tolist()
+                states.append(_TopicState.of(topic, consumers))
+        views = _ConsumerRacks(racks)
+        if any(_needs_rack_matching(state, views) for state in states):
+            _assign_with_rack_matching(states, racks, views)
         for state in states:
             if state.local_owners is None:
                 _assign_ranges(state)
@@ -167,9 +172,28 @@ def _topic_replica_racks(topic: Topic) -> tuple[frozenset[str], ...]:
     return topic.replica_racks
 
 
-def _needs_rack_matching(state: _TopicState, racks: Sequence[str | None]) -> bool:
+class _ConsumerRacks:
+    """The racks of a topic's consumers (in order, and the set of those known), worked out
+    once per consumer list of one assignment."""
+
+    __slots__ = ("_made", "racks")
+
+    def __init__(self, racks: Sequence[str | None]) -> None:
+        self.racks = racks
+        self._made: dict[int, tuple[tuple[str | None, ...], frozenset[str]]] = {}
+
+    def of(self, consumers: list[int]) -> tuple[tuple[str | None, ...], frozenset[str]]:
+        found = self._made.get(id(consumers))
+        if found is None:
+            in_order = tuple(self.racks[consumer] for consumer in consumers)
+            known = frozenset(rack for rack in in_order if rack is not None)
+            found = self._made[id(consumers)] = (in_order, known)
+        return found
+
+
+def _needs_rack_matching(state: _TopicState, views: _ConsumerRacks) -> bool:
     """KIP-881: some subscriber rack holds a replica, and not every partition spans all racks."""
-    consumer_racks = {racks[consumer] for consumer in state.consumers} - {None}
+    consumer_racks = views.of(state.consumers)[1]
     if not consumer_racks:
         return False
     placement = _rack_placement(_topic_replica_racks(state.topic))
@@ -178,12 +202,14 @@ def _needs_rack_matching(state: _TopicState, racks: Sequence[str | None]) -> boo
     return not placement.spans_all
 
 
-def _assign_with_rack_matching(states: Sequence[_TopicState], racks: Sequence[str | None]) -> None:
+def _assign_with_rack_matching(
+    states: Sequence[_TopicState], racks: Sequence[str | None], views: _ConsumerRacks
+) -> None:
     """Java's rack pass: group topics by subscribers, then by partition count; a group of several
     topics is assigned co-partitioned, a lone topic by rack-matching ranges."""
     by_subscribers: dict[tuple[int, ...], dict[int, list[_TopicState]]] = {}
     for state in states:
-        if all(racks[consumer] is None for consumer in state.consumers):
+        if not views.of(state.consumers)[1]:
             continue  # Java keeps no partition racks for such topics: nothing can match
         by_count = by_subscribers.setdefault(tuple(state.consumers), {})
         by_count.setdefault(state.topic.num_partitions, []).append(state)
@@ -191,11 +217,10 @@ def _assign_with_rack_matching(states: Sequence[_TopicState], racks: Sequence[st
         for co_partitioned in by_count.values():
             if len(co_partitioned) > 1:
                 _assign_co_partitioned(co_partitioned, racks)
-            elif _needs_rack_matching(co_partitioned[0], racks):
+            elif _needs_rack_matching(co_partitioned[0], views):
                 lone = co_partitioned[0]
                 lone.local_owners = _rack_matched_ranges(
-                    _topic_replica_racks(lone.topic),
-                    tuple(racks[consumer] for consumer in lone.consumers),
+                    _topic_replica_racks(lone.topic), views.of(lone.consumers)[0]
                 )
 
 
@@ -215,9 +240,11 @@ def _rack_matched_ranges(
     state = _TopicState.of(topic, list(range(len(consumer_racks))))
     _assign_ranges(state, consumer_racks)
     _assign_ranges(state)
-    local_owners = np.full(topic.num_partitions, -1, dtype=np.int64)
+    owner_of = [-1] * topic.num_partitions
     for consumer, partitions in state.owned.items():
-        local_owners[np.asarray(list(partitions), dtype=np.int64)] = consumer
+        for partition in partitions:
+            owner_of[partition] = consumer
+    local_owners = np.asarray(owner_of, dtype=np.int64)
     local_owners.setflags(write=False)
     return local_owners
 
