@@ -105,6 +105,29 @@ def test_owned_partitions_come_from_the_assignors_own_previous_output():
     assert [m.generation for m in assignor.seen[0].members] == [-1, -1]
 
 
+@dataclass
+class NotReadingOwned(Recording):
+    """:class:`Recording` declaring that its answer ignores what members owned."""
+
+    name: str = "not-reading-owned"
+    reads_owned_partitions: bool = False
+
+
+def test_an_assignor_not_reading_owned_partitions_gets_the_group_as_traced_and_the_same_rows():
+    trace = _trace((1, [_member("a"), _member("b")]), (5, [_member("a"), _member("c")]))
+    reading, not_reading = Recording(), NotReadingOwned()
+    rows = replay_with(trace, reading, timings=False)
+    other_rows = replay_with(trace, not_reading, timings=False)
+    assert [(m.owned_partitions, m.generation) for m in not_reading.seen[1].members] == [
+        ((), -1),
+        ((), -1),
+    ]
+    assert reading.seen[1].members[0].owned_partitions  # `a` is carried forward for the other
+    assert [row._replace(assignor="x") for row in rows] == [
+        row._replace(assignor="x") for row in other_rows
+    ]
+
+
 def test_a_static_member_keeps_its_partitions_across_a_new_member_id():
     assignor = Recording()
     trace = _trace(
