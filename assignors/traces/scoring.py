@@ -1349,8 +1349,12 @@ def score_owners(
     else:
         assigned = (owners >= 0).nonzero()[0]
         holders, held_topics = owners[assigned], shape.topic_of[assigned]
-    valid = shape.subscribed[holders, held_topics]
-    validly_held = int(np.count_nonzero(valid))
+    if shape.subscribes_all:
+        valid = None  # every holder subscribes to every topic
+        validly_held = int(holders.size)
+    else:
+        valid = shape.subscribed[holders, held_topics]
+        validly_held = int(np.count_nonzero(valid))
     invalid = int(holders.size) - validly_held
 
     loads = np.bincount(holders, minlength=num_members)
@@ -1443,9 +1447,12 @@ def score_owners(
         weight_skew = 1.0 if mean == 0 else max(member_loads) / mean
     # the largest, over topics, of most - fewest partitions of the topic held by a subscriber
     topic_spread = 0
-    if shape.topics_with_partitions.size and num_members:
-        num_topics = shape.class_of_topic.size
-        if validly_held == holders.size:
+    num_topics = shape.class_of_topic.size
+    if num_topics == 1 and shape.subscribes_all and shape.topics_with_partitions.size:
+        # one topic everyone takes: its spread is the members' loads' (every one is valid)
+        topic_spread = max(0, max(all_loads) - min(all_loads)) if num_members else 0
+    elif shape.topics_with_partitions.size and num_members:
+        if valid is None or validly_held == holders.size:
             cells = holders * num_topics + held_topics
         else:
             cells = holders[valid] * num_topics + held_topics[valid]
