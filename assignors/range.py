@@ -76,8 +76,9 @@ class _TopicState:
     owned: dict[int, Sequence[int]] = field(default_factory=dict)
     next_free: int = 0  # every partition below this index is taken
     # set when the topic was assigned whole (rack pass and range pass): per partition, the
-    # index into `consumers` of its owner
+    # index into `consumers` of its owner; `positions` is `consumers` as an array
     local_owners: np.ndarray | None = None
+    positions: np.ndarray | None = None
 
     @classmethod
     def of(cls, topic: Topic, consumers: list[int]) -> _TopicState:
@@ -138,10 +139,12 @@ class RangeAssignor:
         for topic in group.topics:
             positions = subscribers.get(topic.name)
             if positions is not None and topic.num_partitions > 0:
-                consumers = consumer_lists.get(id(positions))
-                if consumers is None:
-                    consumers = consumer_lists[id(positions)] = positions.tolist()
-                states.append(_TopicState.of(topic, consumers))
+                consumer_list = consumer_lists.get(id(positions))
+                if consumer_list is None:
+                    consumer_list = consumer_lists[id(positions)] = positions.tolist()
+                state = _TopicState.of(topic, consumer_list)
+                state.positions = positions
+                states.append(state)
         views = _ConsumerRacks(racks)
         if any(_needs_rack_matching(state, views) for state in states):
             _assign_with_rack_matching(states, racks, views)
@@ -184,11 +187,13 @@ class _ConsumerRacks:
 
     def of(self, consumers: list[int]) -> tuple[tuple[str | None, ...], frozenset[str]]:
         found = self._made.get(id(consumers))
-        if found is None:
-            in_order = tuple(self.racks[consumer] for consumer in consumers)
-            known = frozenset(rack for rack in in_order if rack is not None)
-            found = self._made[id(consumers)] = (in_order, known)
-        return found
+        if found is not None:
+            return found
+        racks = self.racks
+        in_order = tuple([racks[consumer] for consumer in consumers])
+        known: frozenset[str] = frozenset(in_order).difference((None,))  # type: ignore[assignment]
+        made = self._made[id(consumers)] = (in_order, known)
+        return made
 
 
 def _needs_rack_matching(state: _TopicState, views: _ConsumerRacks) -> bool:
@@ -374,9 +379,11 @@ def _fill_owners(
     for state in states:
         offset = offset_of[state.topic.name]
         if state.local_owners is not None:
-            consumers = np.asarray(state.consumers, dtype=np.int64)
+            positions = state.positions
+            if positions is None:
+                positions = np.asarray(state.consumers, dtype=np.int64)
             owners[offset : offset + state.topic.num_partitions] = member_at[
-                consumers[state.local_owners]
+                positions[state.local_owners]
             ]
             continue
         for consumer, partitions in state.owned.items():
