@@ -132,9 +132,8 @@ class _Step(NamedTuple):
     each generation once.
 
     ``members``: the trace's members sorted by member id, ``member_identities`` their
-    identities; ``identity_codes[i]``: the code (into
-    :attr:`Prepared.identities`) of member ``i``'s identity; ``carries[i]``: that code when
-    member ``i`` speaks for its identity (the greatest member id among those sharing it), else
+    identities; ``carries[i]``: the code (into :attr:`Prepared.identities`) of member ``i``'s
+    identity when member ``i`` speaks for it (the greatest member id among those sharing it), else
     -1, and one more entry, -1, so that an owner array's -1 (nobody) indexes it to no
     identity; ``first_of_code[c]``: the position among ``members`` of the first member with
     identity ``c`` (the order a carried-forward assignment lists identities in), -1 when
@@ -154,7 +153,6 @@ class _Step(NamedTuple):
     counts: dict[str, int]
     shape: GenerationShape
     interval_ms: int | None
-    identity_codes: np.ndarray
     carries: np.ndarray
     first_of_code: np.ndarray
     speaker_of_code: np.ndarray
@@ -237,7 +235,6 @@ def prepare(trace: Trace) -> Prepared:
                 counts={topic.name: topic.num_partitions for topic in topics},
                 shape=shape,
                 interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
-                identity_codes=np.asarray(member_codes, dtype=np.int64),
                 carries=np.asarray(carries_list, dtype=np.int64),
                 first_of_code=np.asarray([*first_list, -1], dtype=np.int64),
                 speaker_of_code=np.asarray(speaker_list, dtype=np.int64),

@@ -1063,16 +1063,16 @@ class GenerationShape:
         if cache is None:
             cache = ShapeCache()
         classes = subscription_classes(group)
-        parts = cache.space_parts(group)
+        # one row per distinct subscription, copied to the members sharing it
+        distinct: dict[frozenset[str], int] = {}
+        row_of = [distinct.setdefault(member.topics, len(distinct)) for member in group.members]
+        parts = cache.space_parts(group, distinct)
         space = parts.space
         position = parts.position
         class_by_topic = classes.class_by_topic
         class_of_topic = np.asarray(
             [class_by_topic.get(name, -1) for name in space.topic_names], dtype=np.int64
         )
-        # one row per distinct subscription, copied to the members sharing it
-        distinct: dict[frozenset[str], int] = {}
-        row_of = [distinct.setdefault(member.topics, len(distinct)) for member in group.members]
         if len(distinct) == 1:
             subscribed, subscribes_all = parts.everyone_subscribing(
                 next(iter(distinct)), len(row_of)
@@ -1238,10 +1238,17 @@ class ShapeCache:
         self._spaces: dict[tuple[tuple[Topic, ...], tuple[str, ...]], _SpaceParts] = {}
         self._capacities: dict[tuple[tuple[tuple[int, ...], ...], tuple[int, ...], int], int] = {}
 
-    def space_parts(self, group: Group) -> _SpaceParts:
+    def space_parts(
+        self, group: Group, subscriptions: Iterable[frozenset[str]] | None = None
+    ) -> _SpaceParts:
         """The parts of ``group``'s partition space (which becomes the one kept here, when an
-        equal one was made before, so groups of a trace share its partition objects)."""
-        names = group.subscribed_topics()
+        equal one was made before, so groups of a trace share its partition objects).
+        ``subscriptions``: the members' distinct subscriptions, when the caller has them."""
+        if subscriptions is None:
+            names = group.subscribed_topics()
+        else:
+            wanted = frozenset().union(*subscriptions)
+            names = tuple(topic.name for topic in group.topics if topic.name in wanted)
         key = (group.topics, names)
         parts = self._spaces.get(key)
         if parts is None:
