@@ -65,8 +65,9 @@ per-partition quantity is a numpy array, so the cost is dominated by a few sorts
   window. When claims had to move, a min-cost flow (topics -> members, a member may take a
   topic only while at most one above the topic's emptiest subscriber) keeps the most claims
   for the loads reached, and for groups of at most ``LOAD_SEARCH_EDGES`` subscription edges a
-  local search over loads inside the window (at most ``LOAD_SEARCH_TRIALS`` flows) looks for
-  fewer moves. Time O(S · E log E + P log P) for E
+  local search over loads inside the window (at most ``LOAD_SEARCH_TRIALS`` load vectors, each
+  screened by exact necessary conditions first, so only the few that might keep more claims
+  cost a flow) looks for fewer moves. Time O(S · E log E + P log P) for E
   subscription edges and S sweeps (each sweep strictly lowers the sum of squared loads; it
   rarely takes more than a few), plus one flow over 2E arcs when claims move.
 """
@@ -86,9 +87,11 @@ from assignors.model import Assignment, Group, PartitionSpace, TopicPartition, m
 _INDEX = np.int64
 _NOBODY = -1
 # heterogeneous groups with at most this many subscription edges get a local search over member
-# loads for fewer moves, trying at most this many load vectors (one small flow each)
+# loads for fewer moves, trying at most this many load vectors (at most one small flow each)
 LOAD_SEARCH_EDGES = 2_000
 LOAD_SEARCH_TRIALS = 500
+# a lower bound above any number of lost claims: the trial's loads admit no assignment
+LOAD_SEARCH_INFEASIBLE = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True, slots=True)
@@ -716,34 +719,172 @@ def _search_loads(
     """Steepest descent over member loads: shift one partition of load from a member that took
     partitions it did not claim to any other member, while that lets the flow keep more claims
     and every load stays within ``window`` (the optimal min and max load). Stops after
-    ``LOAD_SEARCH_TRIALS`` flows (a count, so the answer never depends on speed)."""
+    ``LOAD_SEARCH_TRIALS`` trials (a count, so the answer never depends on speed).
+
+    A trial's answer is the number of claims :func:`_fewest_moves` loses at its loads. Most
+    trials need no flow: one sweep's trials are screened together (:meth:`_LoadTrials.bounds`)
+    and only those that might lose fewer claims than the best so far get one (its cost alone);
+    the winner of a sweep is then solved again by :func:`_fewest_moves` itself."""
     low, high = window
     best_moves = _moves(claims, holdings)
-    active = np.flatnonzero(np.bincount(np.concatenate(subscribers), minlength=loads.size)).tolist()
-    trials = 0
-    while best_moves > 0 and trials < LOAD_SEARCH_TRIALS:
-        kept = np.zeros(loads.size, dtype=_INDEX)
-        for members, own, held in zip(subscribers, claims, holdings, strict=True):
-            np.add.at(kept, members, np.minimum(own, held))
-        givers = np.flatnonzero(loads > kept).tolist()
-        takers = active
+    trials = _LoadTrials.of(subscribers, claims, counts)
+    active = np.flatnonzero(np.bincount(trials.member, minlength=loads.size))
+    spent = 0
+    while best_moves > 0 and spent < LOAD_SEARCH_TRIALS:
+        held = np.concatenate(holdings)
+        kept = np.bincount(trials.member, np.minimum(trials.claimed, held), minlength=loads.size)
+        givers = np.flatnonzero((loads > kept) & (loads > low))
+        takers = active[loads[active] < high]
+        # every (giver, taker) pair, giver after giver, as many as the trial budget has left
+        pair_givers = np.repeat(givers, takers.size)
+        pair_takers = np.tile(takers, givers.size)
+        distinct = pair_givers != pair_takers
+        budget = LOAD_SEARCH_TRIALS - spent
+        pair_givers, pair_takers = pair_givers[distinct][:budget], pair_takers[distinct][:budget]
+        spent += pair_givers.size
+        if pair_givers.size == 0:
+            break
+        tried = np.repeat(loads[None, :], pair_givers.size, axis=0)
+        rows = np.arange(pair_givers.size)
+        tried[rows, pair_givers] -= 1
+        tried[rows, pair_takers] += 1
+        bounds, allowed = trials.bounds(tried)
         improved = None
-        for giver, taker in (
-            (g, t) for g in givers for t in takers if g != t and loads[g] > low and loads[t] < high
-        ):
-            if trials >= LOAD_SEARCH_TRIALS:
-                break
-            trials += 1
-            trial = loads.copy()
-            trial[giver] -= 1
-            trial[taker] += 1
-            found = _fewest_moves(subscribers, claims, counts, trial)
-            if found is not None and _moves(claims, found) < best_moves:
-                best_moves, improved = _moves(claims, found), (trial, found)
+        for row in np.flatnonzero(bounds < best_moves).tolist():
+            if bounds[row] >= best_moves:
+                continue
+            moves = trials.fewest_moves(tried[row], allowed[row])
+            if moves is not None and moves < best_moves:
+                best_moves, improved = moves, tried[row]
         if improved is None:
             break
-        loads[:], holdings = improved
+        found = _fewest_moves(subscribers, claims, counts, improved)
+        assert found is not None
+        loads[:], holdings = improved, found
     return holdings
+
+
+@dataclass(frozen=True, slots=True)
+class _LoadTrials:
+    """The network of :func:`_fewest_moves` (without racks) as flat arrays over subscription
+    edges (topic after topic, each topic's subscribers in order), for trying many load vectors:
+    ``member``/``topic``/``claimed``/``size`` per edge; ``starts``: first edge of each topic
+    that has subscribers (``edge_group`` maps an edge to that topic's place among them);
+    ``by_member``/``member_starts``/``edge_members``: the edges grouped by member."""
+
+    member: np.ndarray
+    topic: np.ndarray
+    claimed: np.ndarray
+    size: np.ndarray
+    counts: np.ndarray
+    starts: np.ndarray
+    edge_group: np.ndarray
+    by_member: np.ndarray
+    member_starts: np.ndarray
+    edge_members: np.ndarray
+    unreachable: bool
+
+    @classmethod
+    def of(
+        cls, subscribers: list[np.ndarray], claims: list[np.ndarray], counts: np.ndarray
+    ) -> _LoadTrials:
+        sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
+        topic = np.repeat(np.arange(sizes.size, dtype=_INDEX), sizes)
+        member = np.concatenate(subscribers).astype(_INDEX)
+        edge_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(_INDEX)
+        served = sizes > 0
+        by_member = np.argsort(member, kind="stable")
+        sorted_members = member[by_member]
+        first = np.ones(member.size, dtype=bool)
+        first[1:] = sorted_members[1:] != sorted_members[:-1]
+        return cls(
+            member=member,
+            topic=topic,
+            claimed=np.concatenate(claims).astype(_INDEX),
+            size=counts.astype(_INDEX)[topic],
+            counts=counts.astype(_INDEX),
+            starts=edge_offsets[:-1][served],
+            edge_group=np.repeat(np.arange(int(served.sum()), dtype=_INDEX), sizes[served]),
+            by_member=by_member,
+            member_starts=np.flatnonzero(first),
+            edge_members=sorted_members[first],
+            unreachable=bool((counts[~served] > 0).any()),
+        )
+
+    def bounds(self, tried: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each row of ``tried`` (a load vector): a lower bound on the claims
+        :func:`_fewest_moves` loses at those loads (``LOAD_SEARCH_INFEASIBLE`` where it finds no
+        assignment for sure), and which edges it allows (True where the member is at most one
+        above the topic's emptiest subscriber).
+
+        Exact screens, each a necessary condition: a topic needs room for all its partitions
+        on its allowed subscribers; when the loads add up to the partitions (so every member
+        takes exactly its load), a member needs that many partitions on its allowed topics;
+        and a member keeps at most ``min(load, its claims on allowed topics)``."""
+        edge_loads = tried[:, self.member]
+        least = np.minimum.reduceat(edge_loads, self.starts, axis=1)
+        allowed = edge_loads <= least[:, self.edge_group] + 1
+        room = np.add.reduceat(np.where(allowed, edge_loads, 0), self.starts, axis=1)
+        feasible = (room >= self.counts[self.topic[self.starts]]).all(axis=1)
+        by_member = allowed[:, self.by_member]
+        loads_here = tried[:, self.edge_members]
+        keepable = np.add.reduceat(
+            np.where(by_member, self.claimed[self.by_member], 0), self.member_starts, axis=1
+        )
+        total = int(self.counts.sum())
+        if int(tried[0].sum()) == total:
+            takeable = np.add.reduceat(
+                np.where(by_member, self.size[self.by_member], 0), self.member_starts, axis=1
+            )
+            feasible &= (loads_here <= takeable).all(axis=1)
+            outside = np.ones(tried.shape[1], dtype=bool)
+            outside[self.edge_members] = False
+            feasible &= ~(tried[:, outside] > 0).any(axis=1)
+        if self.unreachable:
+            feasible[:] = False
+        lost = int(self.claimed.sum()) - np.minimum(loads_here, keepable).sum(axis=1)
+        return np.where(feasible, lost, LOAD_SEARCH_INFEASIBLE), allowed
+
+    def fewest_moves(self, loads: np.ndarray, allowed: np.ndarray) -> int | None:
+        """The claims :func:`_fewest_moves` loses at ``loads`` (``allowed``: its edges), from
+        the cost of the same flow (a disallowed arc has capacity 0 instead of being absent);
+        None when no assignment has these loads. Every unit crossing a cost-1 arc is a unit
+        the claims did not cover, so claims kept = partitions - cost."""
+        num_topics, num_members = self.counts.size, loads.size
+        num_edges = self.member.size
+        sink = 1 + num_topics + num_members
+        topic_nodes = 1 + np.arange(num_topics, dtype=_INDEX)
+        member_nodes = 1 + num_topics + self.member
+        tails = np.concatenate(
+            (
+                np.zeros(num_topics, dtype=_INDEX),
+                1 + self.topic,
+                1 + self.topic,
+                1 + num_topics + np.arange(num_members, dtype=_INDEX),
+            )
+        )
+        heads = np.concatenate(
+            (topic_nodes, member_nodes, member_nodes, np.full(num_members, sink, dtype=_INDEX))
+        )
+        capacities = np.concatenate(
+            (
+                self.counts,
+                np.where(allowed, self.claimed, 0),
+                np.where(allowed, self.size, 0),
+                loads.astype(_INDEX),
+            )
+        )
+        costs = np.zeros(tails.size, dtype=_INDEX)
+        costs[num_topics + num_edges : num_topics + 2 * num_edges] = 1
+        flow = min_cost_flow.SimpleMinCostFlow()
+        flow.add_arcs_with_capacity_and_unit_cost(tails, heads, capacities, costs)
+        total = int(self.counts.sum())
+        supplies = np.zeros(sink + 1, dtype=_INDEX)
+        supplies[0], supplies[sink] = total, -total
+        flow.set_nodes_supplies(np.arange(sink + 1, dtype=_INDEX), supplies)
+        if flow.solve() != flow.OPTIMAL:
+            return None
+        return int(self.claimed.sum()) - (total - int(flow.optimal_cost()))
 
 
 # --------------------------------------------------------------------------- racks and realization
