@@ -605,34 +605,14 @@ def _fewest_moves(
         costs.append(np.full(size, cost, dtype=_INDEX))
         edges.append(np.full(size, -1, dtype=_INDEX) if edge is None else edge)
 
-    if locality is None and edge_offsets[-1] > 0:
-        for made, arcs in zip(
-            (tails, heads, capacities, costs, edges),
-            _plain_arcs(subscribers, claims, counts, loads, edge_offsets, new_cost),
-            strict=True,
-        ):
+    if edge_offsets[-1] > 0:
+        made_arcs = (
+            _plain_arcs(subscribers, claims, counts, loads, edge_offsets, new_cost)
+            if locality is None
+            else _rack_arcs(subscribers, claims, counts, loads, edge_offsets, new_cost, locality)
+        )
+        for made, arcs in zip((tails, heads, capacities, costs, edges), made_arcs, strict=True):
             made.append(arcs)
-    for position, members in enumerate(subscribers if locality is not None else ()):
-        if members.size == 0:
-            continue
-        slots = np.flatnonzero(loads[members] <= int(loads[members].min()) + 1)
-        allowed = members[slots]
-        topic_node = 1 + position
-        size = int(counts[position])
-        edge = edge_offsets[position] + slots
-        add(topic_node, 1 + num_topics + allowed, claims[position][slots], 0, edge)
-        add(topic_node, 1 + num_topics + allowed, size, new_cost + 1, edge)
-        assert locality is not None
-        local_by_rack, member_rack = locality
-        racks_here = member_rack[allowed]
-        for rack in np.unique(racks_here[racks_here >= 0]).tolist():
-            local_count = int(local_by_rack[position, rack])
-            if local_count == 0:
-                continue
-            rack_node = rack_base + position * num_racks + rack
-            add(topic_node, np.asarray([rack_node]), local_count, new_cost, None)
-            chosen = racks_here == rack
-            add(rack_node, 1 + num_topics + allowed[chosen], size, 0, edge[chosen])
     add(source, 1 + np.arange(num_topics), counts, 0, None)
     add(1 + num_topics + np.arange(num_members), np.full(num_members, sink), loads, 0, None)
 
@@ -700,6 +680,90 @@ def _plain_arcs(
         costs[at] = cost
         edges[at] = allowed
     return tails, heads, capacities, costs, edges
+
+
+def _allowed_edges(
+    subscribers: list[np.ndarray], loads: np.ndarray, edge_offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(edge, topic, member) of each subscription edge whose member is at most one above the
+    topic's emptiest subscriber, topic after topic, subscribers in order."""
+    num_topics = len(subscribers)
+    sizes = np.diff(edge_offsets)
+    members = np.concatenate(subscribers).astype(_INDEX)
+    topic_of = np.repeat(np.arange(num_topics, dtype=_INDEX), sizes)
+    member_loads = loads[members]
+    starts = edge_offsets[:-1][sizes > 0]
+    least = np.zeros(num_topics, dtype=_INDEX)
+    least[topic_of[starts]] = np.minimum.reduceat(member_loads, starts)
+    allowed = np.flatnonzero(member_loads <= least[topic_of] + 1)
+    return allowed, topic_of[allowed], members[allowed]
+
+
+def _rack_arcs(
+    subscribers: list[np.ndarray],
+    claims: list[np.ndarray],
+    counts: np.ndarray,
+    loads: np.ndarray,
+    edge_offsets: np.ndarray,
+    new_cost: int,
+    locality: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(tails, heads, capacities, costs, edges) of the subscription arcs of :func:`_fewest_moves`
+    with racks, for all topics at once and in the order a loop over topics adds them: per topic
+    with subscribers, one arc per allowed subscriber at cost 0 capped by its claims, one per
+    allowed subscriber at ``new_cost + 1`` capped by the topic's size, then for each rack
+    (ascending) of an allowed subscriber where the topic has local partitions, the arc into the
+    (topic, rack) node at ``new_cost`` capped by those partitions, followed by that node's arcs
+    to the rack's allowed subscribers at cost 0."""
+    local_by_rack, member_rack = locality
+    num_topics, num_racks = len(subscribers), local_by_rack.shape[1]
+    rack_base = 2 + num_topics + loads.size
+    claimed = np.concatenate(claims).astype(_INDEX)
+    allowed, topic, member = _allowed_edges(subscribers, loads, edge_offsets)
+    rack = member_rack[member]
+    local = np.zeros(allowed.size, dtype=bool)
+    known = rack >= 0
+    local[known] = local_by_rack[topic[known], rack[known]] > 0
+    pairs = np.unique(topic[local] * num_racks + rack[local])
+    pair_topic, pair_rack = pairs // num_racks, pairs % num_racks
+    rack_nodes = rack_base + topic[local] * num_racks + rack[local]
+    member_nodes = 1 + num_topics + member
+    sizes = counts.astype(_INDEX)
+    zeros = np.zeros(allowed.size, dtype=_INDEX)
+    # sort keys, least significant first: edge, (rack arc before its members), rack, section
+    edge_key = np.concatenate(
+        (allowed, allowed, np.zeros(pairs.size, dtype=_INDEX), allowed[local])
+    )
+    inner = np.concatenate((zeros, zeros, np.zeros(pairs.size, dtype=_INDEX), zeros[local] + 1))
+    rack_key = np.concatenate((zeros, zeros, pair_rack, rack[local]))
+    section = np.concatenate(
+        (zeros, zeros + 1, np.full(pairs.size, 2, dtype=_INDEX), zeros[local] + 2)
+    )
+    topic_key = np.concatenate((topic, topic, pair_topic, topic[local]))
+    order = np.lexsort((edge_key, inner, rack_key, section, topic_key))
+    tails = np.concatenate((1 + topic, 1 + topic, 1 + pair_topic, rack_nodes))
+    heads = np.concatenate((member_nodes, member_nodes, rack_base + pairs, member_nodes[local]))
+    capacities = np.concatenate(
+        (claimed[allowed], sizes[topic], local_by_rack[pair_topic, pair_rack], sizes[topic[local]])
+    )
+    costs = np.concatenate(
+        (
+            zeros,
+            zeros + (new_cost + 1),
+            np.full(pairs.size, new_cost, dtype=_INDEX),
+            zeros[local],
+        )
+    )
+    edges = np.concatenate(
+        (allowed, allowed, np.full(pairs.size, -1, dtype=_INDEX), allowed[local])
+    )
+    return (
+        tails[order],
+        heads[order],
+        capacities[order].astype(_INDEX),
+        costs[order],
+        edges[order],
+    )
 
 
 def _moves(claims: list[np.ndarray], holdings: list[np.ndarray]) -> int:
@@ -982,29 +1046,35 @@ def _position_in_run(keys: np.ndarray) -> np.ndarray:
 
 
 def _realize(state: _State, partitions: np.ndarray, targets: np.ndarray) -> None:
-    """Give each member ``targets[i]`` of ``partitions``: first its own claims (rack-local ones
-    first, spread over topics), then the rest dealt round-robin, same-rack first."""
+    """Give each member ``targets[i]`` of ``partitions`` (sorted, none of them given yet): first
+    its own claims (rack-local ones first, spread over topics), then the rest dealt round-robin,
+    same-rack first."""
     topic_of, rank, racks, owner = state.topic_of, state.rank, state.racks, state.owner
     claims = state.claimant[partitions]
     claimed = partitions[claims >= 0]
     holders = claims[claims >= 0]
-    # a claimant's k-th partition of a topic ranks before its (k+1)-th: kept claims mix topics
-    topics = topic_of[claimed]
-    order = np.lexsort((claimed, topics, holders))
-    claimed, holders, topics = claimed[order], holders[order], topics[order]
-    within_topic = _position_in_run(holders * (int(topic_of[-1]) + 1) + topics)
-    remote = (
-        ~racks.is_local(claimed, holders)
-        if racks is not None
-        else np.zeros(claimed.size, dtype=bool)
-    )
-    order = np.lexsort((claimed, within_topic, remote, holders))
-    claimed, holders = claimed[order], holders[order]
-    keep = _position_in_run(holders) < targets[holders]
-    owner[claimed[keep]] = holders[keep]
-
-    deficits = targets - np.bincount(holders[keep], minlength=targets.size)
-    pool = np.setdiff1d(partitions, claimed[keep], assume_unique=True)
+    claim_counts = np.bincount(holders, minlength=targets.size)
+    if (claim_counts <= targets).all():
+        # every member keeps all its claims, so which of them come first does not matter
+        owner[claimed] = holders
+        deficits = targets - claim_counts
+    else:
+        # a claimant's k-th partition of a topic ranks before its (k+1)-th: kept claims mix
+        # topics (claimed is in partition order, so in topic order: a stable sort by holder)
+        order = np.argsort(holders, kind="stable")
+        claimed, holders = claimed[order], holders[order]
+        within_topic = _position_in_run(holders * (int(topic_of[-1]) + 1) + topic_of[claimed])
+        remote = (
+            ~racks.is_local(claimed, holders)
+            if racks is not None
+            else np.zeros(claimed.size, dtype=bool)
+        )
+        order = np.lexsort((claimed, within_topic, remote, holders))
+        claimed, holders = claimed[order], holders[order]
+        keep = _position_in_run(holders) < targets[holders]
+        owner[claimed[keep]] = holders[keep]
+        deficits = targets - np.bincount(holders[keep], minlength=targets.size)
+    pool = partitions[owner[partitions] == _NOBODY]
     if racks is not None:
         pool = _deal_local(pool, deficits, rank, racks, owner)
     _deal(pool, deficits, rank, owner)
@@ -1016,9 +1086,16 @@ def _deal(pool: np.ndarray, deficits: np.ndarray, rank: np.ndarray, owner: np.nd
     if needy.size == 0 or pool.size == 0:
         return
     needy = needy[np.argsort(rank[needy], kind="stable")]
-    takers = np.repeat(needy, deficits[needy])
-    rounds = _position_in_run(takers)
-    sequence = takers[np.lexsort((np.repeat(np.arange(needy.size), deficits[needy]), rounds))]
+    wanted = deficits[needy]
+    rounds = int(wanted.max())
+    if rounds * needy.size <= 4 * (pool.size + needy.size):
+        # round r is every needy member still short after r partitions, in rank order
+        sequence = np.broadcast_to(needy, (rounds, needy.size))[wanted > np.arange(rounds)[:, None]]
+    else:  # few members short of many: the same sequence without a rounds x members table
+        takers = np.repeat(needy, wanted)
+        sequence = takers[
+            np.lexsort((np.repeat(np.arange(needy.size), wanted), _position_in_run(takers)))
+        ]
     dealt = min(sequence.size, pool.size)
     owner[pool[:dealt]] = sequence[:dealt]
     deficits -= np.bincount(sequence[:dealt], minlength=deficits.size)

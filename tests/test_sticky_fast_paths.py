@@ -130,3 +130,178 @@ def test_sticky_answers_match_the_plain_steps(group):
     assert fast.owners.tolist() == plain.owners.tolist()
     assert fast_cooperative.owners.tolist() == plain_cooperative.owners.tolist()
     assert fast_cooperative.withheld_indexes.tolist() == plain_cooperative.withheld_indexes.tolist()
+
+
+def plain_rack_arcs(subscribers, claims, counts, loads, new_cost, locality):
+    """The subscription arcs of :func:`sticky._fewest_moves` with racks, one topic at a time."""
+    local_by_rack, member_rack = locality
+    num_topics, num_racks = len(subscribers), local_by_rack.shape[1]
+    rack_base = 2 + num_topics + loads.size
+    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers])))
+    arcs = []
+    for position, members in enumerate(subscribers):
+        if members.size == 0:
+            continue
+        slots = np.flatnonzero(loads[members] <= int(loads[members].min()) + 1)
+        allowed = members[slots]
+        size = int(counts[position])
+        edge = edge_offsets[position] + slots
+        for k, member in enumerate(allowed.tolist()):
+            arcs.append(
+                (1 + position, 1 + num_topics + member, claims[position][slots[k]], 0, edge[k])
+            )
+        for k, member in enumerate(allowed.tolist()):
+            arcs.append((1 + position, 1 + num_topics + member, size, new_cost + 1, edge[k]))
+        racks_here = member_rack[allowed]
+        for rack in np.unique(racks_here[racks_here >= 0]).tolist():
+            local_count = int(local_by_rack[position, rack])
+            if local_count == 0:
+                continue
+            rack_node = rack_base + position * num_racks + rack
+            arcs.append((1 + position, rack_node, local_count, new_cost, -1))
+            for k in np.flatnonzero(racks_here == rack).tolist():
+                arcs.append((rack_node, 1 + num_topics + int(allowed[k]), size, 0, edge[k]))
+    return [list(column) for column in zip(*arcs, strict=True)] if arcs else [[]] * 5
+
+
+@SETTINGS
+@given(load_problems(), st.data())
+def test_rack_arcs_are_the_arcs_of_one_topic_at_a_time(problem, data):
+    subscribers, claims, counts, loads, _, _ = problem
+    num_racks = data.draw(st.integers(1, 3))
+    local_by_rack = np.asarray(
+        [[data.draw(st.integers(0, int(count))) for _ in range(num_racks)] for count in counts],
+        dtype=np.int64,
+    )
+    member_rack = np.asarray(
+        [data.draw(st.integers(-1, num_racks - 1)) for _ in range(loads.size)], dtype=np.int64
+    )
+    new_cost = int(counts.sum()) + 1
+    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers])))
+    fast = sticky._rack_arcs(
+        subscribers, claims, counts, loads, edge_offsets, new_cost, (local_by_rack, member_rack)
+    )
+    plain = plain_rack_arcs(
+        subscribers, claims, counts, loads, new_cost, (local_by_rack, member_rack)
+    )
+    assert [column.tolist() for column in fast] == plain
+
+
+def plain_deal(pool, deficits, rank, owner):
+    """Round-robin dealing through a sort of (round, rank) over every unit of deficit."""
+    needy = np.flatnonzero(deficits > 0)
+    if needy.size == 0 or pool.size == 0:
+        return
+    needy = needy[np.argsort(rank[needy], kind="stable")]
+    takers = np.repeat(needy, deficits[needy])
+    rounds = sticky._position_in_run(takers)
+    sequence = takers[np.lexsort((np.repeat(np.arange(needy.size), deficits[needy]), rounds))]
+    dealt = min(sequence.size, pool.size)
+    owner[pool[:dealt]] = sequence[:dealt]
+    deficits -= np.bincount(sequence[:dealt], minlength=deficits.size)
+
+
+def plain_realize(state, partitions, targets, deal):
+    """Realization sorting every claim by (holder, locality, k-th of its topic) each time."""
+    topic_of, rank, racks, owner = state.topic_of, state.rank, state.racks, state.owner
+    claims = state.claimant[partitions]
+    claimed = partitions[claims >= 0]
+    holders = claims[claims >= 0]
+    topics = topic_of[claimed]
+    order = np.lexsort((claimed, topics, holders))
+    claimed, holders, topics = claimed[order], holders[order], topics[order]
+    within_topic = sticky._position_in_run(holders * (int(topic_of[-1]) + 1) + topics)
+    remote = (
+        ~racks.is_local(claimed, holders) if racks is not None else np.zeros(claimed.size, bool)
+    )
+    order = np.lexsort((claimed, within_topic, remote, holders))
+    claimed, holders = claimed[order], holders[order]
+    keep = sticky._position_in_run(holders) < targets[holders]
+    owner[claimed[keep]] = holders[keep]
+    deficits = targets - np.bincount(holders[keep], minlength=targets.size)
+    pool = np.setdiff1d(partitions, claimed[keep], assume_unique=True)
+    if racks is not None:
+        pool = sticky._deal_local(pool, deficits, rank, racks, owner)
+    deal(pool, deficits, rank, owner)
+
+
+@st.composite
+def realizations(draw):
+    """(state, partitions, targets): a few topics, random valid claimants, maybe racks, and
+    targets adding up to the partitions realized (each of them possibly short or over)."""
+    num_members = draw(st.integers(1, 8))
+    counts = draw(st.lists(st.integers(1, 9), min_size=1, max_size=4))
+    topic_of = np.repeat(np.arange(len(counts)), counts).astype(np.int64)
+    size = topic_of.size
+    claimant = np.asarray(
+        draw(st.lists(st.integers(-1, num_members - 1), min_size=size, max_size=size)),
+        dtype=np.int64,
+    )
+    rank = np.asarray(draw(st.permutations(range(num_members))), dtype=np.int64)
+    racks = None
+    if draw(st.booleans()):
+        num_racks = draw(st.integers(1, 3))
+        local = np.asarray(
+            draw(
+                st.lists(
+                    st.lists(st.booleans(), min_size=num_racks, max_size=num_racks),
+                    min_size=size,
+                    max_size=size,
+                )
+            ),
+            dtype=bool,
+        )
+        member_rack = np.asarray(
+            draw(
+                st.lists(st.integers(-1, num_racks - 1), min_size=num_members, max_size=num_members)
+            ),
+            dtype=np.int64,
+        )
+        racks = sticky._RackMap(local, member_rack)
+    # one topic (as the heterogeneous path realizes) or all of them (the uniform path)
+    if draw(st.booleans()):
+        topic = draw(st.integers(0, len(counts) - 1))
+        partitions = np.flatnonzero(topic_of == topic).astype(np.int64)
+    else:
+        partitions = np.arange(size, dtype=np.int64)
+    cuts = sorted(
+        draw(
+            st.lists(
+                st.integers(0, partitions.size), min_size=num_members - 1, max_size=num_members - 1
+            )
+        )
+    )
+    targets = np.diff([0, *cuts, partitions.size]).astype(np.int64)
+    state = sticky._State(claimant, topic_of, rank, racks, np.full(size, -1, dtype=np.int64))
+    return state, partitions, targets
+
+
+@SETTINGS
+@given(realizations())
+def test_realize_gives_what_sorting_every_claim_gives(problem):
+    state, partitions, targets = problem
+    plain_state = sticky._State(
+        state.claimant, state.topic_of, state.rank, state.racks, state.owner.copy()
+    )
+    plain_realize(plain_state, partitions, targets.copy(), plain_deal)
+    sticky._realize(state, partitions, targets.copy())
+    assert state.owner.tolist() == plain_state.owner.tolist()
+
+
+@SETTINGS
+@given(st.data())
+def test_deal_is_the_round_robin_of_every_unit_of_deficit(data):
+    num_members = data.draw(st.integers(1, 10))
+    deficits = np.asarray(
+        data.draw(st.lists(st.integers(-2, 30), min_size=num_members, max_size=num_members)),
+        dtype=np.int64,
+    )
+    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+    pool = np.arange(data.draw(st.integers(0, 120)), dtype=np.int64)
+    plain_owner = np.full(pool.size, -1, dtype=np.int64)
+    fast_owner = plain_owner.copy()
+    plain_deficits, fast_deficits = deficits.copy(), deficits.copy()
+    plain_deal(pool, plain_deficits, rank, plain_owner)
+    sticky._deal(pool, fast_deficits, rank, fast_owner)
+    assert fast_owner.tolist() == plain_owner.tolist()
+    assert fast_deficits.tolist() == plain_deficits.tolist()
