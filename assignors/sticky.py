@@ -90,6 +90,9 @@ _NOBODY = -1
 # loads for fewer moves, trying at most this many load vectors (at most one small flow each)
 LOAD_SEARCH_EDGES = 2_000
 LOAD_SEARCH_TRIALS = 500
+# the optimal load window comes from Hall's conditions over every set of merged topics up to
+# this many of them (2^k sets), from scoring's flows beyond
+WINDOW_SUBSETS_CLASSES = 10
 # a lower bound above any number of lost claims: the trial's loads admit no assignment
 LOAD_SEARCH_INFEASIBLE = np.iinfo(np.int64).max
 
@@ -361,20 +364,15 @@ def _optimal_window(
 ) -> tuple[int, int]:
     """(largest min load, smallest max load) any valid assignment reaches: scoring's exact
     references, on topics merged by subscriber set. A spread of at most one is already both
-    (no exchange can improve it), so no flow runs then."""
-    # imported here: scoring brings pyarrow, which only groups with a wide spread need
-    from assignors.traces.scoring import (
-        SubscriptionClasses,
-        optimal_max_load_of,
-        optimal_min_load_of,
-    )
-
+    (no exchange can improve it), so nothing is computed then; up to ``WINDOW_SUBSETS_CLASSES``
+    merged topics, Hall's conditions over every set of them give both at once
+    (:func:`_window_by_subsets`), beyond that scoring's flows do."""
     current = loads[active]
     low, high = int(current.min()), int(current.max())
     if high - low <= 1:
         return low, high
     merged: dict[bytes, int] = {}
-    class_subscribers: list[tuple[int, ...]] = []
+    class_subscribers: list[np.ndarray] = []
     sizes: list[int] = []
     for position, members in enumerate(subscribers):
         if members.size == 0:
@@ -383,13 +381,56 @@ def _optimal_window(
         index = merged.get(key)
         if index is None:
             index = merged[key] = len(sizes)
-            class_subscribers.append(tuple(members.tolist()))
+            class_subscribers.append(members)
             sizes.append(0)
         sizes[index] += int(counts[position])
+    if len(sizes) <= WINDOW_SUBSETS_CLASSES:
+        return _window_by_subsets(class_subscribers, sizes, loads.size, active)
+    # imported here: scoring brings pyarrow, which only groups with many classes need
+    from assignors.traces.scoring import (
+        SubscriptionClasses,
+        optimal_max_load_of,
+        optimal_min_load_of,
+    )
+
     classes = SubscriptionClasses(
-        tuple(class_subscribers), tuple(sizes), {}, tuple(active.tolist())
+        tuple(tuple(members.tolist()) for members in class_subscribers),
+        tuple(sizes),
+        {},
+        tuple(active.tolist()),
     )
     return optimal_min_load_of(classes), optimal_max_load_of(classes)
+
+
+def _window_by_subsets(
+    class_subscribers: list[np.ndarray], sizes: list[int], num_members: int, active: np.ndarray
+) -> tuple[int, int]:
+    """(largest min load, smallest max load) of any valid assignment of classes of partitions
+    (``sizes[c]`` partitions, subscribed by ``class_subscribers[c]``) to the ``active`` members
+    (every subscriber of some class), by Hall's conditions on every set S of classes:
+
+    - no member above L fits iff every S has ``size(S) <= L x |members subscribing to some
+      class of S|``, so the smallest max load is the largest ``ceil(size(S) / that count)``;
+    - every member at least L fits iff every S has ``size(S) >= L x |members subscribing only
+      to classes of S|``, so the largest min load is the smallest ``floor(size(S) / that count)``
+      over the S that count is positive for (S = all classes gives ``total // members``).
+
+    These are the cut conditions of scoring's flows (classes -> members, each capped at L), so
+    the numbers are the same. O(2^k x members) for k classes."""
+    num_classes = len(sizes)
+    masks = np.zeros(num_members, dtype=_INDEX)
+    for position, members in enumerate(class_subscribers):
+        masks[members] |= 1 << position
+    masks = masks[active]
+    subsets = np.arange(1, 1 << num_classes, dtype=_INDEX)
+    bits = (subsets[:, None] >> np.arange(num_classes, dtype=_INDEX)) & 1
+    size_of = bits @ np.asarray(sizes, dtype=_INDEX)
+    reaching = np.count_nonzero(masks[None, :] & subsets[:, None], axis=1)
+    inside = np.count_nonzero((masks[None, :] & ~subsets[:, None]) == 0, axis=1)
+    smallest_max = int((-(-size_of // reaching)).max())
+    counted = inside > 0
+    largest_min = int((size_of[counted] // inside[counted]).min())
+    return largest_min, smallest_max
 
 
 def _window_flow(

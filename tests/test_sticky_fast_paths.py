@@ -305,3 +305,32 @@ def test_deal_is_the_round_robin_of_every_unit_of_deficit(data):
     sticky._deal(pool, fast_deficits, rank, fast_owner)
     assert fast_owner.tolist() == plain_owner.tolist()
     assert fast_deficits.tolist() == plain_deficits.tolist()
+
+
+@SETTINGS
+@given(st.data())
+def test_window_by_subsets_is_scorings_optimal_min_and_max_load(data):
+    from assignors.traces.scoring import (
+        SubscriptionClasses,
+        optimal_max_load_of,
+        optimal_min_load_of,
+    )
+
+    num_members = data.draw(st.integers(1, 9))
+    num_classes = data.draw(st.integers(1, 6))
+    class_subscribers = [
+        np.asarray(sorted(data.draw(st.sets(st.integers(0, num_members - 1), min_size=1))))
+        for _ in range(num_classes)
+    ]
+    sizes = [data.draw(st.integers(0, 40)) for _ in range(num_classes)]
+    active = np.unique(np.concatenate(class_subscribers))
+    classes = SubscriptionClasses(
+        tuple(tuple(members.tolist()) for members in class_subscribers),
+        tuple(sizes),
+        {},
+        tuple(active.tolist()),
+    )
+    assert sticky._window_by_subsets(class_subscribers, sizes, num_members, active) == (
+        optimal_min_load_of(classes),
+        optimal_max_load_of(classes),
+    )
