@@ -58,9 +58,10 @@ per-partition quantity is a numpy array, so the cost is dominated by a few sorts
   topics allow more load first); then the freely placed partitions of each topic are
   re-water-filled while that lowers the sum of squared loads, and only a pair that breaks
   Kafka's rule with no free partition to fix it moves claimed ones. When the loads reached
-  still spread wider than the smallest spread that exists (scoring's exact references, one max
-  flow per step of a binary search over topics merged by subscriber set, run only when the
-  spread is two or more), a min-cost flow keeps every member within the optimal min and max
+  still spread wider than the smallest spread that exists (scoring's exact references, from
+  Hall's conditions over every set of topics merged by subscriber set, or scoring's own flows
+  beyond ``WINDOW_SUBSETS_CLASSES`` merged topics; only when the spread is two or more), a
+  min-cost flow keeps every member within the optimal min and max
   load while keeping the most claims, and the steps above restore Kafka's rule inside that
   window. When claims had to move, a min-cost flow (topics -> members, a member may take a
   topic only while at most one above the topic's emptiest subscriber) keeps the most claims
