@@ -330,14 +330,81 @@ def _assign_heterogeneous(
         if located is not None:
             holdings = located
 
-    for position in range(num_topics):
-        members = subscribers[position]
-        if members.size == 0:
-            continue
+    _realize_topics(state, subscribers, holdings, offsets, counts)
+
+
+def _realize_topics(
+    state: _State,
+    subscribers: list[np.ndarray],
+    holdings: list[np.ndarray],
+    offsets: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """:func:`_realize` of every topic with subscribers, each subscriber getting
+    ``holdings[topic]`` of the topic's partitions, for all topics at once: a subscriber keeps
+    its first claims on the topic (rack-local first, then in partition order), and each topic's
+    other partitions are dealt round-robin to its subscribers short of their holding (rank
+    order; with racks, same-rack first, topic by topic)."""
+    claimant, topic_of, rank, racks, owner = (
+        state.claimant,
+        state.topic_of,
+        state.rank,
+        state.racks,
+        state.owner,
+    )
+    num_members = rank.size
+    sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
+    edge_topic = np.repeat(np.arange(sizes.size, dtype=_INDEX), sizes)
+    edge_member = np.concatenate(subscribers).astype(_INDEX)
+    target = np.concatenate(holdings).astype(_INDEX)
+    claimed = np.flatnonzero(claimant >= 0)
+    holders = claimant[claimed]
+    # edges are in (topic, member) order: a claim's edge is found by binary search
+    claim_edge = np.searchsorted(
+        edge_topic * num_members + edge_member, topic_of[claimed] * num_members + holders
+    )
+    claim_counts = np.bincount(claim_edge, minlength=target.size)
+    if (claim_counts <= target).all():
+        # every member keeps all its claims, so which of them come first does not matter
+        owner[claimed] = holders
+        deficit = target - claim_counts
+    else:
+        remote = (
+            ~racks.is_local(claimed, holders)
+            if racks is not None
+            else np.zeros(claimed.size, dtype=bool)
+        )
+        order = np.lexsort((claimed, remote, claim_edge))
+        claimed, holders, claim_edge = claimed[order], holders[order], claim_edge[order]
+        keep = _position_in_run(claim_edge) < target[claim_edge]
+        owner[claimed[keep]] = holders[keep]
+        deficit = target - np.bincount(claim_edge[keep], minlength=target.size)
+    served = sizes > 0
+    pool = np.flatnonzero((owner == _NOBODY) & served[topic_of])
+    if racks is None and pool.size:
+        short = np.flatnonzero(deficit > 0)
+        units = np.repeat(short, deficit[short])
+        unit_topic = edge_topic[units]
+        if np.array_equal(
+            np.bincount(unit_topic, minlength=sizes.size),
+            np.bincount(topic_of[pool], minlength=sizes.size),
+        ):
+            # per topic: round r deals one partition to each subscriber still short, by rank
+            unit_member = edge_member[units]
+            order = np.lexsort((rank[unit_member], _position_in_run(units), unit_topic))
+            owner[pool] = unit_member[order]
+            return
+    edge_offsets = np.concatenate(([0], np.cumsum(sizes)))
+    for position in np.unique(topic_of[pool]).tolist():
         start, stop = int(offsets[position]), int(offsets[position] + counts[position])
-        targets = np.zeros(num_members, dtype=_INDEX)
-        targets[members] = holdings[position]
-        _realize(state, np.arange(start, stop, dtype=_INDEX), targets)
+        deficits = np.zeros(num_members, dtype=_INDEX)
+        deficits[subscribers[position]] = deficit[
+            edge_offsets[position] : edge_offsets[position + 1]
+        ]
+        here = pool[(pool >= start) & (pool < stop)]
+        if racks is not None:
+            here = _deal_local(here, deficits, rank, racks, owner)
+        _deal(here, deficits, rank, owner)
 
 
 def _balance_by_kafkas_rule(

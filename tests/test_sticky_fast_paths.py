@@ -334,3 +334,82 @@ def test_window_by_subsets_is_scorings_optimal_min_and_max_load(data):
         optimal_min_load_of(classes),
         optimal_max_load_of(classes),
     )
+
+
+@st.composite
+def topic_realizations(draw):
+    """(state, subscribers, holdings, offsets, counts) as the heterogeneous path realizes them:
+    valid claims (by subscribers only), maybe racks, and holdings per (topic, subscriber)
+    that add up to each topic's size (or, now and then, do not)."""
+    num_members = draw(st.integers(1, 7))
+    counts = np.asarray(draw(st.lists(st.integers(1, 9), min_size=1, max_size=4)), np.int64)
+    offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    topic_of = np.repeat(np.arange(counts.size), counts).astype(np.int64)
+    subscribers, holdings = [], []
+    claimant = np.full(topic_of.size, -1, dtype=np.int64)
+    for position, count in enumerate(counts.tolist()):
+        members = np.asarray(
+            sorted(draw(st.sets(st.integers(0, num_members - 1), max_size=num_members))),
+            dtype=np.int64,
+        )
+        subscribers.append(members)
+        if members.size == 0:
+            holdings.append(np.zeros(0, dtype=np.int64))
+            continue
+        for partition in range(count):
+            pick = draw(st.integers(-1, members.size - 1))
+            if pick >= 0:
+                claimant[offsets[position] + partition] = members[pick]
+        cuts = sorted(
+            draw(
+                st.lists(
+                    st.integers(0, count), min_size=members.size - 1, max_size=members.size - 1
+                )
+            )
+        )
+        held = np.diff([0, *cuts, count]).astype(np.int64)
+        if draw(st.integers(0, 9)) == 0:
+            held[draw(st.integers(0, held.size - 1))] += draw(st.sampled_from([-1, 1]))
+            held = np.maximum(held, 0)
+        holdings.append(held)
+    rank = np.asarray(draw(st.permutations(range(num_members))), dtype=np.int64)
+    racks = None
+    if draw(st.booleans()):
+        num_racks = draw(st.integers(1, 3))
+        local = np.asarray(
+            draw(
+                st.lists(
+                    st.lists(st.booleans(), min_size=num_racks, max_size=num_racks),
+                    min_size=topic_of.size,
+                    max_size=topic_of.size,
+                )
+            ),
+            dtype=bool,
+        )
+        member_rack = np.asarray(
+            draw(
+                st.lists(st.integers(-1, num_racks - 1), min_size=num_members, max_size=num_members)
+            ),
+            dtype=np.int64,
+        )
+        racks = sticky._RackMap(local, member_rack)
+    state = sticky._State(claimant, topic_of, rank, racks, np.full(topic_of.size, -1, np.int64))
+    return state, subscribers, holdings, offsets, counts
+
+
+@SETTINGS
+@given(topic_realizations())
+def test_realizing_all_topics_at_once_is_realizing_each_topic(problem):
+    state, subscribers, holdings, offsets, counts = problem
+    plain_state = sticky._State(
+        state.claimant, state.topic_of, state.rank, state.racks, state.owner.copy()
+    )
+    for position, members in enumerate(subscribers):
+        if members.size == 0:
+            continue
+        targets = np.zeros(state.rank.size, dtype=np.int64)
+        targets[members] = holdings[position]
+        start, stop = int(offsets[position]), int(offsets[position] + counts[position])
+        plain_realize(plain_state, np.arange(start, stop), targets, plain_deal)
+    sticky._realize_topics(state, subscribers, holdings, offsets, counts)
+    assert state.owner.tolist() == plain_state.owner.tolist()
