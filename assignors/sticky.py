@@ -180,6 +180,20 @@ def plan_sticky(group: Group) -> StickyPlan:
     # ties go to the member that sorts first by static instance id, else by member id
     rank = arrays.rank
     claimant, contested, objects = arrays.claimant, arrays.contested, arrays.objects
+    member_ids = arrays.member_ids
+    active = np.flatnonzero([bool(subscription) for subscription in subscriptions])
+    uniform = len({subscriptions[i] for i in active.tolist()}) == 1
+    subscribers = None if uniform else _subscribers(subscriptions, counts.size)
+    if (
+        num_partitions
+        and int(claimant.min()) >= 0
+        and _settled(claimant, active, subscribers, counts, offsets)
+    ):
+        # every partition is validly claimed and the claims are already the answer
+        owner = claimant.copy()
+        return StickyPlan(
+            space, member_ids, owner, claimant, contested, objects, arrays.unsubscribed_owner
+        )
     state = _State(
         claimant=claimant,
         topic_of=arrays.topic_of,
@@ -187,18 +201,66 @@ def plan_sticky(group: Group) -> StickyPlan:
         racks=_RackMap.build(group, space, subscriptions) if group.has_racks() else None,
         owner=np.full(num_partitions, _NOBODY, dtype=_INDEX),
     )
-
-    distinct = {subscription for subscription in subscriptions if subscription}
-    if num_partitions and len(distinct) == 1:
-        active = np.asarray([i for i, s in enumerate(subscriptions) if s], dtype=_INDEX)
+    if num_partitions and subscribers is None:
         targets = _uniform_targets(num_partitions, active, claimant, rank, num_members)
         _realize(state, np.arange(num_partitions, dtype=_INDEX), targets)
-    elif num_partitions:
-        _assign_heterogeneous(state, subscriptions, counts, offsets)
-    member_ids = tuple(m.member_id for m in members)
+    elif num_partitions and subscribers is not None:
+        _assign_heterogeneous(state, subscribers, counts, offsets)
     return StickyPlan(
         space, member_ids, state.owner, claimant, contested, objects, arrays.unsubscribed_owner
     )
+
+
+def _subscribers(subscriptions: Sequence[tuple[int, ...]], num_topics: int) -> list[np.ndarray]:
+    """Per topic position, its subscribers (member indexes, ascending)."""
+    # members sharing a subscription join each of its topics' subscriber lists in one step
+    members_by_subscription: dict[tuple[int, ...], list[int]] = {}
+    for i, subscription in enumerate(subscriptions):
+        members_by_subscription.setdefault(subscription, []).append(i)
+    subscriber_parts: list[list[np.ndarray]] = [[] for _ in range(num_topics)]
+    for subscription, sharing in members_by_subscription.items():
+        sharing_members = np.asarray(sharing, dtype=_INDEX)
+        for position in subscription:
+            subscriber_parts[position].append(sharing_members)
+    return [
+        np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=_INDEX)
+        for parts in subscriber_parts
+    ]
+
+
+def _settled(
+    claimant: np.ndarray,
+    active: np.ndarray,
+    subscribers: list[np.ndarray] | None,
+    counts: np.ndarray,
+    offsets: np.ndarray,
+) -> bool:
+    """Whether claims on every partition (``claimant``, no -1) are already the engine's answer:
+    with uniform subscriptions (``subscribers`` None), when the claimed counts spread by at most
+    one (then the ceil quotas go to exactly the members claiming a ceil count); otherwise when
+    they keep Kafka's rule (no topic has a holder two or more above its emptiest subscriber)
+    and lie within the optimal load window. Then every step keeps every claim: nothing is
+    unplaced, no pair breaks the rule, no flow runs for the window, and the rack-aware flow's
+    only zero-cost answer is the claims themselves (any other unit costs more than nothing), so
+    realization keeps them all and deals nothing."""
+    loads = np.bincount(claimant, minlength=int(active[-1]) + 1)
+    current = loads[active]
+    low, high = int(current.min()), int(current.max())
+    if subscribers is None:
+        return high - low <= 1
+    sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
+    served = sizes > 0
+    # every partition is claimed, so by a subscriber: the topics with partitions are the served
+    # ones, and each one's partitions are one segment
+    fullest = np.maximum.reduceat(loads[claimant], offsets[served])
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))[served]
+    least = np.minimum.reduceat(loads[np.concatenate(subscribers)], starts)
+    if (fullest > least + 1).any():
+        return False
+    if high - low <= 1:
+        return True
+    window_low, window_high = _optimal_window(subscribers, counts, loads, active)
+    return window_low <= low and high <= window_high
 
 
 def _uniform_targets(
@@ -249,26 +311,13 @@ def _water_fill(loads: np.ndarray, units: int, rank: np.ndarray) -> np.ndarray:
 
 def _assign_heterogeneous(
     state: _State,
-    subscriptions: Sequence[tuple[int, ...]],
+    subscribers: list[np.ndarray],
     counts: np.ndarray,
     offsets: np.ndarray,
 ) -> None:
     claimant, rank = state.claimant, state.rank
-    num_members = len(subscriptions)
+    num_members = rank.size
     num_topics = counts.size
-    # members sharing a subscription join each of its topics' subscriber lists in one step
-    members_by_subscription: dict[tuple[int, ...], list[int]] = {}
-    for i, subscription in enumerate(subscriptions):
-        members_by_subscription.setdefault(subscription, []).append(i)
-    subscriber_parts: list[list[np.ndarray]] = [[] for _ in range(num_topics)]
-    for subscription, sharing in members_by_subscription.items():
-        sharing_members = np.asarray(sharing, dtype=_INDEX)
-        for position in subscription:
-            subscriber_parts[position].append(sharing_members)
-    subscribers = [
-        np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=_INDEX)
-        for parts in subscriber_parts
-    ]
 
     loads = np.zeros(num_members, dtype=_INDEX)
     kept: list[np.ndarray] = []  # claimed partitions a subscriber still holds, per topic
