@@ -76,7 +76,7 @@ per-partition quantity is a numpy array, so the cost is dominated by a few sorts
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from ortools.graph.python import max_flow, min_cost_flow
@@ -94,6 +94,8 @@ LOAD_SEARCH_TRIALS = 500
 # the optimal load window comes from Hall's conditions over every set of merged topics up to
 # this many of them (2^k sets), from scoring's flows beyond
 WINDOW_SUBSETS_CLASSES = 10
+# rack classes of partitions are sorted as integers up to this many consumer racks
+_RACK_CODE_BITS = 62
 # a lower bound above any number of lost claims: the trial's loads admit no assignment
 LOAD_SEARCH_INFEASIBLE = np.iinfo(np.int64).max
 
@@ -1115,10 +1117,33 @@ class _LoadTrials:
 @dataclass(frozen=True, slots=True)
 class _RackMap:
     """``local[p, r]``: partition ``p`` has a replica on consumer rack ``r``;
-    ``member_rack[i]``: member ``i``'s rack column (-1: unknown)."""
+    ``member_rack[i]``: member ``i``'s rack column (-1: unknown). ``codes[p]``: row ``p`` of
+    ``local`` as one integer, rack 0 the most significant bit, so codes sort as rows do (None
+    beyond ``_RACK_CODE_BITS`` racks)."""
 
     local: np.ndarray
     member_rack: np.ndarray
+    codes: np.ndarray | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        num_racks = self.local.shape[1]
+        codes = None
+        if num_racks <= _RACK_CODE_BITS:
+            shifts = np.arange(num_racks - 1, -1, -1, dtype=_INDEX)
+            codes = (self.local.astype(_INDEX) << shifts).sum(axis=1)
+        object.__setattr__(self, "codes", codes)
+
+    def classes(self, partitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct rows of ``local`` among ``partitions``, sorted as rows, False first; the
+        class of each partition): what ``np.unique(local[partitions], axis=0)`` gives, from
+        the integer codes when there are at most ``_RACK_CODE_BITS`` racks."""
+        if self.codes is None:
+            classes, class_of = np.unique(self.local[partitions], axis=0, return_inverse=True)
+            return classes, class_of.reshape(-1)
+        class_codes, class_of = np.unique(self.codes[partitions], return_inverse=True)
+        num_racks = self.local.shape[1]
+        shifts = np.arange(num_racks - 1, -1, -1, dtype=_INDEX)
+        return (class_codes[:, None] >> shifts) & 1 > 0, class_of.reshape(-1)
 
     @classmethod
     def build(
@@ -1126,18 +1151,25 @@ class _RackMap:
     ) -> _RackMap | None:
         """The map, or None when racks favour no partition over another for any member (each
         member's rack holds a replica of all of its subscribed partitions, or of none): then
-        racks must change nothing, so each topic is spread as it is without them."""
+        racks must change nothing, so each topic is spread as it is without them. One row per
+        distinct set of replica racks, looked up per partition."""
         rack_names = sorted({m.rack for m in group.members if m.rack is not None})
         column = {name: c for c, name in enumerate(rack_names)}
-        local = np.zeros((space.size, len(rack_names)), dtype=bool)
-        for name, offset in zip(space.topic_names, space.offsets, strict=True):
+        row_of: dict[frozenset[str], int] = {frozenset(): 0}
+        rows: list[list[bool]] = [[False] * len(rack_names)]
+        parts = []
+        for name, count in zip(space.topic_names, space.partition_counts, strict=True):
             topic = group.topic(name)
             if topic is None or topic.replica_racks is None:
+                parts.append(np.zeros(count, dtype=_INDEX))
                 continue
-            for partition, replica_racks in enumerate(topic.replica_racks):
-                for rack in replica_racks:
-                    if rack in column:
-                        local[offset + partition, column[rack]] = True
+            for replica_racks in set(topic.replica_racks) - row_of.keys():
+                row_of[replica_racks] = len(rows)
+                rows.append([rack in replica_racks for rack in rack_names])
+            parts.append(np.fromiter(map(row_of.__getitem__, topic.replica_racks), _INDEX, count))
+        table = np.asarray(rows, dtype=bool).reshape(len(rows), len(rack_names))
+        row = np.concatenate(parts) if parts else np.zeros(0, dtype=_INDEX)
+        local = table[row]
         member_rack = np.asarray(
             [column[m.rack] if m.rack is not None else -1 for m in group.members], dtype=_INDEX
         )
@@ -1271,15 +1303,14 @@ def _deal_local(
         return pool
     num_racks = racks.local.shape[1]
     member_rack = racks.member_rack
-    demand = np.zeros(num_racks, dtype=_INDEX)
     needy = (deficits > 0) & (member_rack >= 0)
-    np.add.at(demand, member_rack[needy], deficits[needy])
-    local = racks.local[pool]
-    classes, class_of = np.unique(local, axis=0, return_inverse=True)
-    class_of = class_of.reshape(-1)
+    if not needy.any():
+        return pool
+    demand = np.bincount(member_rack[needy], deficits[needy], minlength=num_racks).astype(_INDEX)
+    classes, class_of = racks.classes(pool)
     class_sizes = np.bincount(class_of, minlength=len(classes))
-    useful = [c for c in range(len(classes)) if classes[c].any()]
-    if not useful or not demand.any():
+    useful = np.flatnonzero(classes.any(axis=1)).tolist()
+    if not useful:
         return pool
 
     # nodes: 0 source, 1 sink, 2.. classes, then racks

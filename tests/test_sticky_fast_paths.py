@@ -442,3 +442,56 @@ def test_settled_claims_are_what_the_full_path_answers(subscription, data, fed_b
         fast, full = assignor.assign(group), _without_shortcut(assignor, group)
         assert fast.owners.tolist() == full.owners.tolist()
         assert fast.withheld_indexes.tolist() == full.withheld_indexes.tolist()
+
+
+def plain_rack_map(group):
+    """``local`` of the rack map, set partition by partition and replica by replica."""
+    space = group.partition_space()
+    rack_names = sorted({m.rack for m in group.members if m.rack is not None})
+    column = {name: c for c, name in enumerate(rack_names)}
+    local = np.zeros((space.size, len(rack_names)), dtype=bool)
+    for name, offset in zip(space.topic_names, space.offsets, strict=True):
+        topic = group.topic(name)
+        if topic is None or topic.replica_racks is None:
+            continue
+        for partition, replica_racks in enumerate(topic.replica_racks):
+            for rack in replica_racks:
+                if rack in column:
+                    local[offset + partition, column[rack]] = True
+    return local
+
+
+@SETTINGS
+@given(groups(racks=True))
+def test_rack_map_rows_are_the_replicas_on_each_consumer_rack(group):
+    from assignors.arrays import GroupArrays
+
+    space = group.partition_space()
+    racks = sticky._RackMap.build(group, space, GroupArrays.of(group).subscriptions)
+    if racks is not None:
+        assert racks.local.tolist() == plain_rack_map(group).tolist()
+
+
+@SETTINGS
+@given(st.data())
+def test_rack_classes_are_the_distinct_rows_in_row_order(data):
+    num_racks = data.draw(st.integers(0, 5))
+    size = data.draw(st.integers(1, 30))
+    local = np.asarray(
+        data.draw(
+            st.lists(
+                st.lists(st.booleans(), min_size=num_racks, max_size=num_racks),
+                min_size=size,
+                max_size=size,
+            )
+        ),
+        dtype=bool,
+    ).reshape(size, num_racks)
+    racks = sticky._RackMap(local, np.zeros(0, dtype=np.int64))
+    partitions = np.asarray(
+        data.draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=size, unique=True))
+    )
+    classes, class_of = racks.classes(partitions)
+    expected, expected_of = np.unique(local[partitions], axis=0, return_inverse=True)
+    assert classes.tolist() == expected.tolist()
+    assert class_of.tolist() == expected_of.reshape(-1).tolist()
