@@ -1297,8 +1297,11 @@ def _deal_local(
     """Deal as many rack-local partitions as possible to members short of their target: a max
     flow from classes of partitions (same set of replica racks) to consumer racks (capped by
     the shortfall of the rack's members) says how many of each class each rack takes; each
-    rack's share is then dealt round-robin to its members. Returns what is left of the pool.
-    O(pool · racks) plus a flow on at most 2^racks x racks arcs."""
+    class's partitions (in pool order) go to its racks interleaved in proportion to their
+    shares (so no rack gets a whole topic another rack could as well have shared), and each
+    rack's partitions are dealt round-robin to its members short of their target (rank order).
+    Returns what is left of the pool. O(pool · racks) plus a flow on at most 2^racks x racks
+    arcs."""
     if pool.size == 0 or racks.local.shape[1] == 0:
         return pool
     num_racks = racks.local.shape[1]
@@ -1309,60 +1312,53 @@ def _deal_local(
     demand = np.bincount(member_rack[needy], deficits[needy], minlength=num_racks).astype(_INDEX)
     classes, class_of = racks.classes(pool)
     class_sizes = np.bincount(class_of, minlength=len(classes))
-    useful = np.flatnonzero(classes.any(axis=1)).tolist()
-    if not useful:
+    useful = np.flatnonzero(classes.any(axis=1))
+    if useful.size == 0:
         return pool
 
-    # nodes: 0 source, 1 sink, 2.. classes, then racks
-    flow = max_flow.SimpleMaxFlow()
+    # nodes: 0 source, 1 sink, 2.. classes, then racks; arcs: source -> each useful class,
+    # each useful class -> each of its racks (class after class, racks ascending), racks -> sink
     rack_node = 2 + len(classes)
-    tails, heads, capacities = [], [], []
-    for c in useful:
-        tails.append(0)
-        heads.append(2 + c)
-        capacities.append(int(class_sizes[c]))
-    class_rack_arcs = []
-    for c in useful:
-        for r in np.flatnonzero(classes[c]).tolist():
-            class_rack_arcs.append((c, r, len(tails)))
-            tails.append(2 + c)
-            heads.append(rack_node + r)
-            capacities.append(int(class_sizes[c]))
-    for r in range(num_racks):
-        tails.append(rack_node + r)
-        heads.append(1)
-        capacities.append(int(demand[r]))
-    arcs = flow.add_arcs_with_capacity(np.asarray(tails), np.asarray(heads), np.asarray(capacities))
+    arc_class, arc_rack = np.nonzero(classes[useful])
+    arc_class = useful[arc_class]
+    flow = max_flow.SimpleMaxFlow()
+    arcs = flow.add_arcs_with_capacity(
+        np.concatenate(
+            (np.zeros(useful.size, dtype=_INDEX), 2 + arc_class, rack_node + np.arange(num_racks))
+        ),
+        np.concatenate((2 + useful, rack_node + arc_rack, np.ones(num_racks, dtype=_INDEX))),
+        np.concatenate((class_sizes[useful], class_sizes[arc_class], demand)),
+    )
     if flow.solve(0, 1) != flow.OPTIMAL:
         return pool
-    flows = flow.flows(arcs)
-
+    shares = flow.flows(arcs)[useful.size : useful.size + arc_class.size]
+    given = shares > 0
+    if not given.any():
+        return pool[np.ones(pool.size, dtype=bool)]
+    share_class, share_rack, share_units = arc_class[given], arc_rack[given], shares[given]
+    # unit k of a share of u units sits at (k + 0.5) / u; a class's units are taken in that
+    # order (ties: share order), the j-th of them getting the class's j-th partition
+    unit_share = np.repeat(np.arange(share_units.size), share_units)
+    spots = (_position_in_run(unit_share).astype(np.float64) + 0.5) / share_units[unit_share]
+    unit_class = share_class[unit_share]
+    order = np.lexsort((unit_share, spots, unit_class))
+    unit_class, unit_rack = unit_class[order], share_rack[unit_share[order]]
+    by_class = np.argsort(class_of, kind="stable")
+    class_first = np.cumsum(class_sizes) - class_sizes
+    chosen = by_class[class_first[unit_class] + _position_in_run(unit_class)]
+    # per rack, its partitions in pool order dealt round-robin to its short members by rank
+    order = np.lexsort((chosen, unit_rack))
+    chosen, unit_rack = chosen[order], unit_rack[order]
+    takers = np.flatnonzero(needy)
+    wanted = deficits[takers]
+    units = np.repeat(takers, wanted)
+    unit_member_rack = member_rack[units]
+    order = np.lexsort((rank[units], _position_in_run(units), unit_member_rack))
+    units, unit_member_rack = units[order], unit_member_rack[order]
+    per_rack = np.bincount(unit_rack, minlength=num_racks)
+    dealt = _position_in_run(unit_member_rack) < per_rack[unit_member_rack]
+    owner[pool[chosen]] = units[dealt]
+    deficits -= np.bincount(units[dealt], minlength=deficits.size)
     taken = np.zeros(pool.size, dtype=bool)
-    chosen_by_rack: list[list[np.ndarray]] = [[] for _ in range(num_racks)]
-    shares_of_class: dict[int, list[tuple[int, int]]] = {}
-    for c, r, arc in class_rack_arcs:
-        units = int(flows[arc])
-        if units:
-            shares_of_class.setdefault(c, []).append((r, units))
-    for c, shares in shares_of_class.items():
-        # the class's partitions (in topic order) go to its racks interleaved in proportion to
-        # their shares, so no rack gets a whole topic another rack could as well have shared
-        in_class = np.flatnonzero(class_of == c)
-        racks_dealt = np.concatenate([np.full(units, r, dtype=_INDEX) for r, units in shares])
-        spots = np.concatenate(
-            [(np.arange(units, dtype=np.float64) + 0.5) / units for _, units in shares]
-        )
-        racks_dealt = racks_dealt[np.argsort(spots, kind="stable")]
-        dealt = in_class[: racks_dealt.size]
-        for r, _ in shares:
-            chosen_by_rack[r].append(dealt[racks_dealt == r])
-    for r in range(num_racks):
-        if not chosen_by_rack[r]:
-            continue
-        chosen = np.sort(np.concatenate(chosen_by_rack[r]))
-        rack_deficits = np.where(member_rack == r, deficits, 0)
-        before = rack_deficits.copy()
-        _deal(pool[chosen], rack_deficits, rank, owner)
-        deficits -= before - rack_deficits
-        taken[chosen] = True
+    taken[chosen] = True
     return pool[~taken]

@@ -222,7 +222,7 @@ def plain_realize(state, partitions, targets, deal):
     deficits = targets - np.bincount(holders[keep], minlength=targets.size)
     pool = np.setdiff1d(partitions, claimed[keep], assume_unique=True)
     if racks is not None:
-        pool = sticky._deal_local(pool, deficits, rank, racks, owner)
+        pool = plain_deal_local(pool, deficits, rank, racks, owner)
     deal(pool, deficits, rank, owner)
 
 
@@ -495,3 +495,109 @@ def test_rack_classes_are_the_distinct_rows_in_row_order(data):
     expected, expected_of = np.unique(local[partitions], axis=0, return_inverse=True)
     assert classes.tolist() == expected.tolist()
     assert class_of.tolist() == expected_of.reshape(-1).tolist()
+
+
+def plain_deal_local(pool, deficits, rank, racks, owner):
+    """Rack-local dealing with the flow's arcs, the classes' shares and each rack's dealing
+    built one class and one rack at a time."""
+    from ortools.graph.python import max_flow
+
+    num_racks = racks.local.shape[1]
+    if pool.size == 0 or num_racks == 0:
+        return pool
+    member_rack = racks.member_rack
+    demand = np.zeros(num_racks, dtype=np.int64)
+    needy = (deficits > 0) & (member_rack >= 0)
+    np.add.at(demand, member_rack[needy], deficits[needy])
+    classes, class_of = np.unique(racks.local[pool], axis=0, return_inverse=True)
+    class_of = class_of.reshape(-1)
+    class_sizes = np.bincount(class_of, minlength=len(classes))
+    useful = [c for c in range(len(classes)) if classes[c].any()]
+    if not useful or not demand.any():
+        return pool
+    flow = max_flow.SimpleMaxFlow()
+    rack_node = 2 + len(classes)
+    tails, heads, capacities = [], [], []
+    for c in useful:
+        tails.append(0)
+        heads.append(2 + c)
+        capacities.append(int(class_sizes[c]))
+    class_rack_arcs = []
+    for c in useful:
+        for r in np.flatnonzero(classes[c]).tolist():
+            class_rack_arcs.append((c, r, len(tails)))
+            tails.append(2 + c)
+            heads.append(rack_node + r)
+            capacities.append(int(class_sizes[c]))
+    for r in range(num_racks):
+        tails.append(rack_node + r)
+        heads.append(1)
+        capacities.append(int(demand[r]))
+    arcs = flow.add_arcs_with_capacity(np.asarray(tails), np.asarray(heads), np.asarray(capacities))
+    if flow.solve(0, 1) != flow.OPTIMAL:
+        return pool
+    flows = flow.flows(arcs)
+    taken = np.zeros(pool.size, dtype=bool)
+    chosen_by_rack = [[] for _ in range(num_racks)]
+    shares_of_class = {}
+    for c, r, arc in class_rack_arcs:
+        if int(flows[arc]):
+            shares_of_class.setdefault(c, []).append((r, int(flows[arc])))
+    for c, shares in shares_of_class.items():
+        in_class = np.flatnonzero(class_of == c)
+        racks_dealt = np.concatenate([np.full(units, r, dtype=np.int64) for r, units in shares])
+        spots = np.concatenate(
+            [(np.arange(units, dtype=np.float64) + 0.5) / units for _, units in shares]
+        )
+        racks_dealt = racks_dealt[np.argsort(spots, kind="stable")]
+        dealt = in_class[: racks_dealt.size]
+        for r, _ in shares:
+            chosen_by_rack[r].append(dealt[racks_dealt == r])
+    for r in range(num_racks):
+        if not chosen_by_rack[r]:
+            continue
+        chosen = np.sort(np.concatenate(chosen_by_rack[r]))
+        rack_deficits = np.where(member_rack == r, deficits, 0)
+        before = rack_deficits.copy()
+        plain_deal(pool[chosen], rack_deficits, rank, owner)
+        deficits -= before - rack_deficits
+        taken[chosen] = True
+    return pool[~taken]
+
+
+@SETTINGS
+@given(st.data())
+def test_rack_local_dealing_matches_dealing_one_class_and_rack_at_a_time(data):
+    num_members = data.draw(st.integers(1, 8))
+    num_racks = data.draw(st.integers(1, 4))
+    size = data.draw(st.integers(1, 40))
+    local = np.asarray(
+        data.draw(
+            st.lists(
+                st.lists(st.booleans(), min_size=num_racks, max_size=num_racks),
+                min_size=size,
+                max_size=size,
+            )
+        ),
+        dtype=bool,
+    )
+    member_rack = np.asarray(
+        data.draw(
+            st.lists(st.integers(-1, num_racks - 1), min_size=num_members, max_size=num_members)
+        ),
+        dtype=np.int64,
+    )
+    racks = sticky._RackMap(local, member_rack)
+    pool = np.asarray(sorted(data.draw(st.sets(st.integers(0, size - 1)))), dtype=np.int64)
+    deficits = np.asarray(
+        data.draw(st.lists(st.integers(-1, 12), min_size=num_members, max_size=num_members)),
+        dtype=np.int64,
+    )
+    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+    plain_owner, fast_owner = np.full(size, -1), np.full(size, -1)
+    plain_deficits, fast_deficits = deficits.copy(), deficits.copy()
+    plain_left = plain_deal_local(pool, plain_deficits, rank, racks, plain_owner)
+    fast_left = sticky._deal_local(pool, fast_deficits, rank, racks, fast_owner)
+    assert fast_left.tolist() == plain_left.tolist()
+    assert fast_owner.tolist() == plain_owner.tolist()
+    assert fast_deficits.tolist() == plain_deficits.tolist()
