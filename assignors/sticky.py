@@ -96,6 +96,8 @@ LOAD_SEARCH_TRIALS = 500
 WINDOW_SUBSETS_CLASSES = 10
 # rack classes of partitions are sorted as integers up to this many consumer racks
 _RACK_CODE_BITS = 62
+# arrays up to this size are worked on as Python lists where numpy's per-call cost dominates
+_SMALL = 64
 # a lower bound above any number of lost claims: the trial's loads admit no assignment
 LOAD_SEARCH_INFEASIBLE = np.iinfo(np.int64).max
 
@@ -290,25 +292,43 @@ def _uniform_targets(
 def _water_fill(loads: np.ndarray, units: int, rank: np.ndarray) -> np.ndarray:
     """How many of ``units`` each member gets when every unit goes to the least-loaded member
     (ties: lowest rank): everyone below a level is raised to it, the rest go one each in rank
-    order to the members at that level. O(m log units) for m members."""
-    added = np.zeros(loads.size, dtype=_INDEX)
-    if units <= 0 or loads.size == 0:
-        return added
-    low, high = int(loads.min()), int(loads.min()) + units
-    while low < high:  # the highest level whose raise costs at most `units`
-        middle = (low + high + 1) // 2
-        if int(np.maximum(middle - loads, 0).sum()) <= units:
-            low = middle
-        else:
-            high = middle - 1
-    level = low
-    added = np.maximum(level - loads, 0)
-    remaining = units - int(added.sum())
+    order to the members at that level. The level is the highest one whose raise costs at most
+    ``units``: with the loads sorted, raising the k lowest to L costs ``k L - (their sum)``, so
+    it is ``(units + sum of the k lowest) // k`` for the largest k that reaches the k-th lowest
+    load. O(m log m) for m members (plain Python for a few dozen, where numpy's per-call cost
+    is most of the work)."""
+    size = loads.size
+    if units <= 0 or size == 0:
+        return np.zeros(size, dtype=_INDEX)
+    if size <= _SMALL:
+        values = loads.tolist()
+        level, total = 0, 0
+        for k, value in enumerate(sorted(values), 1):
+            total += value
+            candidate = (units + total) // k
+            if candidate < value:
+                break
+            level = candidate
+        added = [level - value if value < level else 0 for value in values]
+        remaining = units - sum(added)
+        if remaining:
+            ranks = rank.tolist()
+            at_level = sorted(
+                (ranks[i], i) for i, value in enumerate(values) if value + added[i] == level
+            )
+            for _, i in at_level[:remaining]:
+                added[i] += 1
+        return np.asarray(added, dtype=_INDEX)
+    ordered = np.sort(loads)
+    levels = (units + np.cumsum(ordered)) // np.arange(1, size + 1)
+    level = int(levels[np.count_nonzero(levels >= ordered) - 1])
+    filled = np.maximum(level - loads, 0)
+    remaining = units - int(filled.sum())
     if remaining:
-        at_level = np.flatnonzero(loads + added == level)
+        at_level = np.flatnonzero(loads + filled == level)
         chosen = at_level[np.argsort(rank[at_level], kind="stable")[:remaining]]
-        added[chosen] += 1
-    return added
+        filled[chosen] += 1
+    return filled
 
 
 def _assign_heterogeneous(
@@ -660,7 +680,7 @@ def _spread_free(
             base = current - placed
             refilled = _water_fill(base, units, ties[members])
             after = base + refilled
-            if int((after * after).sum()) < int((current * current).sum()):
+            if int(after @ after) < int(current @ current):
                 free[position] = refilled
                 loads[members] = after
                 improved = True
@@ -686,6 +706,8 @@ def _move_claimed(
             if holders.size == 0:
                 break
             member_loads = loads[members]
+            if int(member_loads[holders].max()) - int(member_loads.min()) < 2:
+                break  # the fullest holder is within one of the emptiest subscriber
             by_load = holders[np.lexsort((rank[members[holders]], -member_loads[holders]))]
             donor = by_load[0]
             receivers = np.lexsort((rank[members], member_loads))

@@ -601,3 +601,37 @@ def test_rack_local_dealing_matches_dealing_one_class_and_rack_at_a_time(data):
     assert fast_left.tolist() == plain_left.tolist()
     assert fast_owner.tolist() == plain_owner.tolist()
     assert fast_deficits.tolist() == plain_deficits.tolist()
+
+
+def plain_water_fill(loads, units, rank):
+    """Water-filling with the level found by binary search over levels."""
+    added = np.zeros(loads.size, dtype=np.int64)
+    if units <= 0 or loads.size == 0:
+        return added
+    low, high = int(loads.min()), int(loads.min()) + units
+    while low < high:
+        middle = (low + high + 1) // 2
+        if int(np.maximum(middle - loads, 0).sum()) <= units:
+            low = middle
+        else:
+            high = middle - 1
+    added = np.maximum(low - loads, 0)
+    remaining = units - int(added.sum())
+    if remaining:
+        at_level = np.flatnonzero(loads + added == low)
+        added[at_level[np.argsort(rank[at_level], kind="stable")[:remaining]]] += 1
+    return added
+
+
+@SETTINGS
+@given(
+    st.lists(st.integers(0, 30), min_size=0, max_size=sticky._SMALL * 2),
+    st.integers(-2, 400),
+    st.randoms(use_true_random=False),
+)
+def test_water_fill_levels_match_a_binary_search_over_levels(loads, units, random):
+    rank = list(range(len(loads)))
+    random.shuffle(rank)
+    loads, rank = np.asarray(loads, dtype=np.int64), np.asarray(rank, dtype=np.int64)
+    expected = plain_water_fill(loads, units, rank)
+    assert sticky._water_fill(loads, units, rank).tolist() == expected.tolist()
