@@ -61,7 +61,7 @@ from assignors.sticky import StickyPlan, plan_sticky
 def withheld_indexes(plan: StickyPlan) -> np.ndarray:
     """Partition indexes to withhold this round: those changing hands (moved claims, and
     partitions held on a dropped topic) and same-generation double claims."""
-    return np.union1d(plan.changing_hands(), np.flatnonzero(plan.contested))
+    return np.flatnonzero(plan.changing_hands_mask() | plan.contested)
 
 
 class CooperativeStickyAssignor:

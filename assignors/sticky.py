@@ -131,9 +131,11 @@ class StickyPlan:
         """Indexes of partitions that go to a member other than one still holding them: moved
         valid claims, and partitions a member holds on a topic it dropped (whoever gets them
         is someone else)."""
-        return np.flatnonzero(
-            (self.owner != self.claimant) & ((self.claimant >= 0) | self.unsubscribed_owner)
-        )
+        return np.flatnonzero(self.changing_hands_mask())
+
+    def changing_hands_mask(self) -> np.ndarray:
+        """:meth:`changing_hands` as a mask over partition indexes."""
+        return (self.owner != self.claimant) & ((self.claimant >= 0) | self.unsubscribed_owner)
 
     def partitions_by_member(
         self, left_out: np.ndarray | None = None
@@ -325,9 +327,8 @@ def _water_fill(loads: np.ndarray, units: int, rank: np.ndarray) -> np.ndarray:
     filled = np.maximum(level - loads, 0)
     remaining = units - int(filled.sum())
     if remaining:
-        at_level = np.flatnonzero(loads + filled == level)
-        chosen = at_level[np.argsort(rank[at_level], kind="stable")[:remaining]]
-        filled[chosen] += 1
+        tied = np.flatnonzero(loads + filled == level)
+        filled[tied[np.argsort(rank[tied], kind="stable")[:remaining]]] += 1
     return filled
 
 
@@ -341,15 +342,23 @@ def _assign_heterogeneous(
     num_members = rank.size
     num_topics = counts.size
 
-    loads = np.zeros(num_members, dtype=_INDEX)
-    kept: list[np.ndarray] = []  # claimed partitions a subscriber still holds, per topic
-    free: list[np.ndarray] = []  # partitions placed this round, per topic
-    for position in range(num_topics):
-        segment = claimant[offsets[position] : offsets[position] + counts[position]]
-        claimed = np.bincount(segment[segment >= 0], minlength=num_members)
-        kept.append(claimed[subscribers[position]])
-        free.append(np.zeros(subscribers[position].size, dtype=_INDEX))
-        loads += claimed
+    # claims per (topic, subscriber) edge; edges are in (topic, member) order, so a claim's
+    # edge is found by binary search (a valid claim's holder subscribes to the topic)
+    sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
+    edge_offsets = np.concatenate(([0], np.cumsum(sizes)))
+    edge_keys = np.repeat(np.arange(num_topics, dtype=_INDEX), sizes) * num_members
+    edge_keys += np.concatenate(subscribers)
+    claimed_partitions = np.flatnonzero(claimant >= 0)
+    holders = claimant[claimed_partitions]
+    loads = np.bincount(holders, minlength=num_members)
+    claim_edges = np.searchsorted(
+        edge_keys, state.topic_of[claimed_partitions] * num_members + holders
+    )
+    per_edge = np.bincount(claim_edges, minlength=edge_keys.size)
+    cuts = edge_offsets.tolist()
+    # claimed partitions a subscriber still holds, and partitions placed this round, per topic
+    kept = [per_edge[cuts[p] : cuts[p + 1]].copy() for p in range(num_topics)]
+    free = [np.zeros(size, dtype=_INDEX) for size in sizes.tolist()]
 
     by_choice = sorted(range(num_topics), key=lambda p: (subscribers[p].size, p))
     # among equally loaded subscribers, new partitions go first to the least constrained
