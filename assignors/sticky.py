@@ -708,43 +708,100 @@ def _move_claimed(
     that stops; False when no topic needs it."""
     for position in order:
         members = subscribers[position]
-        holding, placed = kept[position], free[position]
-        moved_any = False
-        while True:
-            holders = np.flatnonzero(holding > 0)
-            if holders.size == 0:
-                break
-            member_loads = loads[members]
-            if int(member_loads[holders].max()) - int(member_loads.min()) < 2:
-                break  # the fullest holder is within one of the emptiest subscriber
-            by_load = holders[np.lexsort((rank[members[holders]], -member_loads[holders]))]
-            donor = by_load[0]
-            receivers = np.lexsort((rank[members], member_loads))
-            receiver = receivers[0]
-            gap = int(member_loads[donor] - member_loads[receiver])
-            if gap < 2:
-                break
-            # as many single steps as would pick the same donor and receiver in a row
-            next_donor = int(member_loads[by_load[1]]) if by_load.size > 1 else -1
-            next_receiver = (
-                int(member_loads[receivers[1]])
-                if receivers.size > 1
-                else int(member_loads[receiver]) + gap
-            )
-            units = min(
-                int(holding[donor]),
-                gap // 2,
-                max(1, int(member_loads[donor]) - next_donor),
-                max(1, next_receiver - int(member_loads[receiver])),
-            )
-            holding[donor] -= units
-            placed[receiver] += units
-            loads[members[donor]] -= units
-            loads[members[receiver]] += units
-            moved_any = True
-        if moved_any:
+        move = _move_topic_claims if members.size > _SMALL else _move_topic_claims_small
+        if move(members, kept[position], free[position], loads, rank):
             return True
     return False
+
+
+def _move_topic_claims(
+    members: np.ndarray,
+    holding: np.ndarray,
+    placed: np.ndarray,
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> bool:
+    """One topic of :func:`_move_claimed` (``holding``/``placed``: its subscribers' kept claims
+    and freely placed partitions, changed in place with ``loads``); True when claims moved.
+    Each step moves from the fullest holder (ties: lowest rank) to the emptiest subscriber
+    (ties: lowest rank) as many units as would pick the same pair in a row."""
+    moved_any = False
+    while True:
+        holders = np.flatnonzero(holding > 0)
+        if holders.size == 0:
+            break
+        member_loads = loads[members]
+        if int(member_loads[holders].max()) - int(member_loads.min()) < 2:
+            break  # the fullest holder is within one of the emptiest subscriber
+        by_load = holders[np.lexsort((rank[members[holders]], -member_loads[holders]))]
+        donor = by_load[0]
+        receivers = np.lexsort((rank[members], member_loads))
+        receiver = receivers[0]
+        gap = int(member_loads[donor] - member_loads[receiver])
+        next_donor = int(member_loads[by_load[1]]) if by_load.size > 1 else -1
+        next_receiver = (
+            int(member_loads[receivers[1]])
+            if receivers.size > 1
+            else int(member_loads[receiver]) + gap
+        )
+        units = min(
+            int(holding[donor]),
+            gap // 2,
+            max(1, int(member_loads[donor]) - next_donor),
+            max(1, next_receiver - int(member_loads[receiver])),
+        )
+        holding[donor] -= units
+        placed[receiver] += units
+        loads[members[donor]] -= units
+        loads[members[receiver]] += units
+        moved_any = True
+    return moved_any
+
+
+def _move_topic_claims_small(
+    members: np.ndarray,
+    holding: np.ndarray,
+    placed: np.ndarray,
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> bool:
+    """:func:`_move_topic_claims` on Python lists, for topics of a few dozen subscribers."""
+    load = loads[members].tolist()
+    held = holding.tolist()
+    if not any(held):
+        return False
+    ranks = rank[members].tolist()
+    everyone = range(len(load))
+    put = placed.tolist()
+    moved_any = False
+    while True:
+        holders = [i for i in everyone if held[i] > 0]
+        if not holders:
+            break
+        by_load = sorted(holders, key=lambda i: (-load[i], ranks[i]))
+        receivers = sorted(everyone, key=lambda i: (load[i], ranks[i]))
+        donor, receiver = by_load[0], receivers[0]
+        gap = load[donor] - load[receiver]
+        if gap < 2:
+            break
+        next_donor = load[by_load[1]] if len(by_load) > 1 else -1
+        next_receiver = load[receivers[1]] if len(receivers) > 1 else load[receiver] + gap
+        units = min(
+            held[donor],
+            gap // 2,
+            max(1, load[donor] - next_donor),
+            max(1, next_receiver - load[receiver]),
+        )
+        held[donor] -= units
+        put[receiver] += units
+        load[donor] -= units
+        load[receiver] += units
+        moved_any = True
+    if moved_any:
+        holding[:] = held
+        placed[:] = put
+        loads[members] = load
+    return moved_any
 
 
 def _fewest_moves(
