@@ -828,49 +828,28 @@ def _fewest_moves(
     rack_base = sink + 1
     new_cost = 1 if locality is None else int(counts.sum()) + 1
     edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(_INDEX)
-    tails: list[np.ndarray] = []
-    heads: list[np.ndarray] = []
-    capacities: list[np.ndarray] = []
-    costs: list[np.ndarray] = []
-    edges: list[np.ndarray] = []  # subscription edge each arc feeds, -1 for inner arcs
-
-    def add(
-        tail: object, head: np.ndarray, capacity: object, cost: int, edge: np.ndarray | None
-    ) -> None:
-        size = head.size
-        # np.full for scalars: a tenth of broadcast_to's Python overhead, the same values
-        tails.append(
-            np.asarray(tail, dtype=_INDEX)
-            if isinstance(tail, np.ndarray)
-            else np.full(size, tail, dtype=_INDEX)
-        )
-        heads.append(head.astype(_INDEX))
-        capacities.append(
-            np.asarray(capacity, dtype=_INDEX)
-            if isinstance(capacity, np.ndarray)
-            else np.full(size, capacity, dtype=_INDEX)
-        )
-        costs.append(np.full(size, cost, dtype=_INDEX))
-        edges.append(np.full(size, -1, dtype=_INDEX) if edge is None else edge)
-
+    topic_nodes = 1 + np.arange(num_topics, dtype=_INDEX)
+    member_nodes = 1 + num_topics + np.arange(num_members, dtype=_INDEX)
+    # arcs: the subscription arcs, then source -> each topic, then each member -> sink;
+    # ``edges``: the subscription edge each arc feeds, -1 for the others
+    made = [
+        (np.zeros(num_topics, dtype=_INDEX), member_nodes),
+        (topic_nodes, np.full(num_members, sink, dtype=_INDEX)),
+        (counts.astype(_INDEX), loads.astype(_INDEX)),
+        (np.zeros(num_topics + num_members, dtype=_INDEX),),
+        (np.full(num_topics + num_members, -1, dtype=_INDEX),),
+    ]
     if edge_offsets[-1] > 0:
-        made_arcs = (
+        subscription_arcs = (
             _plain_arcs(subscribers, claims, counts, loads, edge_offsets, new_cost)
             if locality is None
             else _rack_arcs(subscribers, claims, counts, loads, edge_offsets, new_cost, locality)
         )
-        for made, arcs in zip((tails, heads, capacities, costs, edges), made_arcs, strict=True):
-            made.append(arcs)
-    add(source, 1 + np.arange(num_topics), counts, 0, None)
-    add(1 + num_topics + np.arange(num_members), np.full(num_members, sink), loads, 0, None)
+        made = [(arcs, *rest) for arcs, rest in zip(subscription_arcs, made, strict=True)]
+    tails, heads, capacities, costs, edges = (np.concatenate(parts) for parts in made)
 
     flow = min_cost_flow.SimpleMinCostFlow()
-    arcs = flow.add_arcs_with_capacity_and_unit_cost(
-        np.concatenate(tails),
-        np.concatenate(heads),
-        np.concatenate(capacities),
-        np.concatenate(costs),
-    )
+    arcs = flow.add_arcs_with_capacity_and_unit_cost(tails, heads, capacities, costs)
     num_nodes = rack_base + num_topics * num_racks
     supplies = np.zeros(num_nodes, dtype=_INDEX)
     supplies[source], supplies[sink] = int(counts.sum()), -int(counts.sum())
@@ -878,10 +857,10 @@ def _fewest_moves(
     if flow.solve() != flow.OPTIMAL:
         return None
     flows = flow.flows(arcs)
-    arc_edges = np.concatenate(edges)
-    feeding = arc_edges >= 0
-    held = np.zeros(int(edge_offsets[-1]), dtype=_INDEX)
-    np.add.at(held, arc_edges[feeding], flows[feeding])
+    feeding = edges >= 0
+    held = np.bincount(edges[feeding], flows[feeding], minlength=int(edge_offsets[-1])).astype(
+        _INDEX
+    )
     return [held[edge_offsets[p] : edge_offsets[p + 1]] for p in range(num_topics)]
 
 
@@ -1041,6 +1020,9 @@ def _search_loads(
     best_moves = _moves(claims, holdings)
     trials = _LoadTrials.of(subscribers, claims, counts)
     active = np.flatnonzero(np.bincount(trials.member, minlength=loads.size))
+    claimed_by_member = np.bincount(trials.member, trials.claimed, minlength=loads.size)
+    claimed_by_member = claimed_by_member.astype(_INDEX)
+    total_claims = int(trials.claimed.sum())
     spent = 0
     while best_moves > 0 and spent < LOAD_SEARCH_TRIALS:
         held = np.concatenate(holdings)
@@ -1054,6 +1036,16 @@ def _search_loads(
         budget = LOAD_SEARCH_TRIALS - spent
         pair_givers, pair_takers = pair_givers[distinct][:budget], pair_takers[distinct][:budget]
         spent += pair_givers.size
+        # a member keeps at most min(load, all its claims): a trial keeping no more claims than
+        # the best so far by that count alone cannot win (the screen below only tightens it)
+        keepable = np.minimum(loads, claimed_by_member)
+        relaxed = (
+            int(keepable.sum())
+            - (loads[pair_givers] <= claimed_by_member[pair_givers])
+            + (loads[pair_takers] < claimed_by_member[pair_takers])
+        )
+        promising = total_claims - relaxed < best_moves
+        pair_givers, pair_takers = pair_givers[promising], pair_takers[promising]
         if pair_givers.size == 0:
             break
         tried = np.repeat(loads[None, :], pair_givers.size, axis=0)
