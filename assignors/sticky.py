@@ -303,24 +303,7 @@ def _water_fill(loads: np.ndarray, units: int, rank: np.ndarray) -> np.ndarray:
     if units <= 0 or size == 0:
         return np.zeros(size, dtype=_INDEX)
     if size <= _SMALL:
-        values = loads.tolist()
-        level, total = 0, 0
-        for k, value in enumerate(sorted(values), 1):
-            total += value
-            candidate = (units + total) // k
-            if candidate < value:
-                break
-            level = candidate
-        added = [level - value if value < level else 0 for value in values]
-        remaining = units - sum(added)
-        if remaining:
-            ranks = rank.tolist()
-            at_level = sorted(
-                (ranks[i], i) for i, value in enumerate(values) if value + added[i] == level
-            )
-            for _, i in at_level[:remaining]:
-                added[i] += 1
-        return np.asarray(added, dtype=_INDEX)
+        return np.asarray(_water_fill_list(loads.tolist(), units, rank.tolist()), dtype=_INDEX)
     ordered = np.sort(loads)
     levels = (units + np.cumsum(ordered)) // np.arange(1, size + 1)
     level = int(levels[np.count_nonzero(levels >= ordered) - 1])
@@ -330,6 +313,26 @@ def _water_fill(loads: np.ndarray, units: int, rank: np.ndarray) -> np.ndarray:
         tied = np.flatnonzero(loads + filled == level)
         filled[tied[np.argsort(rank[tied], kind="stable")[:remaining]]] += 1
     return filled
+
+
+def _water_fill_list(values: list[int], units: int, ranks: list[int]) -> list[int]:
+    """:func:`_water_fill` on Python lists (``units`` > 0, ``values`` not empty)."""
+    level, total = 0, 0
+    for k, value in enumerate(sorted(values), 1):
+        total += value
+        candidate = (units + total) // k
+        if candidate < value:
+            break
+        level = candidate
+    added = [level - value if value < level else 0 for value in values]
+    remaining = units - sum(added)
+    if remaining:
+        at_level = sorted(
+            (ranks[i], i) for i, value in enumerate(values) if value + added[i] == level
+        )
+        for _, i in at_level[:remaining]:
+            added[i] += 1
+    return added
 
 
 def _assign_heterogeneous(
@@ -675,6 +678,21 @@ def _spread_free(
 ) -> None:
     """Re-water-fill each topic's freely placed partitions while that lowers the sum of squared
     loads; at the fixed point no free partition can fix a pair that breaks Kafka's rule."""
+    if loads.size <= 4 * _SMALL and max(members.size for members in subscribers) <= _SMALL:
+        _spread_free_small(order, subscribers, kept, free, loads, rank)
+    else:
+        _spread_free_arrays(order, subscribers, kept, free, loads, rank)
+
+
+def _spread_free_arrays(
+    order: list[int],
+    subscribers: list[np.ndarray],
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> None:
+    """:func:`_spread_free` on arrays, for large groups."""
     improved = True
     while improved:
         improved = False
@@ -693,6 +711,68 @@ def _spread_free(
                 free[position] = refilled
                 loads[members] = after
                 improved = True
+
+
+def _spread_free_small(
+    order: list[int],
+    subscribers: list[np.ndarray],
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> None:
+    """:func:`_spread_free` on Python lists, for groups of a few hundred members at most and
+    topics of a few dozen subscribers (same sweeps, same tie order, same water-filling)."""
+    load = loads.tolist()
+    ranks = rank.tolist()
+    members_of = [members.tolist() for members in subscribers]
+    held_of = [held.tolist() for held in kept]
+    placed_of = [placed.tolist() for placed in free]
+    changed = set()
+    improved = True
+    while improved:
+        improved = False
+        ties = _tie_order_list(members_of, held_of, placed_of, load, ranks)
+        for position in order:
+            placed = placed_of[position]
+            units = sum(placed)
+            if units == 0:
+                continue
+            members = members_of[position]
+            current = [load[m] for m in members]
+            base = [now - mine for now, mine in zip(current, placed, strict=True)]
+            refilled = _water_fill_list(base, units, [ties[m] for m in members])
+            after = [below + added for below, added in zip(base, refilled, strict=True)]
+            if sum(a * a for a in after) < sum(c * c for c in current):
+                placed_of[position] = refilled
+                for member, value in zip(members, after, strict=True):
+                    load[member] = value
+                changed.add(position)
+                improved = True
+    for position in changed:
+        free[position] = np.asarray(placed_of[position], dtype=_INDEX)
+    loads[:] = load
+
+
+def _tie_order_list(
+    members_of: list[list[int]],
+    held_of: list[list[int]],
+    placed_of: list[list[int]],
+    load: list[int],
+    ranks: list[int],
+) -> list[int]:
+    """:func:`_tie_order` on Python lists."""
+    cap = [sum(load) + 2] * len(load)
+    for members, held, placed in zip(members_of, held_of, placed_of, strict=True):
+        if members:
+            least = min(load[m] for m in members) + 1
+            for member, mine, added in zip(members, held, placed, strict=True):
+                if mine + added > 0 and least < cap[member]:
+                    cap[member] = least
+    ties = [0] * len(load)
+    for position, member in enumerate(sorted(range(len(load)), key=lambda i: (-cap[i], ranks[i]))):
+        ties[member] = position
+    return ties
 
 
 def _move_claimed(

@@ -665,3 +665,26 @@ def test_moving_claims_on_lists_moves_what_the_array_steps_move(data):
     moved = sticky._move_topic_claims(members, *arrays, rank)
     assert sticky._move_topic_claims_small(members, *lists, rank) == moved
     assert [a.tolist() for a in lists] == [a.tolist() for a in arrays]
+
+
+@SETTINGS
+@given(load_problems(), st.data())
+def test_spreading_free_partitions_on_lists_matches_the_array_sweeps(problem, data):
+    subscribers, claims, _, loads, _, _ = problem
+    # free partitions: some of each topic's partitions placed beyond the kept claims
+    kept = [np.minimum(own, data.draw(st.integers(0, 3))) for own in claims]
+    free = [
+        np.asarray([data.draw(st.integers(0, 4)) for _ in range(members.size)], dtype=np.int64)
+        for members in subscribers
+    ]
+    loads = np.zeros(loads.size, dtype=np.int64)
+    for members, held, placed in zip(subscribers, kept, free, strict=True):
+        np.add.at(loads, members, held + placed)
+    rank = np.asarray(data.draw(st.permutations(range(loads.size))), dtype=np.int64)
+    order = sorted(range(len(subscribers)), key=lambda p: (subscribers[p].size, p))
+    arrays = ([f.copy() for f in free], loads.copy())
+    lists = ([f.copy() for f in free], loads.copy())
+    sticky._spread_free_arrays(order, subscribers, kept, *arrays, rank)
+    sticky._spread_free_small(order, subscribers, kept, *lists, rank)
+    assert [f.tolist() for f in lists[0]] == [f.tolist() for f in arrays[0]]
+    assert lists[1].tolist() == arrays[1].tolist()
