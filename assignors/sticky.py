@@ -739,7 +739,7 @@ def _spread_free_small(
             if units == 0:
                 continue
             members = members_of[position]
-            current = [load[m] for m in members]
+            current = list(map(load.__getitem__, members))
             base = [now - mine for now, mine in zip(current, placed, strict=True)]
             refilled = _water_fill_list(base, units, [ties[m] for m in members])
             after = [below + added for below, added in zip(base, refilled, strict=True)]
@@ -765,12 +765,14 @@ def _tie_order_list(
     cap = [sum(load) + 2] * len(load)
     for members, held, placed in zip(members_of, held_of, placed_of, strict=True):
         if members:
-            least = min(load[m] for m in members) + 1
+            least = min(map(load.__getitem__, members)) + 1
             for member, mine, added in zip(members, held, placed, strict=True):
-                if mine + added > 0 and least < cap[member]:
+                if (mine or added) and least < cap[member]:
                     cap[member] = least
     ties = [0] * len(load)
-    for position, member in enumerate(sorted(range(len(load)), key=lambda i: (-cap[i], ranks[i]))):
+    # ranks are distinct, so the member index never decides
+    ordered = sorted(zip([-limit for limit in cap], ranks, range(len(load)), strict=True))
+    for position, (_, _, member) in enumerate(ordered):
         ties[member] = position
     return ties
 
@@ -855,17 +857,17 @@ def _move_topic_claims_small(
     put = placed.tolist()
     moved_any = False
     while True:
-        holders = [i for i in everyone if held[i] > 0]
-        if not holders:
+        # (key, member) pairs; ranks are distinct, so the member index never decides
+        by_load = sorted((-load[i], ranks[i], i) for i in everyone if held[i] > 0)
+        if not by_load:
             break
-        by_load = sorted(holders, key=lambda i: (-load[i], ranks[i]))
-        receivers = sorted(everyone, key=lambda i: (load[i], ranks[i]))
-        donor, receiver = by_load[0], receivers[0]
+        receivers = sorted(zip(load, ranks, everyone, strict=True))
+        donor, receiver = by_load[0][2], receivers[0][2]
         gap = load[donor] - load[receiver]
         if gap < 2:
             break
-        next_donor = load[by_load[1]] if len(by_load) > 1 else -1
-        next_receiver = load[receivers[1]] if len(receivers) > 1 else load[receiver] + gap
+        next_donor = -by_load[1][0] if len(by_load) > 1 else -1
+        next_receiver = receivers[1][0] if len(receivers) > 1 else load[receiver] + gap
         units = min(
             held[donor],
             gap // 2,
