@@ -94,6 +94,7 @@ LOAD_SEARCH_TRIALS = 500
 # the optimal load window comes from Hall's conditions over every set of merged topics up to
 # this many of them (2^k sets), from scoring's flows beyond
 WINDOW_SUBSETS_CLASSES = 10
+WINDOW_SUBSETS_CELLS = 1 << 16  # and while (2^k sets) x (members) stays this small
 # rack classes of partitions are sorted as integers up to this many consumer racks
 _RACK_CODE_BITS = 62
 # arrays up to this size are worked on as Python lists where numpy's per-call cost dominates
@@ -516,8 +517,9 @@ def _optimal_window(
     """(largest min load, smallest max load) any valid assignment reaches: scoring's exact
     references, on topics merged by subscriber set. A spread of at most one is already both
     (no exchange can improve it), so nothing is computed then; up to ``WINDOW_SUBSETS_CLASSES``
-    merged topics, Hall's conditions over every set of them give both at once
-    (:func:`_window_by_subsets`), beyond that scoring's flows do."""
+    merged topics (and ``WINDOW_SUBSETS_CELLS`` sets x members), Hall's conditions over every
+    set of them give both at once (:func:`_window_by_subsets`), beyond that scoring's flows
+    do."""
     current = loads[active]
     low, high = int(current.min()), int(current.max())
     if high - low <= 1:
@@ -535,7 +537,7 @@ def _optimal_window(
             class_subscribers.append(members)
             sizes.append(0)
         sizes[index] += int(counts[position])
-    if len(sizes) <= WINDOW_SUBSETS_CLASSES:
+    if len(sizes) <= WINDOW_SUBSETS_CLASSES and active.size << len(sizes) <= WINDOW_SUBSETS_CELLS:
         return _window_by_subsets(class_subscribers, sizes, loads.size, active)
     # imported here: scoring brings pyarrow, which only groups with many classes need
     from assignors.traces.scoring import (
@@ -940,9 +942,8 @@ def _fewest_moves(
         return None
     flows = flow.flows(arcs)
     feeding = edges >= 0
-    held = np.bincount(edges[feeding], flows[feeding], minlength=int(edge_offsets[-1])).astype(
-        _INDEX
-    )
+    held = np.zeros(int(edge_offsets[-1]), dtype=_INDEX)
+    np.add.at(held, edges[feeding], flows[feeding])
     return [held[edge_offsets[p] : edge_offsets[p + 1]] for p in range(num_topics)]
 
 
