@@ -99,6 +99,8 @@ WINDOW_SUBSETS_CELLS = 1 << 16  # and while (2^k sets) x (members) stays this sm
 _RACK_CODE_BITS = 62
 # arrays up to this size are worked on as Python lists where numpy's per-call cost dominates
 _SMALL = 64
+# the rack-aware flow's arcs are built for all topics at once up to this many edges
+RACK_ARCS_AT_ONCE = 50_000
 # a lower bound above any number of lost claims: the trial's loads admit no assignment
 LOAD_SEARCH_INFEASIBLE = np.iinfo(np.int64).max
 
@@ -479,13 +481,14 @@ def _realize_topics(
             owner[pool] = unit_member[order]
             return
     edge_offsets = np.concatenate(([0], np.cumsum(sizes)))
+    # the pool is sorted, so each topic's part of it is one slice
+    pool_cuts = np.searchsorted(pool, np.append(offsets, topic_of.size)).tolist()
     for position in np.unique(topic_of[pool]).tolist():
-        start, stop = int(offsets[position]), int(offsets[position] + counts[position])
         deficits = np.zeros(num_members, dtype=_INDEX)
         deficits[subscribers[position]] = deficit[
             edge_offsets[position] : edge_offsets[position + 1]
         ]
-        here = pool[(pool >= start) & (pool < stop)]
+        here = pool[pool_cuts[position] : pool_cuts[position + 1]]
         if racks is not None:
             here = _deal_local(here, deficits, rank, racks, owner)
         _deal(here, deficits, rank, owner)
@@ -924,12 +927,16 @@ def _fewest_moves(
         (np.full(num_topics + num_members, -1, dtype=_INDEX),),
     ]
     if edge_offsets[-1] > 0:
-        subscription_arcs = (
-            _plain_arcs(subscribers, claims, counts, loads, edge_offsets, new_cost)
-            if locality is None
-            else _rack_arcs(subscribers, claims, counts, loads, edge_offsets, new_cost, locality)
-        )
-        made = [(arcs, *rest) for arcs, rest in zip(subscription_arcs, made, strict=True)]
+        arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
+        if locality is not None and edge_offsets[-1] > RACK_ARCS_AT_ONCE:
+            # one topic at a time, the pieces concatenated once with the arcs above
+            pieces = _rack_arc_pieces(*arguments, locality)
+        else:
+            whole = (
+                _plain_arcs(*arguments) if locality is None else _rack_arcs(*arguments, locality)
+            )
+            pieces = [[column] for column in whole]
+        made = [(*parts, *rest) for parts, rest in zip(pieces, made, strict=True)]
     tails, heads, capacities, costs, edges = (np.concatenate(parts) for parts in made)
 
     flow = min_cost_flow.SimpleMinCostFlow()
@@ -1029,51 +1036,143 @@ def _rack_arcs(
     num_topics, num_racks = len(subscribers), local_by_rack.shape[1]
     rack_base = 2 + num_topics + loads.size
     claimed = np.concatenate(claims).astype(_INDEX)
+    sizes = counts.astype(_INDEX)
     allowed, topic, member = _allowed_edges(subscribers, loads, edge_offsets)
     rack = member_rack[member]
     local = np.zeros(allowed.size, dtype=bool)
     known = rack >= 0
     local[known] = local_by_rack[topic[known], rack[known]] > 0
-    pairs = np.unique(topic[local] * num_racks + rack[local])
+    local_topic, local_rack = topic[local], rack[local]
+    # each topic's block: its claim arcs, its new arcs, then per rack (ascending) with local
+    # allowed subscribers the arc into the (topic, rack) node followed by that node's arcs
+    per_topic = np.bincount(topic, minlength=num_topics)
+    per_pair = np.bincount(
+        local_topic * num_racks + local_rack, minlength=num_topics * num_racks
+    ).reshape(num_topics, num_racks)
+    pair_arcs = per_pair + (per_pair > 0)
+    block = 2 * per_topic + pair_arcs.sum(axis=1)
+    block_start = np.cumsum(block) - block
+    pair_start = (block_start + 2 * per_topic)[:, None] + np.cumsum(pair_arcs, axis=1) - pair_arcs
+    # the k-th allowed edge of its topic; the k-th local one of its (topic, rack)
+    kth = np.arange(allowed.size) - (np.cumsum(per_topic) - per_topic)[topic]
+    kth_local = np.empty(local_topic.size, dtype=_INDEX)
+    for column in np.unique(local_rack).tolist():
+        here = np.flatnonzero(local_rack == column)
+        kth_local[here] = _position_in_run(local_topic[here])
+    pairs = np.flatnonzero(per_pair.ravel())
     pair_topic, pair_rack = pairs // num_racks, pairs % num_racks
-    rack_nodes = rack_base + topic[local] * num_racks + rack[local]
-    member_nodes = 1 + num_topics + member
-    sizes = counts.astype(_INDEX)
-    zeros = np.zeros(allowed.size, dtype=_INDEX)
-    # sort keys, least significant first: edge, (rack arc before its members), rack, section
-    edge_key = np.concatenate(
-        (allowed, allowed, np.zeros(pairs.size, dtype=_INDEX), allowed[local])
-    )
-    inner = np.concatenate((zeros, zeros, np.zeros(pairs.size, dtype=_INDEX), zeros[local] + 1))
-    rack_key = np.concatenate((zeros, zeros, pair_rack, rack[local]))
-    section = np.concatenate(
-        (zeros, zeros + 1, np.full(pairs.size, 2, dtype=_INDEX), zeros[local] + 2)
-    )
-    topic_key = np.concatenate((topic, topic, pair_topic, topic[local]))
-    order = np.lexsort((edge_key, inner, rack_key, section, topic_key))
-    tails = np.concatenate((1 + topic, 1 + topic, 1 + pair_topic, rack_nodes))
-    heads = np.concatenate((member_nodes, member_nodes, rack_base + pairs, member_nodes[local]))
-    capacities = np.concatenate(
-        (claimed[allowed], sizes[topic], local_by_rack[pair_topic, pair_rack], sizes[topic[local]])
-    )
-    costs = np.concatenate(
+
+    total = int(block.sum())
+    tails = np.empty(total, dtype=_INDEX)
+    heads = np.empty(total, dtype=_INDEX)
+    capacities = np.empty(total, dtype=_INDEX)
+    costs = np.empty(total, dtype=_INDEX)
+    edges = np.empty(total, dtype=_INDEX)
+    claim_at = block_start[topic] + kth
+    for at, tail, head, capacity, cost, edge in (
+        (claim_at, 1 + topic, 1 + num_topics + member, claimed[allowed], 0, allowed),
         (
-            zeros,
-            zeros + (new_cost + 1),
-            np.full(pairs.size, new_cost, dtype=_INDEX),
-            zeros[local],
+            claim_at + per_topic[topic],
+            1 + topic,
+            1 + num_topics + member,
+            sizes[topic],
+            new_cost + 1,
+            allowed,
+        ),
+        (
+            pair_start[pair_topic, pair_rack],
+            1 + pair_topic,
+            rack_base + pairs,
+            local_by_rack[pair_topic, pair_rack],
+            new_cost,
+            -1,
+        ),
+        (
+            pair_start[local_topic, local_rack] + 1 + kth_local,
+            rack_base + local_topic * num_racks + local_rack,
+            1 + num_topics + member[local],
+            sizes[local_topic],
+            0,
+            allowed[local],
+        ),
+    ):
+        tails[at], heads[at], capacities[at], costs[at], edges[at] = (
+            tail,
+            head,
+            capacity,
+            cost,
+            edge,
         )
-    )
-    edges = np.concatenate(
-        (allowed, allowed, np.full(pairs.size, -1, dtype=_INDEX), allowed[local])
-    )
-    return (
-        tails[order],
-        heads[order],
-        capacities[order].astype(_INDEX),
-        costs[order],
-        edges[order],
-    )
+    return tails, heads, capacities, costs, edges
+
+
+def _rack_arcs_by_topic(
+    subscribers: list[np.ndarray],
+    claims: list[np.ndarray],
+    counts: np.ndarray,
+    loads: np.ndarray,
+    edge_offsets: np.ndarray,
+    new_cost: int,
+    locality: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_rack_arcs` built one topic at a time: for millions of edges, a few small arrays
+    per topic cost less than the all-topics arrays (the same arcs in the same order)."""
+    pieces = _rack_arc_pieces(subscribers, claims, counts, loads, edge_offsets, new_cost, locality)
+    tails, heads, capacities, costs, edges = (np.concatenate(parts) for parts in pieces)
+    return tails, heads, capacities, costs, edges
+
+
+def _rack_arc_pieces(
+    subscribers: list[np.ndarray],
+    claims: list[np.ndarray],
+    counts: np.ndarray,
+    loads: np.ndarray,
+    edge_offsets: np.ndarray,
+    new_cost: int,
+    locality: tuple[np.ndarray, np.ndarray],
+) -> list[list[np.ndarray]]:
+    """The arcs of :func:`_rack_arcs_by_topic` as (tails, heads, capacities, costs, edges),
+    each a list of per-topic pieces."""
+    local_by_rack, member_rack = locality
+    num_topics, num_racks = len(subscribers), local_by_rack.shape[1]
+    rack_base = 2 + num_topics + loads.size
+    parts: list[tuple[np.ndarray, ...]] = []
+
+    def add(tail: int, head: np.ndarray, capacity: object, cost: int, edge: object) -> None:
+        size = head.size
+        parts.append(
+            (
+                np.full(size, tail, dtype=_INDEX),
+                head.astype(_INDEX),
+                np.asarray(capacity, dtype=_INDEX)
+                if isinstance(capacity, np.ndarray)
+                else np.full(size, capacity, dtype=_INDEX),
+                np.full(size, cost, dtype=_INDEX),
+                np.asarray(edge, dtype=_INDEX)
+                if isinstance(edge, np.ndarray)
+                else np.full(size, edge, dtype=_INDEX),
+            )
+        )
+
+    for position, members in enumerate(subscribers):
+        if members.size == 0:
+            continue
+        slots = np.flatnonzero(loads[members] <= int(loads[members].min()) + 1)
+        allowed = members[slots]
+        size = int(counts[position])
+        edge = edge_offsets[position] + slots
+        add(1 + position, 1 + num_topics + allowed, claims[position][slots], 0, edge)
+        add(1 + position, 1 + num_topics + allowed, size, new_cost + 1, edge)
+        racks_here = member_rack[allowed]
+        for rack in np.unique(racks_here[racks_here >= 0]).tolist():
+            local_count = int(local_by_rack[position, rack])
+            if local_count == 0:
+                continue
+            rack_node = rack_base + position * num_racks + rack
+            add(1 + position, np.asarray([rack_node]), local_count, new_cost, -1)
+            chosen = racks_here == rack
+            add(rack_node, 1 + num_topics + allowed[chosen], size, 0, edge[chosen])
+    return [list(column) for column in zip(*parts, strict=True)]
 
 
 def _moves(claims: list[np.ndarray], holdings: list[np.ndarray]) -> int:

@@ -186,6 +186,10 @@ def test_rack_arcs_are_the_arcs_of_one_topic_at_a_time(problem, data):
         subscribers, claims, counts, loads, new_cost, (local_by_rack, member_rack)
     )
     assert [column.tolist() for column in fast] == plain
+    by_topic = sticky._rack_arcs_by_topic(
+        subscribers, claims, counts, loads, edge_offsets, new_cost, (local_by_rack, member_rack)
+    )
+    assert [column.tolist() for column in by_topic] == plain
 
 
 def plain_deal(pool, deficits, rank, owner):
