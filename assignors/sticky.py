@@ -1256,7 +1256,8 @@ class _LoadTrials:
     edges (topic after topic, each topic's subscribers in order), for trying many load vectors:
     ``member``/``topic``/``claimed``/``size`` per edge; ``starts``: first edge of each topic
     that has subscribers (``edge_group`` maps an edge to that topic's place among them);
-    ``by_member``/``member_starts``/``edge_members``: the edges grouped by member."""
+    ``by_member``/``member_starts``/``edge_members``: the edges grouped by member, and
+    ``member_position``: each edge's member as a place in ``edge_members``."""
 
     member: np.ndarray
     topic: np.ndarray
@@ -1268,6 +1269,7 @@ class _LoadTrials:
     by_member: np.ndarray
     member_starts: np.ndarray
     edge_members: np.ndarray
+    member_position: np.ndarray
     unreachable: bool
 
     @classmethod
@@ -1294,6 +1296,7 @@ class _LoadTrials:
             by_member=by_member,
             member_starts=np.flatnonzero(first),
             edge_members=sorted_members[first],
+            member_position=np.searchsorted(sorted_members[first], member),
             unreachable=bool((counts[~served] > 0).any()),
         )
 
@@ -1305,8 +1308,10 @@ class _LoadTrials:
 
         Exact screens, each a necessary condition: a topic needs room for all its partitions
         on its allowed subscribers; when the loads add up to the partitions (so every member
-        takes exactly its load), a member needs that many partitions on its allowed topics;
-        and a member keeps at most ``min(load, its claims on allowed topics)``."""
+        takes exactly its load), a member needs that many partitions on its allowed topics; a
+        member keeps at most ``min(load, its claims on allowed topics)``; and a topic's allowed
+        subscribers, who take all of its partitions, keep at most their claims on it plus
+        their load beyond its size."""
         edge_loads = tried[:, self.member]
         least = np.minimum.reduceat(edge_loads, self.starts, axis=1)
         allowed = edge_loads <= least[:, self.edge_group] + 1
@@ -1328,7 +1333,19 @@ class _LoadTrials:
             feasible &= ~(tried[:, outside] > 0).any(axis=1)
         if self.unreachable:
             feasible[:] = False
-        lost = int(self.claimed.sum()) - np.minimum(loads_here, keepable).sum(axis=1)
+        member_keep = np.minimum(loads_here, keepable)
+        kept = member_keep.sum(axis=1)
+        # a topic's allowed subscribers take all of its partitions, of which only their claims
+        # on it are kept, so they keep at most those plus their load beyond the topic's size
+        keep_here = np.add.reduceat(
+            np.where(allowed, member_keep[:, self.member_position], 0), self.starts, axis=1
+        )
+        claims_here = np.add.reduceat(np.where(allowed, self.claimed, 0), self.starts, axis=1)
+        beyond = claims_here + room - self.counts[self.topic[self.starts]]
+        kept = np.minimum(
+            kept, (kept[:, None] - keep_here + np.minimum(keep_here, beyond)).min(axis=1)
+        )
+        lost = int(self.claimed.sum()) - kept
         return np.where(feasible, lost, LOAD_SEARCH_INFEASIBLE), allowed
 
     def fewest_moves(self, loads: np.ndarray, allowed: np.ndarray) -> int | None:
