@@ -45,6 +45,7 @@ MAX_RESULT_DEPTH = 32
 MAX_TIMELINE_STEPS = 100_000
 MAX_REPLICAS = 1_000
 MAX_RESULT_TEXT_CHARS = 100_000
+MAX_PARTITIONS = 64
 
 
 class _ResultValueError(ValueError):
@@ -112,23 +113,48 @@ def check_replication_result(result: object) -> dict[str, Any]:
     for key in ("name", "mode"):
         if key in result and result[key] is not None and not isinstance(result[key], str):
             raise InputError("must be text", field=key, value=result[key])
+    _check_state_fields(result, "")
+    partitions = result.get("partitions")
+    if partitions is not None:
+        if not isinstance(partitions, list):
+            raise InputError("must be a list of partitions", field="partitions", value=partitions)
+        if len(partitions) > MAX_PARTITIONS:
+            raise InputError(
+                f"more than {MAX_PARTITIONS} partitions", field="partitions", value=len(partitions)
+            )
+        for position, partition in enumerate(partitions):
+            where = f"partitions[{position}]"
+            if not isinstance(partition, dict):
+                raise InputError("must be an object", field=where, value=partition)
+            if partition.get("partition") is not None and not _is_int(partition["partition"]):
+                raise InputError(
+                    "must be an integer", field=f"{where}.partition", value=partition["partition"]
+                )
+            _check_state_fields(partition, f"{where}.")
+    return result
+
+
+def _check_state_fields(result: Mapping[str, Any], prefix: str) -> None:
+    """The fields of one partition's state (the top level, or ``partitions[N].``)."""
     for key in ("acked", "acked_lost", "isr", "elr", "violations", "expect_failures"):
         if key in result and result[key] is not None and not isinstance(result[key], list):
-            raise InputError("must be a list", field=key, value=result[key])
+            raise InputError("must be a list", field=f"{prefix}{key}", value=result[key])
     for key in ("results", "consumed"):
         if key in result and result[key] is not None and not isinstance(result[key], dict):
-            raise InputError("must be an object", field=key, value=result[key])
-    _check_replica_map(result.get("replicas"), "replicas")
+            raise InputError("must be an object", field=f"{prefix}{key}", value=result[key])
+    _check_replica_map(result.get("replicas"), f"{prefix}replicas")
     timeline = result.get("timeline")
     if timeline is not None:
         if not isinstance(timeline, list):
-            raise InputError("must be a list of steps", field="timeline", value=timeline)
+            raise InputError("must be a list of steps", field=f"{prefix}timeline", value=timeline)
         if len(timeline) > MAX_TIMELINE_STEPS:
             raise InputError(
-                f"more than {MAX_TIMELINE_STEPS:,} steps", field="timeline", value=len(timeline)
+                f"more than {MAX_TIMELINE_STEPS:,} steps",
+                field=f"{prefix}timeline",
+                value=len(timeline),
             )
         for position, entry in enumerate(timeline):
-            where = f"timeline[{position}]"
+            where = f"{prefix}timeline[{position}]"
             if not isinstance(entry, dict):
                 raise InputError("must be an object", field=where, value=entry)
             for key in ("step", "time_ms", "leader_epoch"):
@@ -141,7 +167,9 @@ def check_replication_result(result: object) -> dict[str, Any]:
     for position, violation in enumerate(result.get("violations") or ()):
         if not isinstance(violation, dict | str):
             raise InputError(
-                "must be an object or a name", field=f"violations[{position}]", value=violation
+                "must be an object or a name",
+                field=f"{prefix}violations[{position}]",
+                value=violation,
             )
         if (
             isinstance(violation, dict)
@@ -150,10 +178,9 @@ def check_replication_result(result: object) -> dict[str, Any]:
         ):
             raise InputError(
                 "must be an integer",
-                field=f"violations[{position}].step",
+                field=f"{prefix}violations[{position}].step",
                 value=violation["step"],
             )
-    return result
 
 
 def _is_int(value: object) -> bool:
@@ -691,7 +718,11 @@ def timeline_figure(
     return figure
 
 
-def _verdict_section(result: Mapping[str, Any], violations: Sequence[Mapping[str, Any]]) -> str:
+def _verdict_section(
+    result: Mapping[str, Any], violations: Sequence[Mapping[str, Any]], prefix: str = ""
+) -> str:
+    """The outcome and violation tables; ``prefix`` starts every element id (one partition's
+    section of a several-partition page)."""
     acked = [str(value) for value in result.get("acked") or ()]
     lost = [str(value) for value in result.get("acked_lost") or ()]
     diverged = result.get("diverged")
@@ -745,15 +776,15 @@ def _verdict_section(result: Mapping[str, Any], violations: Sequence[Mapping[str
         for violation in violations
     )
     violations_block = (
-        '<table id="violations-table"><thead><tr><th>invariant</th><th>step</th>'
+        f'<table id="{prefix}violations-table"><thead><tr><th>invariant</th><th>step</th>'
         '<th class="text">detail</th></tr></thead>'
         f"<tbody>{violation_rows}</tbody></table>"
         if violations
-        else '<p class="ok" id="no-violations">No invariant was violated.</p>'
+        else f'<p class="ok" id="{prefix}no-violations">No invariant was violated.</p>'
     )
     return (
-        '<section id="verdict"><h2>Outcome</h2>'
-        f'<table id="outcome-table"><tbody>{cells}'
+        f'<section id="{prefix}verdict"><h2>Outcome</h2>'
+        f'<table id="{prefix}outcome-table"><tbody>{cells}'
         f'<tr><td>acknowledged and lost</td><td class="text">{lost_cell}</td></tr>'
         f'<tr><td>diverged</td><td class="text">{diverged_cell}</td></tr>'
         f"{consumed_cells}{_expect_rows(result)}</tbody></table>"
@@ -790,6 +821,7 @@ def _steps_table(
     replicas: Sequence[str],
     acked_lost: frozenset[str],
     violation_steps: frozenset[int],
+    prefix: str = "",
 ) -> str:
     replica_headers = "".join(
         f"<th>replica {escape(replica)}<br>LEO / HW / epoch</th>" for replica in replicas
@@ -837,7 +869,7 @@ def _steps_table(
             "</td></tr>"
         )
     return (
-        '<div class="table-wrap"><table id="steps-table"><thead><tr><th>step</th>'
+        f'<div class="table-wrap"><table id="{prefix}steps-table"><thead><tr><th>step</th>'
         + ("<th>time (ms)</th>" if with_time else "")
         + '<th class="text">operation</th>'
         f'{replica_headers}<th>leader</th><th class="text">ISR</th>'
@@ -848,7 +880,7 @@ def _steps_table(
     )
 
 
-def _logs_section(result: Mapping[str, Any], acked_lost: frozenset[str]) -> str:
+def _logs_section(result: Mapping[str, Any], acked_lost: frozenset[str], prefix: str = "") -> str:
     replicas = result.get("replicas")
     if not isinstance(replicas, Mapping) or not replicas:
         return ""
@@ -877,37 +909,34 @@ def _logs_section(result: Mapping[str, Any], acked_lost: frozenset[str]) -> str:
             f"<td>{escape(_text(summary.hw))}</td><td>{escape(status)}</td>{''.join(entries)}</tr>"
         )
     return (
-        '<section id="logs"><h2>Final replica logs</h2><p class="note">Each record as '
+        f'<section id="{prefix}logs"><h2>Final replica logs</h2><p class="note">Each record as '
         "[offset:epoch value]; green: acknowledged, red: acknowledged and missing from the "
         "leader's log in the end.</p>"
-        '<div class="table-wrap"><table id="logs-table"><thead><tr><th>replica</th><th>LEO</th>'
+        f'<div class="table-wrap"><table id="{prefix}logs-table"><thead><tr><th>replica</th>'
+        "<th>LEO</th>"
         f"<th>HW</th><th>state</th><th>log</th></tr></thead><tbody>{''.join(rows)}</tbody>"
         "</table></div></section>"
     )
 
 
 def render_replication(result: dict[str, Any]) -> str:
-    """The page for one replication result (the dict `ktk replicate --json` prints)."""
+    """The page for one replication result (the dict `ktk replicate --json` prints). A result of
+    several partitions (its `partitions` list) gets :func:`_partitions_page`."""
     result = check_replication_result(result)
+    partitions = [entry for entry in result.get("partitions") or () if isinstance(entry, dict)]
+    if len(partitions) > 1:
+        return _partitions_page(result, partitions)
     rows = timeline_rows(result)
     replicas = replica_ids(result)
     acked_lost = frozenset(str(value) for value in result.get("acked_lost") or ())
     violations = _violations(result)
-    violation_steps = frozenset(
-        step for step in (_int_or_none(v.get("step")) for v in violations) if step is not None
-    )
+    violation_steps = _violation_steps(violations)
     sections = [_verdict_section(result, violations)]
     if rows:
         divs = figure_divs(
             [("replication-chart", timeline_figure(rows, replicas, acked_lost, violations))]
         )
-        sections.append(
-            '<section id="timeline"><h2>Replicas over the scenario</h2><p class="note">One '
-            "point per scenario step. The top band names each acks=all acknowledgement at the "
-            "step it arrived (red: the record was lost later) and each invariant violation "
-            "(also a dotted red line across the panels); the legend says what every marker "
-            f"means.</p>{divs['replication-chart']}</section>"
-        )
+        sections.append(_timeline_section(divs["replication-chart"]))
         sections.append(
             '<section id="steps"><h2>Steps</h2><p class="note">Orange rows change the ISR; '
             "red rows violate an invariant.</p>"
@@ -926,6 +955,354 @@ def render_replication(result: dict[str, Any]) -> str:
     if note := description_note(result):
         sections.insert(0, note)
     # document() puts ktk's generator tag into <head>, so `--html` may replace the page later
+    return document(f"Replication: {name}", subtitle, "\n".join(sections))
+
+
+def _violation_steps(violations: Sequence[Mapping[str, Any]]) -> frozenset[int]:
+    return frozenset(
+        step for step in (_int_or_none(v.get("step")) for v in violations) if step is not None
+    )
+
+
+def _timeline_section(chart: str, prefix: str = "") -> str:
+    return (
+        f'<section id="{prefix}timeline"><h2>Replicas over the scenario</h2><p class="note">One '
+        "point per scenario step. The top band names each acks=all acknowledgement at the "
+        "step it arrived (red: the record was lost later) and each invariant violation "
+        "(also a dotted red line across the panels); the legend says what every marker "
+        f"means.</p>{chart}</section>"
+    )
+
+
+# ------------------------------------------------------------------ several partitions
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    """One partition of a several-partition result: its number, its document and its rows."""
+
+    number: int
+    document: Mapping[str, Any]
+    rows: list[StepRow]
+    replicas: list[str]
+
+    @property
+    def prefix(self) -> str:
+        """The start of every element id of this partition's section."""
+        return f"partition-{self.number}-"
+
+    @property
+    def label(self) -> str:
+        return f"partition {self.number}"
+
+
+def partition_views(result: Mapping[str, Any]) -> list[PartitionView]:
+    """Each partition of a result's `partitions` list, numbered by its `partition` field (its
+    position when that is missing), with its timeline as typed rows.
+
+    >>> views = partition_views({"partitions": [
+    ...     {"partition": 0, "timeline": [{"step": 0, "leader": 1, "isr": [1, 2]}]},
+    ...     {"partition": 1, "timeline": [{"step": 0, "leader": 2, "isr": [2]}]}]})
+    >>> [(view.label, view.rows[0].leader, view.rows[0].isr) for view in views]
+    [('partition 0', '1', ('1', '2')), ('partition 1', '2', ('2',))]
+    """
+    views = []
+    for position, entry in enumerate(result.get("partitions") or ()):
+        if not isinstance(entry, Mapping):
+            continue
+        number = _int_or_none(entry.get("partition"))
+        views.append(
+            PartitionView(
+                number=position if number is None else number,
+                document=entry,
+                rows=timeline_rows(entry),
+                replicas=replica_ids(entry),
+            )
+        )
+    return views
+
+
+# what a partition's marker in the combined leader/ISR view means
+PARTITION_STATES = {
+    "full": ("every replica in the ISR", "circle", "#1b7f3b"),
+    "shrunk": ("ISR shrunk (some replica out)", "diamond", "#c76e00"),
+    "leaderless": ("no leader", "x", "#b3261e"),
+}
+
+
+def _partition_state(row: StepRow, replicas: Sequence[str]) -> str:
+    if row.leader is None or row.leader in ("-1", ""):
+        return "leaderless"
+    if row.isr is not None and set(replicas) <= set(row.isr):
+        return "full"
+    return "shrunk"
+
+
+def partitions_figure(
+    views: Sequence[PartitionView], violations: Sequence[Mapping[str, Any]]
+) -> go.Figure:
+    """One row per partition over the scenario's steps: a marker per step labelled with the
+    leader, its shape and colour saying whether the ISR holds every replica, is shrunk, or the
+    partition has no leader; each invariant violation a dotted line across every row. A broker
+    failure shows as the same step changing every row it touches."""
+    figure = go.Figure()
+    labels = [escape(view.label) for view in views]
+    for state, (name, symbol, colour) in PARTITION_STATES.items():
+        xs: list[int] = []
+        ys: list[str] = []
+        texts: list[str] = []
+        hovers: list[str] = []
+        for view, label in zip(views, labels, strict=True):
+            for row in view.rows:
+                if _partition_state(row, view.replicas) != state:
+                    continue
+                xs.append(row.step)
+                ys.append(label)
+                texts.append(escape(row.leader or ""))
+                isr = "—" if row.isr is None else "{" + ", ".join(row.isr) + "}"
+                hovers.append(
+                    f"{label}, step {row.step} ({escape(row.op)}): leader "
+                    f"{escape(row.leader or '—')}, ISR {escape(isr)}"
+                )
+        figure.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="markers+text",
+                name=name,
+                text=texts,
+                textposition="top center",
+                textfont={"size": 10},
+                cliponaxis=False,
+                marker={"symbol": symbol, "size": 12, "color": colour},
+                hovertext=hovers,
+                hoverinfo="text",
+            )
+        )
+    for step in sorted(_violation_steps(violations)):
+        figure.add_vline(x=step, line={"color": "#b3261e", "width": 1.5, "dash": "dot"})
+    figure.update_xaxes(title_text="scenario step", dtick=1)
+    figure.update_yaxes(
+        title_text="partition",
+        type="category",
+        categoryorder="array",
+        categoryarray=list(reversed(labels)),
+    )
+    figure.update_layout(
+        height=160 + 46 * len(views),
+        margin={"t": 30, "l": 110, "r": 20, "b": 50},
+        hovermode="closest",
+        legend={"title": {"text": "leader (label) and ISR"}},
+    )
+    return figure
+
+
+def _partitions_table(views: Sequence[PartitionView]) -> str:
+    """One row per partition: its final state and its verdict, each linking to its section."""
+    rows = []
+    for view in views:
+        doc = view.document
+        lost = [str(value) for value in doc.get("acked_lost") or ()]
+        own = _violations(doc)
+        lost_cell = (
+            f'<span class="lost">{escape(", ".join(lost))}</span>'
+            if lost
+            else '<span class="ok">none</span>'
+        )
+        diverged_cell = '<span class="bad">yes</span>' if doc.get("diverged") else "no"
+        violated = (
+            f'<span class="bad">{escape(", ".join(_violation_names(own)))}</span>'
+            if own
+            else '<span class="ok">none</span>'
+        )
+        verdict = (
+            '<span class="bad">unsafe</span>'
+            if lost or own or doc.get("diverged")
+            else '<span class="ok">safe</span>'
+        )
+        css = ' class="violation"' if own else ""
+        rows.append(
+            f'<tr id="{view.prefix}summary"{css}>'
+            f'<td><a href="#{view.prefix}section">{escape(view.label)}</a></td>'
+            f"<td>{verdict}</td><td>{escape(_text(doc.get('leader')))}</td>"
+            f"<td>{escape(_text(doc.get('leader_epoch')))}</td>"
+            f'<td class="text">{escape(", ".join(_ids(doc.get("isr")) or ()))}</td>'
+            f"<td>{escape(_text(doc.get('hw')))}</td>"
+            f'<td class="text">{escape(", ".join(str(v) for v in doc.get("acked") or ()))}</td>'
+            f'<td class="text">{lost_cell}</td><td>{diverged_cell}</td>'
+            f'<td class="text">{violated}</td></tr>'
+        )
+    return (
+        '<div class="table-wrap"><table id="partitions-table"><thead><tr><th>partition</th>'
+        '<th>verdict</th><th>leader</th><th>leader epoch</th><th class="text">ISR</th>'
+        '<th>high watermark</th><th class="text">acknowledged</th>'
+        '<th class="text">acknowledged and lost</th><th>diverged</th>'
+        f'<th class="text">invariants violated</th></tr></thead><tbody>{"".join(rows)}</tbody>'
+        "</table></div>"
+    )
+
+
+def _violation_names(violations: Sequence[Mapping[str, Any]]) -> list[str]:
+    names: list[str] = []
+    for violation in violations:
+        name = _text(violation.get("invariant"))
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _combined_steps_table(views: Sequence[PartitionView], violation_steps: frozenset[int]) -> str:
+    """One row per step, one leader / ISR cell per partition; a cell whose leader or ISR
+    changed at that step is marked, so a broker-wide step shows across every partition."""
+    by_step: dict[int, dict[int, StepRow]] = {}
+    ops: dict[int, str] = {}
+    for index, view in enumerate(views):
+        for row in view.rows:
+            by_step.setdefault(row.step, {})[index] = row
+            ops.setdefault(row.step, row.op)
+    previous: dict[int, tuple[str | None, tuple[str, ...] | None]] = {}
+    body = []
+    for step in sorted(by_step):
+        cells = []
+        changed_here = False
+        for index in range(len(views)):
+            here = by_step[step].get(index)
+            if here is None:
+                cells.append("<td>—</td>")
+                continue
+            now = (here.leader, here.isr)
+            changed = index in previous and previous[index] != now
+            previous[index] = now
+            changed_here |= changed
+            isr = "—" if here.isr is None else "{" + ", ".join(here.isr) + "}"
+            text = f"{escape(here.leader or '—')} / {escape(isr)}"
+            cells.append(
+                f'<td class="text changed"><b>{text}</b></td>'
+                if changed
+                else f'<td class="text">{text}</td>'
+            )
+        css = (
+            ' class="violation"'
+            if step in violation_steps
+            else (' class="marked"' if changed_here else "")
+        )
+        body.append(
+            f'<tr{css}><td>{step}</td><td class="text mono">{escape(ops[step])}</td>'
+            f"{''.join(cells)}</tr>"
+        )
+    headers = "".join(
+        f'<th class="text">{escape(view.label)}<br>leader / ISR</th>' for view in views
+    )
+    return (
+        '<div class="table-wrap"><table id="partition-steps-table"><thead><tr><th>step</th>'
+        f'<th class="text">operation</th>{headers}</tr></thead><tbody>{"".join(body)}</tbody>'
+        "</table></div>"
+    )
+
+
+def _overall_section(result: Mapping[str, Any], violations: Sequence[Mapping[str, Any]]) -> str:
+    facts = [("mode", _text(result.get("mode")))]
+    cells = "".join(
+        f'<tr><td>{escape(label)}</td><td class="text mono">{escape(value)}</td></tr>'
+        for label, value in facts
+    )
+    violation_rows = "".join(
+        '<tr class="violation">'
+        f'<td class="text">{escape(_text(violation.get("invariant")))}</td>'
+        f"<td>{escape(_text(violation.get('step')))}</td>"
+        f'<td class="text">{escape(_text(violation.get("detail")))}</td></tr>'
+        for violation in violations
+    )
+    violations_block = (
+        '<table id="violations-table"><thead><tr><th>invariant</th><th>step</th>'
+        '<th class="text">detail</th></tr></thead>'
+        f"<tbody>{violation_rows}</tbody></table>"
+        if violations
+        else '<p class="ok" id="no-violations">No invariant was violated on any partition.</p>'
+    )
+    return (
+        '<section id="verdict"><h2>Outcome</h2>'
+        f'<table id="outcome-table"><tbody>{cells}{_expect_rows(result)}</tbody></table>'
+        f"<h2>Every partition</h2>{_partitions_table(partition_views(result))}"
+        f"<h2>Invariant violations, every partition ({len(violations)})</h2>"
+        f"{violations_block}</section>"
+    )
+
+
+def _partition_section(view: PartitionView, mode: object, chart: str | None) -> str:
+    doc = {**view.document, "mode": mode}
+    acked_lost = frozenset(str(value) for value in doc.get("acked_lost") or ())
+    violations = _violations(doc)
+    parts = [
+        f'<section id="{view.prefix}section" class="partition">'
+        f"<h2>{escape(view.label.capitalize())}</h2>",
+        _verdict_section(doc, violations, view.prefix),
+    ]
+    if chart is not None:
+        parts.append(_timeline_section(chart, view.prefix))
+        parts.append(
+            f'<section id="{view.prefix}steps"><h2>Steps</h2><p class="note">Orange rows change '
+            "the ISR; red rows violate an invariant.</p>"
+            + _steps_table(
+                view.rows, view.replicas, acked_lost, _violation_steps(violations), view.prefix
+            )
+            + "</section>"
+        )
+    parts.append(_logs_section(doc, acked_lost, view.prefix))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _partitions_page(result: Mapping[str, Any], partitions: Sequence[Mapping[str, Any]]) -> str:
+    """The page of a several-partition result: the verdict of every partition in one table,
+    every partition's leader and ISR over the steps in one chart and one table (a broker-wide
+    step is visible across all partitions at once), then each partition's own section: outcome,
+    timeline chart, steps and final logs, as the one-partition page shows them."""
+    views = partition_views(result)
+    violations = _violations(result)
+    violation_steps = _violation_steps(violations)
+    figures: list[tuple[str, go.Figure]] = [
+        ("partitions-chart", partitions_figure(views, violations))
+    ]
+    for view in views:
+        if view.rows:
+            own = _violations(view.document)
+            acked_lost = frozenset(str(v) for v in view.document.get("acked_lost") or ())
+            figures.append(
+                (
+                    f"{view.prefix}chart",
+                    timeline_figure(view.rows, view.replicas, acked_lost, own),
+                )
+            )
+    divs = figure_divs(figures)
+    links = " · ".join(
+        f'<a href="#{view.prefix}section">{escape(view.label)}</a>' for view in views
+    )
+    sections = [
+        _overall_section(result, violations),
+        '<section id="partitions"><h2>Leaders and ISRs of every partition</h2>'
+        '<p class="note">One row per partition, one marker per step, labelled with the leader; '
+        "a step that changes several rows at once is a broker-wide event (a crash, a fenced "
+        "broker, an election). Dotted red lines: invariant violations.</p>"
+        f"{divs['partitions-chart']}"
+        '<h2>Leader / ISR per step</h2><p class="note">Bold cells changed at that step; orange '
+        "rows change some partition's leader or ISR; red rows violate an invariant.</p>"
+        f"{_combined_steps_table(views, violation_steps)}"
+        f'<p class="note" id="partition-links">Each partition in detail: {links}</p></section>',
+    ]
+    sections += [
+        _partition_section(view, result.get("mode"), divs.get(f"{view.prefix}chart"))
+        for view in views
+    ]
+    if note := description_note(result):
+        sections.insert(0, note)
+    name = _text(result.get("name")) or "replication scenario"
+    steps = len({row.step for view in views for row in view.rows})
+    brokers = len({replica for view in views for replica in view.replicas})
+    subtitle = (
+        f"mode {_text(result.get('mode')) or '?'}, {len(views)} partitions, {steps} steps, "
+        f"{brokers} brokers"
+    )
     return document(f"Replication: {name}", subtitle, "\n".join(sections))
 
 
