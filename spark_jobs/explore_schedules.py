@@ -19,7 +19,7 @@ as with ``ktk replicate explore --engine python``. Schedule ``i`` of a seed is g
 the seed and ``i`` alone, whichever task runs it.
 
 Runnable as ``spark-submit spark_jobs/explore_schedules.py --mode kip-101 --schedules 100000
---out DIR`` or through ``ktk replicate explore ... --engine spark``.
+[--partitions 3] --out DIR`` or through ``ktk replicate explore ... --engine spark``.
 """
 
 from __future__ import annotations
@@ -237,6 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-in-flight", type=int, default=None, help="implies --producer")
     parser.add_argument("--retries", type=int, default=None, help="implies --producer")
     parser.add_argument("--delivery-timeout-ms", type=int, default=None, help="implies --producer")
+    parser.add_argument(
+        "--partitions", type=int, default=1, help="partitions on the same brokers (1 to 64)"
+    )
     parser.add_argument("--schedules", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="directory (any Hadoop URI) for the scenarios")
@@ -270,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             link_cuts=args.link_cuts,
             disk_faults=args.disk_faults,
             producer=producer,
+            partitions=args.partitions,
             schedules=args.schedules,
             seed=args.seed,
         )

@@ -418,3 +418,44 @@ def test_cli_refuses_partitions_for_a_quorum_exploration() -> None:
     )
     assert outcome.exit_code == 2
     assert "--partitions: a quorum exploration has one metadata log" in outcome.stderr
+
+
+@pytest.mark.spark
+def test_exploring_two_partitions_on_spark_gives_the_one_process_findings(
+    spark: Any, tmp_path: Path
+) -> None:
+    from replication.explore import explore
+    from spark_jobs.explore_schedules import main
+
+    args = ["--mode", "pre-0.11", "--min-isr", "1", "--schedules", "80", "--seed", "3"]
+    expected = explore(
+        "pre-0.11", min_insync_replicas=1, schedules=80, seed=3, partitions=2,
+        out_dir=tmp_path / "python",
+    )  # fmt: skip
+    assert expected.findings
+    # the spark-submit entry point's own --partitions option
+    assert main([*args, "--partitions", "2", "--out", str(tmp_path / "job")]) == 1
+    # and ktk replicate explore --engine spark --partitions 2, against --engine python
+    cli = [*args, "--partitions", "2", "--json"]
+    python = CliRunner().invoke(app, ["replicate", "explore", *cli, "--engine", "python"])
+    on_spark = CliRunner().invoke(
+        app, ["replicate", "explore", *cli, "--engine", "spark", "--out", str(tmp_path / "cli")]
+    )
+    assert python.exit_code == on_spark.exit_code == 1, on_spark.output
+    timing = ("elapsed_seconds", "schedules_per_second")
+    first, second = json.loads(python.stdout), json.loads(on_spark.stdout)
+    assert {k: v for k, v in first.items() if k not in timing} == {
+        k: v for k, v in second.items() if k not in timing
+    }
+    assert second["config"]["partitions"] == [[1, 2, 3], [2, 3, 1]]
+    files = {path.name: path.read_bytes() for path in sorted((tmp_path / "python").glob("*.json"))}
+    assert sorted(files) == sorted(finding.file_name for finding in expected.findings)
+    for directory in ("job", "cli"):
+        found = {
+            path.name: path.read_bytes()
+            for path in sorted((tmp_path / directory).glob("*.json"))
+            if not path.name.startswith(".")
+        }
+        assert found == files, directory
+    for finding in expected.findings:
+        assert finding.scenario.config.partition_replicas == ((1, 2, 3), (2, 3, 1))
