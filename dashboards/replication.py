@@ -2,7 +2,9 @@
 
 It shows, step by step, every replica's log end offset (LEO), high watermark (HW) and leader
 epoch, the ISR and the leader, when each `acks=all` record was acknowledged, which acknowledged
-records were lost in the end, and the invariant violations the checker found.
+records were lost in the end, and the invariant violations the checker found. A result of
+several partitions gets every partition's verdict, leader and ISR side by side, then one
+section per partition.
 
 >>> result = {"name": "s1", "mode": "pre-0.11", "acked": ["m1"], "acked_lost": ["m1"],
 ...           "timeline": [{"step": 0, "op": "produce m1", "isr": [1, 2],
@@ -1081,6 +1083,9 @@ def partitions_figure(
         )
     for step in sorted(_violation_steps(violations)):
         figure.add_vline(x=step, line={"color": "#b3261e", "width": 1.5, "dash": "dot"})
+    steps = [row.step for view in views for row in view.rows]
+    if steps:
+        figure.update_xaxes(range=[min(steps) - 0.5, max(steps) + 0.5])
     figure.update_xaxes(title_text="scenario step", dtick=1)
     figure.update_yaxes(
         title_text="partition",

@@ -284,6 +284,31 @@ def test_real_run_of_an_example_scenario_renders(browser: Any, tmp_path: Path) -
         assert visit.errors == [] and visit.dialogs == [] and visit.blocked == []
 
 
+def test_a_several_partition_scenario_page_draws_every_partition(
+    browser: Any, tmp_path: Path
+) -> None:
+    from replication.scenario import load_scenario
+    from replication.sim import run_scenario
+
+    scenario_file = EXAMPLES / "scenarios" / "s27-one-crash-loses-on-every-partition.yaml"
+    result = run_scenario(load_scenario(scenario_file), "current").to_json()
+    partitions = result["partitions"]
+    page_path = write_replication_page(result, tmp_path / "s27.html")
+    with opened(browser, page_path, charts=1 + len(partitions)) as visit:
+        page = visit.page
+        charts = _chart_states(visit)
+        assert [chart["id"] for chart in charts] == [
+            "partitions-chart",
+            *(f"partition-{entry['partition']}-chart" for entry in partitions),
+        ]
+        assert all(chart["svg"] > 0 and chart["traces"] > 0 for chart in charts), charts
+        assert page.locator("#partitions-table tbody tr").count() == len(partitions)
+        steps = {row["step"] for entry in partitions for row in entry["timeline"]}
+        assert page.locator("#partition-steps-table tbody tr").count() == len(steps)
+        _screenshot(visit, "replication-page-partitions.png")
+        assert visit.errors == [] and visit.dialogs == [] and visit.blocked == []
+
+
 @pytest.mark.slow
 def test_twenty_thousand_trace_dashboard_draws_every_chart(browser: Any, tmp_path: Path) -> None:
     results_dir = write_results(
