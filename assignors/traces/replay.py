@@ -40,6 +40,7 @@ from assignors.model import (
     Assignment,
     Group,
     Member,
+    OwnedPartitions,
     PartitionSpace,
     Topic,
     TopicPartition,
@@ -139,6 +140,7 @@ class _Step(NamedTuple):
     identity ``c`` (the order a carried-forward assignment lists identities in), -1 when
     absent, and the same trailing -1;
     ``speaker_of_code[c]``: the member speaking for identity ``c``, -1 when absent;
+    ``codes[i]``: the code of member ``i``'s identity;
     ``kept_topics``: every topic of the previous generation is still here, so nothing it owned
     stopped existing; ``current``/``weight``: each partition of the previous generation's
     partition space as an index of this one's (-1 gone) and its weight here.
@@ -154,6 +156,7 @@ class _Step(NamedTuple):
     shape: GenerationShape
     interval_ms: int | None
     carries: np.ndarray
+    codes: np.ndarray
     first_of_code: np.ndarray
     speaker_of_code: np.ndarray
     kept_topics: bool
@@ -236,6 +239,7 @@ def prepare(trace: Trace) -> Prepared:
                 shape=shape,
                 interval_ms=_interval_ms(previous_timestamp, generation.timestamp_ms),
                 carries=np.asarray(carries_list, dtype=np.int64),
+                codes=np.asarray(member_codes, dtype=np.int64),
                 first_of_code=np.asarray([*first_list, -1], dtype=np.int64),
                 speaker_of_code=np.asarray(speaker_list, dtype=np.int64),
                 kept_topics=kept_topics,
@@ -327,6 +331,48 @@ def _group_at(
     return Group.checked(step.topics, tuple(members), step.topic_by_name, step.shape.space)
 
 
+def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Group:
+    """:func:`_group_at` from the previous generation's owner array (member index per partition
+    of its space): each member owns, as :class:`~assignors.model.OwnedPartitions` of this
+    generation's space, what its identity's speaker held and still exists, without one
+    :class:`TopicPartition` per partition. Partition spaces list topics by name, so carrying an
+    ascending run of indexes into this space keeps it ascending."""
+    carried = previous.carries[owners]  # identity code per previous partition, -1 nobody
+    assert step.current is not None
+    current = step.current
+    kept = (carried >= 0) & (current >= 0)
+    codes, indexes = carried[kept], current[kept]
+    order = np.argsort(codes, kind="stable")
+    runs = indexes[order]
+    runs.flags.writeable = False
+    bounds = np.searchsorted(codes[order], np.arange(previous.speaker_of_code.size + 1))
+    space = step.shape.space
+    previous_generation = previous.generation.generation
+    previous_identities = previous.identities
+    members = []
+    for member, identity, code in zip(
+        step.members, step.member_identities, step.codes.tolist(), strict=True
+    ):
+        owned: tuple[TopicPartition, ...] | OwnedPartitions = ()
+        generation = NO_GENERATION
+        if identity in previous_identities:
+            generation = previous_generation
+            start, end = int(bounds[code]), int(bounds[code + 1])
+            if end > start:
+                owned = OwnedPartitions.checked(space, runs[start:end])
+        members.append(
+            Member.checked(
+                member.member_id,
+                member.topics,
+                owned,
+                generation,
+                member.rack,
+                member.instance_id,
+            )
+        )
+    return Group.checked(step.topics, tuple(members), step.topic_by_name, space)
+
+
 def replay_with(
     trace: Trace,
     assignor: Assignor,
@@ -364,9 +410,13 @@ def replay_with(
     # as is, and its answers are carried forward as owner arrays only
     carries_owned = server_side or getattr(assignor, "reads_owned_partitions", True)
     previous_assignment: Assignment | None = None
+    by_arrays = False  # the previous generation's owners are carried as an owner array
     for step in prepared.steps:
         generation = step.generation
-        if carries_owned:
+        if carries_owned and by_arrays and previous_step is not None:
+            assert previous_owners is not None
+            group = _group_from_owners(step, previous_step, previous_owners)
+        elif carries_owned:
             group = _group_at(step, owned_by_identity, previous_step, previous_sorted)
         else:
             group = step.shape.group
@@ -430,7 +480,10 @@ def replay_with(
             )
             row = with_reconciliation(row, reconciliation, generation.topics)
         rows.append(row)
-        if carries_owned:
+        # what members own next is carried as the owner array when there is one (the
+        # coordinator's reconciliation reads it by identity as objects)
+        by_arrays = owners is not None and not server_side
+        if carries_owned and not by_arrays:
             # carried forward by identity, the greater member id speaking for a shared one
             final = assignment.partitions
             owned_by_identity = {
