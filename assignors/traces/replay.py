@@ -44,6 +44,7 @@ from assignors.model import (
     PartitionSpace,
     Topic,
     TopicPartition,
+    member_runs,
     rejoin,
 )
 from assignors.traces.format import Generation, Trace, TraceMember
@@ -345,7 +346,7 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
     order = np.argsort(codes, kind="stable")
     runs = indexes[order]
     runs.flags.writeable = False
-    bounds = np.searchsorted(codes[order], np.arange(previous.speaker_of_code.size + 1))
+    bounds = np.searchsorted(codes[order], np.arange(previous.speaker_of_code.size + 1)).tolist()
     space = step.shape.space
     previous_generation = previous.generation.generation
     previous_identities = previous.identities
@@ -357,7 +358,7 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
         generation = NO_GENERATION
         if identity in previous_identities:
             generation = previous_generation
-            start, end = int(bounds[code]), int(bounds[code + 1])
+            start, end = bounds[code], bounds[code + 1]
             if end > start:
                 owned = OwnedPartitions.checked(space, runs[start:end])
         members.append(
@@ -371,6 +372,42 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
             )
         )
     return Group.checked(step.topics, tuple(members), step.topic_by_name, space)
+
+
+def _rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
+    """:func:`~assignors.model.rejoin` of an array assignment over ``group``'s own space with
+    each member's partitions as :class:`~assignors.model.OwnedPartitions` (no
+    :class:`TopicPartition` per partition); any other assignment through ``rejoin`` itself."""
+    space = group.partition_space()
+    members = group.members
+    owners = assignment.owners
+    if (
+        owners is None
+        or type(generation) is not int
+        or generation < NO_GENERATION
+        or assignment.space is None
+        or not assignment.space.numbers_alike(space)
+        or assignment.member_ids != tuple(member.member_id for member in members)
+    ):
+        return rejoin(group, assignment, generation)
+    order, bounds = member_runs(owners, len(members))
+    runs = order.astype(np.int64)
+    runs.flags.writeable = False
+    limits = bounds.tolist()
+    rejoined = []
+    for i, member in enumerate(members):
+        start, end = limits[i], limits[i + 1]
+        rejoined.append(
+            Member.checked(
+                member.member_id,
+                member.topics,
+                OwnedPartitions.checked(space, runs[start:end]) if end > start else (),
+                generation,
+                member.rack,
+                member.instance_id,
+            )
+        )
+    return Group.checked(group.topics, tuple(rejoined), group._topic_by_name, space)
 
 
 def replay_with(
@@ -431,7 +468,7 @@ def replay_with(
             if server_side or not (cooperative and assignment.num_withheld) or rounds >= MAX_ROUNDS:
                 break
             # the old owners revoke what was withheld and everyone rejoins with what they hold now
-            group = rejoin(group, assignment, generation.generation)
+            group = _rejoin(group, assignment, generation.generation)
         owners = step.shape.owners_of(assignment)
         scored = {
             "trace_id": trace.trace_id,
