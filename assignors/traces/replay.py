@@ -332,6 +332,17 @@ def _group_at(
     return Group.checked(step.topics, tuple(members), step.topic_by_name, step.shape.space)
 
 
+_EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY.flags.writeable = False
+
+
+def _no_partitions(space: PartitionSpace) -> OwnedPartitions:
+    """No owned partitions, as arrays of ``space`` (equal to ``()``): every member of a group
+    carried as arrays lists its owned partitions the same way, so claims are read as one
+    concatenation of arrays."""
+    return OwnedPartitions.checked(space, _EMPTY)
+
+
 def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Group:
     """:func:`_group_at` from the previous generation's owner array (member index per partition
     of its space): each member owns, as :class:`~assignors.model.OwnedPartitions` of this
@@ -350,11 +361,12 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
     space = step.shape.space
     previous_generation = previous.generation.generation
     previous_identities = previous.identities
+    nothing = _no_partitions(space)
     members = []
     for member, identity, code in zip(
         step.members, step.member_identities, step.codes.tolist(), strict=True
     ):
-        owned: tuple[TopicPartition, ...] | OwnedPartitions = ()
+        owned = nothing
         generation = NO_GENERATION
         if identity in previous_identities:
             generation = previous_generation
@@ -394,6 +406,7 @@ def _rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
     runs = order.astype(np.int64)
     runs.flags.writeable = False
     limits = bounds.tolist()
+    nothing = _no_partitions(space)
     rejoined = []
     for i, member in enumerate(members):
         start, end = limits[i], limits[i + 1]
@@ -401,7 +414,7 @@ def _rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
             Member.checked(
                 member.member_id,
                 member.topics,
-                OwnedPartitions.checked(space, runs[start:end]) if end > start else (),
+                OwnedPartitions.checked(space, runs[start:end]) if end > start else nothing,
                 generation,
                 member.rack,
                 member.instance_id,
