@@ -141,7 +141,9 @@ class _Step(NamedTuple):
     identity ``c`` (the order a carried-forward assignment lists identities in), -1 when
     absent, and the same trailing -1;
     ``speaker_of_code[c]``: the member speaking for identity ``c``, -1 when absent;
-    ``codes[i]``: the code of member ``i``'s identity;
+    ``codes[i]``: the code of member ``i``'s identity; ``dropped``: the partitions of the
+    previous generation's space that still exist here but lie outside this one's space (a topic
+    nobody subscribes to any more), None when there are none;
     ``kept_topics``: every topic of the previous generation is still here, so nothing it owned
     stopped existing; ``current``/``weight``: each partition of the previous generation's
     partition space as an index of this one's (-1 gone) and its weight here.
@@ -163,6 +165,7 @@ class _Step(NamedTuple):
     kept_topics: bool
     current: np.ndarray | None
     weight: np.ndarray | None
+    dropped: np.ndarray | None
 
 
 class Prepared(NamedTuple):
@@ -223,11 +226,12 @@ def prepare(trace: Trace) -> Prepared:
         for code, index in enumerate(speaker_list):
             if index >= 0:
                 carries_list[index] = code
-        current = weight = None
+        current = weight = dropped = None
         kept_topics = False
         if previous is not None:
             kept_topics = all(name in topic_by_name for name in previous.topic_by_name)
             current, weight = _carried_into(previous.shape.space, shape.space, topic_by_name)
+            dropped = _dropped(previous.shape.space, shape.space, topic_by_name)
         steps.append(
             _Step(
                 generation=generation,
@@ -246,6 +250,7 @@ def prepare(trace: Trace) -> Prepared:
                 kept_topics=kept_topics,
                 current=current,
                 weight=weight,
+                dropped=dropped,
             )
         )
         previous, previous_timestamp = steps[-1], generation.timestamp_ms
@@ -281,6 +286,23 @@ def _carried_into(
     if not weighted:
         return current, None
     return current, np.concatenate(weight_parts) if weight_parts else np.zeros(0)
+
+
+def _dropped(
+    before: PartitionSpace, now: PartitionSpace, topic_by_name: Mapping[str, Topic]
+) -> np.ndarray | None:
+    """The partitions of ``before`` that exist among ``topic_by_name`` but not in ``now`` (their
+    topic left the partition space: nobody subscribes to it), as indexes of ``before``; None
+    when there are none."""
+    parts = [
+        np.arange(offset, offset + min(count, topic.num_partitions), dtype=np.int64)
+        for name, offset, count in zip(
+            before.topic_names, before.offsets, before.partition_counts, strict=True
+        )
+        if name not in now.topic_names and (topic := topic_by_name.get(name)) is not None
+    ]
+    dropped = np.concatenate(parts) if parts else None
+    return dropped if dropped is not None and dropped.size else None
 
 
 def _group_at(
@@ -464,8 +486,17 @@ def replay_with(
     for step in prepared.steps:
         generation = step.generation
         if carries_owned and by_arrays and previous_step is not None:
-            assert previous_owners is not None
-            group = _group_from_owners(step, previous_step, previous_owners)
+            assert previous_owners is not None and previous_assignment is not None
+            dropped = step.dropped
+            if dropped is None or not (previous_step.carries[previous_owners[dropped]] >= 0).any():
+                group = _group_from_owners(step, previous_step, previous_owners)
+            else:
+                # a member still owns partitions of a topic nobody subscribes to any more,
+                # outside this generation's space: carried as objects
+                owned_by_identity = _owned_by_identity(
+                    previous_step.generation, previous_assignment.partitions
+                )
+                group = _group_at(step, owned_by_identity, previous_step, previous_sorted)
         elif carries_owned:
             group = _group_at(step, owned_by_identity, previous_step, previous_sorted)
         else:
