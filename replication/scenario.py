@@ -42,6 +42,12 @@ from replication.producer import SETTING_FIELDS, ProducerSettings
 from replication.view import JsonObject, JsonValue
 
 ELECT_KINDS = ("auto", "preferred", "unclean")
+# who decides leaders and ISRs: the simulator's built-in controller, or the same decisions
+# written to a KRaft metadata log and read back (replication.kraft.log_controller)
+CONTROLLERS = ("builtin", "kraft")
+# faults of the KRaft controller quorum (``controller: failover``): the active controller
+# crashes and another takes over; it is cut off from the other voters; it rejoins
+CONTROLLER_FAULTS = ("failover", "isolate", "heal")
 EXPECT_KEYS = (
     "acked",
     "anomalies",
@@ -85,6 +91,7 @@ OPS = (
     "elect",
     "reassign",
     "consume",
+    "controller",
     "expect",
 )
 # ops about one partition: with more than one partition the step names it (``partition: 1``)
@@ -169,6 +176,8 @@ to 1,000,000,000,000 (got 0)
     # auto.leader.rebalance.enable with leader.imbalance.check.interval (None: off; Kafka's
     # default is on, every 300,000 ms)
     leader_imbalance_check_interval_ms: int | None = None
+    # builtin or kraft (None: builtin), see CONTROLLERS
+    controller: str | None = None
 
     def __post_init__(self) -> None:
         brokers = _broker_list(self.brokers, "config.brokers")
@@ -193,6 +202,12 @@ to 1,000,000,000,000 (got 0)
                 f"unknown mode; expected one of {', '.join(ALL_MODE_NAMES)}",
                 field="config.mode",
                 value=self.mode,
+            )
+        if self.controller is not None and self.controller not in CONTROLLERS:
+            raise ScenarioError(
+                f"unknown controller; expected one of {', '.join(CONTROLLERS)}",
+                field="config.controller",
+                value=self.controller,
             )
         for name in ("unclean_leader_election", "eligible_leader_replicas"):
             _boolean(getattr(self, name), f"config.{name}")
@@ -578,10 +593,13 @@ def _parse(document: object, source: str | None) -> Scenario:
     clock_ms = 0
     producers: list[str] = []
     sent: set[str] = set()
+    isolated = False  # a controller step cut the active controller off
     for index, raw in enumerate(raw_steps):
         step = _parse_step(index, raw, config, hosts)
         if step.op in ("producer", "send"):
             step = _check_producer_use(index, step, producers, sent)
+        if step.op == "controller":
+            isolated = _check_controller_fault(index, step, isolated)
         at_ms = step.option("at_ms")
         if isinstance(at_ms, int):
             if at_ms < clock_ms:
@@ -604,6 +622,26 @@ def _parse(document: object, source: str | None) -> Scenario:
         description=description,
         invariants=invariants,
     )
+
+
+def _check_controller_fault(index: int, step: Step, isolated: bool) -> bool:
+    """One controller cut off at a time, and ``heal`` only after an ``isolate``; returns
+    whether one is cut off after the step."""
+    if step.target == "isolate" and isolated:
+        raise ScenarioError(
+            "a controller is already cut off: heal it first",
+            step=index,
+            field="controller",
+            value=step.target,
+        )
+    if step.target == "heal" and not isolated:
+        raise ScenarioError(
+            "no controller is cut off (heal follows an isolate)",
+            step=index,
+            field="controller",
+            value=step.target,
+        )
+    return step.target == "isolate" or (isolated and step.target != "heal")
 
 
 class _Hosts:
@@ -953,6 +991,12 @@ def _parse_target(
         return _identifier(str(value), op, index)
     if op == "advance_ms":
         return _integer(value, op, 0, MAX_TIME_MS, step=index)
+    if op == "controller":
+        if isinstance(value, str) and value in CONTROLLER_FAULTS:
+            return value
+        raise ScenarioError(
+            f"controller takes {', '.join(CONTROLLER_FAULTS)}", step=index, field=op, value=value
+        )
     if op == "delete_records":
         return _integer(value, op, 0, MAX_STEPS, step=index)
     if op == "elect":

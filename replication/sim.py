@@ -38,6 +38,7 @@ from typing import NamedTuple, cast
 
 from replication.checks import AnomalyFound, History, final_replica, find_anomalies
 from replication.controller import Controller, PartitionRegistration
+from replication.errors import ScenarioError
 from replication.invariants import (
     INVARIANT_NAMES,
     INVARIANTS,
@@ -87,6 +88,7 @@ __all__ = [
     "Scenario",
     "ScenarioResult",
     "StorageFactory",
+    "controller_factory_for",
     "load_scenario",
     "run_scenario",
     "scenario_to_dict",
@@ -783,7 +785,8 @@ class Cluster:
         if detected:
             self.controller.fence(broker_id)
             self._propagate()
-            outcome += ", fenced"
+            # a KRaft controller cut off from its quorum decides but cannot commit the fence
+            outcome += ", fenced" if self._fenced(broker_id) else ", fence not committed"
         return outcome
 
     def shutdown(self, broker_id: int) -> str:
@@ -1246,6 +1249,10 @@ class Cluster:
             return self.heal_link(link["from"], link["to"], both)
         if op == "reassign":
             return self.reassign(cast("tuple[int, ...]", target))
+        if op == "controller":
+            text = controller_fault(self.controller, cast(str, target))
+            self._propagate()
+            return text
         if op == "expect":
             return "expect"
         if op == COMMENT:
@@ -1327,6 +1334,10 @@ class PartitionedCluster:
         clusters = self.partitions
         if op == "advance_ms":
             return [self.advance(cast(int, target))] * len(clusters)
+        if op == "controller":  # one controller for every partition: the fault happens once
+            text = controller_fault(self.controller, cast(str, target))
+            self.sync()
+            return [text] * len(clusters)
         partition = step.option("partition")
         if op == "send":
             partition = self.producer_partition[cast(str, step.option("producer"))]
@@ -1366,6 +1377,56 @@ class PartitionedCluster:
             cluster.now_ms = target
             cluster._complete_produces()
         return "; ".join(events) if events else f"clock at {target} ms"
+
+
+def controller_factory_for(name: str | None) -> ControllerFactory:
+    """The controller a scenario names (``config.controller``): ``builtin`` (or None) is
+    :class:`Controller`, ``kraft`` the same decisions kept in a KRaft metadata log."""
+    if name in (None, "builtin"):
+        return Controller
+    if name == "kraft":
+        from replication.kraft.log_controller import MetadataLogController
+
+        return MetadataLogController
+    raise ScenarioError(
+        "unknown controller; expected builtin or kraft", field="controller", value=name
+    )
+
+
+def controller_name(factory: ControllerFactory) -> str:
+    """``kraft`` for a controller with a quorum to fail (a ``fault`` method), else ``builtin``."""
+    return "kraft" if callable(getattr(factory, "fault", None)) else "builtin"
+
+
+def controller_fault(controller: Controller, fault: str) -> str:
+    """Apply a ``controller`` step (``failover``, ``isolate``, ``heal``) to ``controller``;
+    the built-in controller has no quorum to fail."""
+    method = getattr(controller, "fault", None)
+    if not callable(method):
+        raise ScenarioError(NEEDS_KRAFT, field="controller", value=fault)
+    return cast(str, method(fault))
+
+
+NEEDS_KRAFT = (
+    "a controller step needs the KRaft controller (config.controller: kraft, or "
+    "--controller kraft); this run uses the built-in one"
+)
+
+
+def check_controller_steps(scenario: Scenario, factory: ControllerFactory) -> None:
+    """Refuse, before anything runs, a ``controller`` step in a run whose controller has no
+    quorum (the first such step is named)."""
+    if controller_name(factory) == "kraft":
+        return
+    for index, step in enumerate(scenario.steps):
+        if step.op == "controller":
+            raise ScenarioError(
+                NEEDS_KRAFT,
+                source=scenario.source,
+                step=index,
+                field="controller",
+                value=step.target,
+            )
 
 
 def producer_settings(step: Step) -> ProducerSettings:
@@ -1575,6 +1636,8 @@ class ScenarioResult:
     # how many expect steps applied to this mode (0: the verdict checked nothing)
     expectations_checked: int = 0
     invariants: tuple[str, ...] = INVARIANT_NAMES
+    # who decided leaders and ISRs: builtin, or kraft (the decisions in a metadata log)
+    controller: str = "builtin"
     # with several partitions: each one's result (``final`` and ``timeline`` above are
     # partition 0's; ``violations`` above are all partitions', each naming its partition)
     partitions: tuple[PartitionResult, ...] = ()
@@ -1600,7 +1663,11 @@ class ScenarioResult:
 
     def to_json(self) -> JsonObject:
         """The result document of spec/replication.md (plus a few extra fields)."""
-        document: JsonObject = {"name": self.name, "mode": self.mode}
+        document: JsonObject = {
+            "name": self.name,
+            "mode": self.mode,
+            "controller": self.controller,
+        }
         if self.scenario.description is not None:
             document["description"] = self.scenario.description
         document.update(self.final.to_json())
@@ -1621,12 +1688,18 @@ def run_scenario(
     *,
     storage_factory: StorageFactory | None = None,
     invariants: Iterable[str] | None = None,
-    controller_factory: ControllerFactory = Controller,
+    controller_factory: ControllerFactory | None = None,
+    controller: str | None = None,
 ) -> ScenarioResult:
     """Run every step of ``scenario`` under ``mode`` (default: the scenario's), checking the
     invariants after each step (``invariants`` names a subset; default: the scenario's own
-    list, else all) and every ``expect`` that applies to the mode."""
+    list, else all) and every ``expect`` that applies to the mode. ``controller`` (builtin
+    or kraft; default: the scenario's ``config.controller``, else builtin) chooses who decides
+    leaders and ISRs, unless ``controller_factory`` builds it."""
     protocol = effective_mode(scenario.config, mode)
+    if controller_factory is None:
+        controller_factory = controller_factory_for(controller or scenario.config.controller)
+    check_controller_steps(scenario, controller_factory)
     chosen = select_invariants(invariants if invariants is not None else scenario.invariants)
     runner = Runner(
         scenario.config,
@@ -1704,6 +1777,7 @@ def run_scenario(
         expectations_checked=expectations_checked,
         invariants=tuple(invariant.name for invariant in runner.checker.invariants),
         partitions=partitions,
+        controller=controller_name(controller_factory),
     )
 
 

@@ -26,6 +26,11 @@ ENGINES = ("auto", "python", "spark")
 # costs more than the cores save (docs/replication.md, measured with benchmarks/bench_explore.py)
 AUTO_SPARK_SCHEDULES = 50_000
 EXIT_VIOLATIONS_FOUND = 1
+# the header line naming who decided leaders and ISRs
+CONTROLLER_TEXT = {
+    "builtin": "builtin (the simulator's own)",
+    "kraft": "kraft (decisions committed to a 3-voter metadata log, state read back from it)",
+}
 RUN = "run"
 EXIT_CODES_RUN = (
     "Exit status: 0 the scenario ran and every expect step for this mode held (or it has none "
@@ -41,8 +46,8 @@ EXIT_CODES_EXPLORE = (
 HELP = (
     "Run a replication scenario and print its timeline and verdict, or explore fault schedules."
     "\n\n"
-    "ktk replicate FILE [--mode M] [--json] [--html page.html] [--invariants A,B] "
-    "[--log-dir DIR]: the same as "
+    "ktk replicate FILE [--mode M] [--controller builtin|kraft] [--json] [--html page.html] "
+    "[--invariants A,B] [--log-dir DIR]: the same as "
     "ktk replicate run FILE. " + EXIT_CODES_RUN + "\n\n"
     "ktk replicate explore --mode M [--min-isr N] [--acks A] [--unclean] [--elr] [--link-cuts] "
     "--schedules N --seed S [--out DIR] [--json] [--engine python|spark|auto]: run seeded "
@@ -92,6 +97,11 @@ def _invariant_names(option: str | None) -> list[str] | None:
     return [name.strip() for name in option.split(",") if name.strip()]
 
 
+CONTROLLER_HELP = (
+    "Who decides leaders and ISRs: builtin (the simulator's controller) or kraft (the same "
+    "decisions written to a 3-voter KRaft metadata log and read back; needed by controller "
+    "steps). Default: the file's config.controller, else builtin. Not for quorum files."
+)
 INVARIANTS_HELP = (
     "Check only these invariants (comma-separated names of spec section 8, e.g. "
     "StrongIsr,LogMatching); default: the scenario's `invariants`, else all."
@@ -110,6 +120,7 @@ def run_command(
     as_json: bool = typer.Option(False, "--json", help="Print the result document as JSON."),
     html: str | None = typer.Option(None, "--html", help="Also write the timeline page here."),
     invariants: str | None = typer.Option(None, "--invariants", help=INVARIANTS_HELP),
+    controller: str | None = typer.Option(None, "--controller", help=CONTROLLER_HELP),
     log_dir: str | None = typer.Option(
         None,
         "--log-dir",
@@ -126,10 +137,17 @@ def run_command(
 ) -> None:
     from ktk.commands.replicate_quorum import is_quorum_file, run_quorum_file
     from replication.modes import get_mode
-    from replication.scenario import load_scenario
+    from replication.scenario import CONTROLLERS, load_scenario
     from replication.sim import run_scenario
 
+    if controller is not None:
+        ensure_one_of("--controller", controller, CONTROLLERS)
     if is_quorum_file(path):
+        if controller is not None:
+            raise fail(
+                "--controller: a quorum file runs its own controller quorum; the option is for "
+                "data-plane scenario files"
+            )
         run_quorum_file(
             path,
             mode=mode,
@@ -154,9 +172,11 @@ def run_command(
             )
         scenario = load_scenario(Path(path))
         if log_dir is None:
-            result = run_scenario(scenario, mode, invariants=_invariant_names(invariants))
+            result = run_scenario(
+                scenario, mode, invariants=_invariant_names(invariants), controller=controller
+            )
         else:
-            result = _run_keeping_logs(scenario, mode, invariants, log_dir, path, force)
+            result = _run_keeping_logs(scenario, mode, invariants, log_dir, path, force, controller)
     document = result.to_json()
     if as_json:
         typer.echo(json.dumps(document, indent=2))
@@ -177,6 +197,7 @@ def _run_keeping_logs(
     log_dir: str,
     path: str,
     force: bool,
+    controller: str | None = None,
 ) -> ScenarioResult:
     """Run with every replica log on disk, one Kafka log directory per broker under
     ``log_dir`` (written through ktk's safe output directory)."""
@@ -192,7 +213,11 @@ def _run_keeping_logs(
             return DiskLogStorage(staging / f"broker-{broker_id}", partition=partition)
 
         return run_scenario(
-            scenario, mode, invariants=_invariant_names(invariants), storage_factory=broker_storage
+            scenario,
+            mode,
+            invariants=_invariant_names(invariants),
+            storage_factory=broker_storage,
+            controller=controller,
         )
 
 
@@ -226,6 +251,7 @@ def _print_timeline(document: dict[str, Any]) -> None:
     """One table per partition (one partition: one table, as before)."""
     if document.get("description"):
         out.print(escape(document["description"]))
+    out.print(f"controller: {CONTROLLER_TEXT.get(document.get('controller', 'builtin'), '?')}")
     for partition in document.get("partitions") or [document]:
         _print_partition_timeline(document, partition)
 

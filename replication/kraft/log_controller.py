@@ -94,6 +94,8 @@ class MetadataLogController(Controller):
         **kwargs: Any,
     ) -> None:
         self._deciding = 1  # the base class builds the initial state without writing
+        self._isolated: int | None = None  # the controller an isolate step cut off
+        self._writer = 0  # the active controller that appended the last decision
         super().__init__(*args, **kwargs)
         self.quorum = Quorum.static(voters=controller_ids, seed=seed)
         self.quorum.keep_trace = False
@@ -235,6 +237,7 @@ class MetadataLogController(Controller):
         """Append ``records`` at the active controller and replicate them; the state is then
         what is committed. True if they were committed."""
         leader = self.active()
+        self._writer = leader.node_id
         for record in records:
             if isinstance(record, RegisterBroker) and record.broker_epoch == -2:
                 record = RegisterBroker(record.broker_id, leader.end_offset, record.fenced)
@@ -257,7 +260,20 @@ class MetadataLogController(Controller):
             self._deciding -= 1
         records = self._delta(partitions_before, brokers_before)
         self.committed = self._write(records) if records else True
+        if not self.committed:
+            self._note_lost(len(records))
         return result
+
+    def _note_lost(self, count: int) -> None:
+        """Say in the timeline that the decision just noted never reached the brokers."""
+        lists = [self.notes, *getattr(self, "partition_notes", {}).values()]
+        text = (
+            f"controller {self._writer}: the {count} records of that decision were never "
+            f"committed (it lost its quorum), so no broker applies them; "
+            f"{self._active_text()} goes on from its own log"
+        )
+        for notes in {id(n): n for n in lists if n is not None}.values():
+            notes.append(text)
 
     # ------------------------------------------------------------------ faults
 
@@ -284,6 +300,39 @@ class MetadataLogController(Controller):
         self.quorum.rejoin(node_id)
         self.quorum.settle()
         self._load(self.active().image)
+
+    def fault(self, name: str) -> str:
+        """A scenario's ``controller`` step: ``failover`` (:meth:`failover`), ``isolate``
+        (:meth:`isolate_active`) or ``heal`` (the controller an ``isolate`` cut off rejoins);
+        returns what happened, for the timeline.
+
+        >>> controller = MetadataLogController(replicas=(1, 2))
+        >>> controller.fault("failover")
+        'controller 3002 crashed; 3003 active in epoch 3'
+        >>> controller.fault("isolate")
+        'controller 3003 cut off from the other voters'
+        >>> controller.fault("heal")  # no decision in between: it is still the active one
+        'controller 3003 rejoins; 3003 active in epoch 3'
+        """
+        if name == "failover":
+            old = self.active().node_id
+            self.failover()
+            return f"controller {old} crashed; {self._active_text()}"
+        if name == "isolate":
+            self._isolated = self.isolate_active()
+            return f"controller {self._isolated} cut off from the other voters"
+        if name == "heal":
+            node_id = self._isolated
+            if node_id is None:
+                raise ReplicationError("no controller is cut off (heal follows an isolate)")
+            self._isolated = None
+            self.heal(node_id)
+            return f"controller {node_id} rejoins; {self._active_text()}"
+        raise ReplicationError(f"unknown controller fault {name!r}")
+
+    def _active_text(self) -> str:
+        leader = self.active()
+        return f"{leader.node_id} active in epoch {leader.epoch}"
 
 
 def _wrap(name: str) -> None:
