@@ -730,6 +730,7 @@ def _verdict_section(
     diverged = result.get("diverged")
     facts = [
         ("mode", _text(result.get("mode"))),
+        ("controller", _text(result.get("controller")) or "builtin"),
         ("leader", _text(result.get("leader"))),
         ("leader epoch", _text(result.get("leader_epoch"))),
         ("ISR", ", ".join(_ids(result.get("isr")) or ())),

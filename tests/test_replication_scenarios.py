@@ -94,6 +94,9 @@ VERDICTS: dict[str, dict[str, tuple[bool, bool]]] = {
     "s27-one-crash-loses-on-every-partition": dict.fromkeys(MODE_NAMES, (True, False)),
     # the adding replica joins at the HW and leads before it has the acks=1 record
     "s28-reassignment-loses-acks-1-write": dict.fromkeys(MODE_NAMES, (True, False)),
+    # the KRaft controller: a cut-off controller's election is lost and redone late, an ISR
+    # change survives a failover; nothing acknowledged is lost
+    "s29-controller-failover-mid-election": dict.fromkeys(MODE_NAMES, (False, False)),
     # KIP-320: the stale follower's fetch is fenced in current; older modes serve it
     "s14-stale-follower-fenced": {
         "pre-0.11": (True, True),
