@@ -730,7 +730,7 @@ def _verdict_section(
     diverged = result.get("diverged")
     facts = [
         ("mode", _text(result.get("mode"))),
-        ("controller", _text(result.get("controller")) or "builtin"),
+        *([("controller", _text(result["controller"]))] if "controller" in result else []),
         ("leader", _text(result.get("leader"))),
         ("leader epoch", _text(result.get("leader_epoch"))),
         ("ISR", ", ".join(_ids(result.get("isr")) or ())),
@@ -1207,7 +1207,7 @@ def _combined_steps_table(views: Sequence[PartitionView], violation_steps: froze
 
 
 def _overall_section(result: Mapping[str, Any], violations: Sequence[Mapping[str, Any]]) -> str:
-    facts = [("mode", _text(result.get("mode")))]
+    facts = [("mode", _text(result.get("mode"))), ("controller", _text(result.get("controller")))]
     cells = "".join(
         f'<tr><td>{escape(label)}</td><td class="text mono">{escape(value)}</td></tr>'
         for label, value in facts

@@ -207,3 +207,12 @@ def test_cli_controller_steps_in_a_file_of_mine_run_with_the_option(tmp_path: Pa
     document = json.loads(ran.stdout)
     assert document["controller"] == "kraft"
     assert document["timeline"][1]["op"] == "controller failover"
+
+
+def test_the_page_of_several_partitions_names_the_controller_once():
+    document = run_scenario(load_scenario(S24), controller="kraft").to_json()
+    page = render_replication(document)
+    assert page.count('<td>controller</td><td class="text mono">kraft</td>') == 1
+    assert "<td>controller</td>" not in render_replication(
+        {k: v for k, v in run_scenario(load_scenario(S4)).to_json().items() if k != "controller"}
+    )
