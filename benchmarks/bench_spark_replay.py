@@ -17,8 +17,8 @@ submitted driver, so their CPU is read from the workers' process trees (``timed`
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
-import resource
 import shutil
 import socket
 import subprocess
@@ -26,7 +26,8 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from assignors.traces import files as trace_files
@@ -47,11 +48,23 @@ def write_traces(directory: Path, groups: int, files: int) -> int:
     return len(rows)
 
 
-def _process_table() -> tuple[dict[int, list[int]], dict[int, tuple[float, float]]]:
-    """Children of every process, and each one's (own, reaped children's) CPU seconds."""
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass(frozen=True, slots=True)
+class Process:
+    """One /proc/PID/stat: parent, state, own CPU seconds (utime + stime, every thread of
+    the process) and its reaped children's (cutime + cstime)."""
+
+    parent: int
+    state: str
+    own: float
+    reaped: float
+
+
+def _process_table() -> dict[int, Process]:
     tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    stats: dict[int, tuple[float, float]] = {}
+    table: dict[int, Process] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -60,68 +73,140 @@ def _process_table() -> tuple[dict[int, list[int]], dict[int, tuple[float, float
         except OSError:
             continue
         fields = text[text.rindex(")") + 2 :].split()
-        children.setdefault(int(fields[1]), []).append(int(entry))
         own = (int(fields[11]) + int(fields[12])) / tick
         reaped = (int(fields[13]) + int(fields[14])) / tick
-        stats[int(entry)] = (own, reaped)
-    return children, stats
+        table[int(entry)] = Process(int(fields[1]), fields[0], own, reaped)
+    return table
 
 
-def _tree_cpu(roots: list[int], seen: dict[int, float], skip_roots: bool = False) -> None:
-    """Record the CPU seconds (user + system) of every descendant of ``roots`` (and the roots
-    themselves unless ``skip_roots``), from /proc."""
-    children, stats = _process_table()
-    pending = [child for root in roots for child in children.get(root, [])]
-    if not skip_roots:
-        pending.extend(roots)
+def _descendants(table: dict[int, Process], roots: Iterable[int]) -> set[int]:
+    """``roots`` and everything below them."""
+    children: dict[int, list[int]] = {}
+    for pid, process in table.items():
+        children.setdefault(process.parent, []).append(pid)
+    found: set[int] = set()
+    pending = list(roots)
     while pending:
         pid = pending.pop()
-        if pid in stats:
-            seen[pid] = max(seen.get(pid, 0.0), stats[pid][0])
-        pending.extend(children.get(pid, []))
+        if pid in table and pid not in found:
+            found.add(pid)
+            pending.extend(children.get(pid, []))
+    return found
 
 
-def _daemon_cpu(pids: list[int]) -> float:
-    """Own plus reaped children's CPU seconds of long-running ``pids`` (the cluster's)."""
-    _, stats = _process_table()
-    return sum(sum(stats.get(pid, (0.0, 0.0))) for pid in pids)
+def become_subreaper() -> None:
+    """Make this process the reaper of its orphaned descendants (Linux PR_SET_CHILD_SUBREAPER):
+    a JVM or Python worker whose parent exits without waiting for it is re-parented here,
+    not to init, so :func:`timed` still reaps it and reads its exact CPU seconds."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise SystemExit(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}")
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """One run: wall seconds, the application's CPU seconds and, on the loopback cluster,
+    the standalone daemons' own CPU seconds over the same run (None elsewhere)."""
+
+    wall: float
+    cpu: float
+    daemons: float | None = None
+
+
+class _Orphans:
+    """The run's orphans: processes of the application whose parent exited without waiting
+    for them, re-parented to this process (see :func:`become_subreaper`) and reaped here
+    with wait4, whose rusage holds their own and their reaped descendants' CPU seconds. Every
+    other process of the run is counted by the kernel in its parent's reaped-children time, so
+    each is counted exactly once."""
+
+    def __init__(self, managed: set[int]) -> None:
+        self.managed = managed  # children waited for elsewhere (Popen objects)
+        self.cpu = 0.0
+        self.reaped = 0
+
+    def orphans(self, table: dict[int, Process]) -> list[int]:
+        me = os.getpid()
+        return [
+            pid
+            for pid, process in table.items()
+            if process.parent == me and pid not in self.managed
+        ]
+
+    def reap(self, table: dict[int, Process]) -> None:
+        """Reap the orphans that have exited and add up their CPU seconds."""
+        for pid in self.orphans(table):
+            try:
+                reaped, _, usage = os.wait4(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if reaped:
+                self.cpu += usage.ru_utime + usage.ru_stime
+                self.reaped += 1
 
 
 def timed(
-    command: list[str], env: dict[str, str], cluster: Sequence[int] = ()
-) -> tuple[float, float]:
-    """Wall and CPU seconds of a run. CPU is the larger of two counts of the whole process
-    tree: getrusage(RUSAGE_CHILDREN) (exact, but only for processes their parents waited for;
-    a JVM or Python worker killed at exit is missed) and the sum over every descendant's
-    /proc CPU, sampled every 0.2 s (misses only what ran in the last 0.2 s of a process).
-    ``cluster``: pids of a standalone cluster's daemons, whose executors (and their Python
-    workers) run the job but descend from the daemons, not from the submitting process; their
-    CPU counts too: the larger of their descendants' sampled CPU and the daemons' own plus
-    reaped children's CPU over the run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    daemons_before = _daemon_cpu(list(cluster))
-    start = time.perf_counter()
-    seen: dict[int, float] = {}
-    executors: dict[int, float] = {}
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    while process.poll() is None:
-        _tree_cpu([process.pid], seen)
-        if cluster:
-            _tree_cpu(list(cluster), executors, skip_roots=True)
+    command: list[str],
+    env: dict[str, str],
+    *,
+    master: int | None = None,
+    workers: Sequence[int] = (),
+    managed: Iterable[int] = (),
+) -> Figures:
+    """Wall and CPU seconds of a run, every process it started counted once (this process
+    must be a subreaper, :func:`become_subreaper`).
+
+    The application's CPU seconds are the submitted process's own and its reaped
+    descendants' (wait4's rusage when it exits) plus its orphans' (:class:`_Orphans`). On the
+    loopback cluster (``master`` and ``workers`` given) they also hold the executors and
+    their Python workers: children of the workers, which wait for them, so they are the
+    workers' reaped-children CPU seconds over the run. The daemons' CPU seconds are the
+    master's and the workers' own (utime + stime) over the run, which leaves out what they
+    reaped, the executors. ``managed``: this process's other children, waited for elsewhere
+    (the cluster's daemons)."""
+    daemons = ([master] if master is not None else []) + list(workers)
+    table = _process_table()
+    own_before = sum(table[pid].own for pid in daemons)
+    reaped_before = sum(table[pid].reaped for pid in workers)
+    # a worker's children from before the run (none, or the launcher left by spark-class)
+    idle = {pid for pid, process in table.items() if process.parent in workers}
+    with tempfile.TemporaryFile("w+") as stderr:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        orphans = _Orphans({*managed, process.pid})
+        while True:
+            orphans.reap(_process_table())
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                process.returncode = os.waitstatus_to_exitcode(status)
+                break
+            time.sleep(0.2)
+        wall = time.perf_counter() - start
+        if process.returncode != 0:
+            stderr.seek(0)
+            raise SystemExit(f"{' '.join(command)} failed:\n{stderr.read()[-3000:]}")
+    # the orphans still running, and the executors the workers have not reaped yet
+    deadline = time.monotonic() + 60
+    while True:
+        table = _process_table()
+        orphans.reap(table)
+        executors = [pid for pid, p in table.items() if p.parent in workers and pid not in idle]
+        running = orphans.orphans(table) + executors
+        if not running or time.monotonic() > deadline:
+            break
         time.sleep(0.2)
-    stderr = process.stderr.read() if process.stderr else ""
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if process.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{stderr[-3000:]}")
-    waited = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    cpu = max(waited, sum(seen.values()))
-    if cluster:
-        time.sleep(2)  # the workers reap the application's executors
-        cpu += max(sum(executors.values()), _daemon_cpu(list(cluster)) - daemons_before)
-    return wall, cpu
+    application = usage.ru_utime + usage.ru_stime + orphans.cpu
+    if running:
+        # not reaped in time: their CPU seconds so far, as /proc reads them
+        print(f"  {len(running)} processes still running after the run", file=sys.stderr)
+        tree = _descendants(table, running)
+        application += sum(table[pid].own for pid in tree)
+        application += sum(table[pid].reaped for pid in running)
+    if not daemons:
+        return Figures(wall, application)
+    application += sum(table[pid].reaped for pid in workers) - reaped_before
+    own = sum(table[pid].own for pid in daemons) - own_before
+    return Figures(wall, application, own)
 
 
 def _spark_home() -> Path:
@@ -209,6 +294,35 @@ class Cluster:
             process.wait(timeout=30)
 
 
+def table_lines(figures: dict[str, Figures]) -> list[str]:
+    """One line per engine: wall and CPU seconds and, against the in-process engine
+    (``python``) when it ran, their ratios; for the cluster a second line adds its daemons'
+    own CPU seconds to the application's.
+
+    >>> for line in table_lines({"python": Figures(100.0, 60.0),
+    ...                          "cluster": Figures(80.0, 63.0, 6.0)}):
+    ...     print(line)
+      python   wall   100.0 s  CPU    60.0 s
+      cluster  wall    80.0 s  CPU    63.0 s  wall 0.80x, CPU 1.05x in-process
+               + daemons' own   6.0 s: CPU    69.0 s  CPU 1.15x in-process
+    """
+    reference = figures.get("python")
+    lines = []
+    for engine, run in figures.items():
+        ratio = ""
+        if reference and engine != "python":
+            ratio = (
+                f"  wall {run.wall / reference.wall:.2f}x, "
+                f"CPU {run.cpu / reference.cpu:.2f}x in-process"
+            )
+        lines.append(f"  {engine:8} wall {run.wall:7.1f} s  CPU {run.cpu:7.1f} s{ratio}")
+        if run.daemons is not None:
+            total = run.cpu + run.daemons
+            ratio = f"  CPU {total / reference.cpu:.2f}x in-process" if reference else ""
+            lines.append(f"  {'':8} + daemons' own {run.daemons:5.1f} s: CPU {total:7.1f} s{ratio}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", type=int, nargs="+", default=[2000])
@@ -220,7 +334,15 @@ def main() -> None:
         choices=["python", "spark", "auto", "cluster"],
     )
     parser.add_argument("--assignors", default="range,roundrobin,sticky,cooperative-sticky")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the local[2] and cluster runs (e.g. an event log to profile)",
+    )
     args = parser.parse_args()
+    become_subreaper()
     env = dict(
         os.environ,
         SPARK_LOCAL_IP="127.0.0.1",
@@ -239,7 +361,7 @@ def main() -> None:
                     source = base / f"traces-{traces}-{files}"
                     generations = write_traces(source, traces, files)
                     size = sum(p.stat().st_size for p in source.iterdir())
-                    figures: dict[str, tuple[float, float]] = {}
+                    figures: dict[str, Figures] = {}
                     for engine in args.engines:
                         out = base / f"out-{engine}"
                         shutil.rmtree(out, ignore_errors=True)
@@ -249,6 +371,7 @@ def main() -> None:
                                 str(_spark_home() / "bin" / "spark-submit"),
                                 "--master",
                                 cluster.url,
+                                *[f"--conf={pair}" for pair in args.conf],
                                 str(REPO / "spark_jobs" / "replay_traces.py"),
                                 str(source),
                                 "--out",
@@ -257,7 +380,9 @@ def main() -> None:
                                 args.assignors,
                             ]
                         else:
-                            master = ["--master", "local[2]"] if engine == "spark" else []
+                            spark = ["--master", "local[2]"] if engine == "spark" else []
+                            if engine == "spark":
+                                spark += [f"--conf={pair}" for pair in args.conf]
                             command = [
                                 sys.executable,
                                 "-m",
@@ -270,26 +395,27 @@ def main() -> None:
                                 args.assignors,
                                 "--engine",
                                 engine,
-                                *master,
+                                *spark,
                             ]
-                        daemons = cluster.pids() if engine == "cluster" and cluster else []
-                        figures[engine] = timed(command, env, daemons)
+                        if cluster is None:
+                            figures[engine] = timed(command, env)
+                        elif engine == "cluster":
+                            master, *workers = cluster.pids()
+                            figures[engine] = timed(
+                                command,
+                                env,
+                                master=master,
+                                workers=workers,
+                                managed=cluster.pids(),
+                            )
+                        else:
+                            figures[engine] = timed(command, env, managed=cluster.pids())
                     print(
                         f"{traces} traces ({generations} generations, {size / 1e6:.2f} MB) "
                         f"in {files} file(s):"
                     )
-                    reference = figures.get("python")
-                    for engine, (wall, cpu) in figures.items():
-                        ratio = ""
-                        if reference and engine != "python":
-                            ratio = (
-                                f"  wall {wall / reference[0]:.2f}x, "
-                                f"CPU {cpu / reference[1]:.2f}x in-process"
-                            )
-                        print(
-                            f"  {engine:8} wall {wall:7.1f} s  CPU {cpu:7.1f} s{ratio}",
-                            flush=True,
-                        )
+                    for line in table_lines(figures):
+                        print(line, flush=True)
         finally:
             if cluster is not None:
                 cluster.stop()
