@@ -113,17 +113,41 @@ class Figures:
     daemons: float | None = None
 
 
-class _Orphans:
-    """The run's orphans: processes of the application whose parent exited without waiting
-    for them, re-parented to this process (see :func:`become_subreaper`) and reaped here
-    with wait4, whose rusage holds their own and their reaped descendants' CPU seconds. Every
-    other process of the run is counted by the kernel in its parent's reaped-children time, so
-    each is counted exactly once."""
+SIGCHLD_MASK = 1 << (17 - 1)  # SIGCHLD's bit in /proc/PID/status's SigIgn
+
+
+def _ignores_sigchld(pid: int) -> bool:
+    """Whether ``pid`` ignores SIGCHLD: the kernel then reaps its children itself and drops
+    their CPU seconds instead of adding them to its reaped-children time (pyspark's daemon,
+    which forks the Python workers, does so)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigIgn:"):
+                return bool(int(line.split()[1], 16) & SIGCHLD_MASK)
+    except OSError:
+        pass
+    return False
+
+
+class _Ledger:
+    """CPU seconds of one run's processes that no parent's reaped-children time holds.
+
+    - Orphans: processes whose parent exited without waiting for them are re-parented to
+      this process (:func:`become_subreaper`) and reaped here; wait4's rusage holds their own
+      and their reaped descendants' CPU seconds.
+    - Dropped: children of a process that ignores SIGCHLD (pyspark's Python workers) are
+      reaped by the kernel, which keeps no account of them; their own and reaped CPU seconds
+      are sampled (:meth:`observe`, every 0.2 s), so a worker that exits busy loses at most
+      its last 0.2 s.
+
+    Every other process is counted by the kernel in its parent's reaped-children time, so
+    each process is counted exactly once."""
 
     def __init__(self, managed: set[int]) -> None:
         self.managed = managed  # children waited for elsewhere (Popen objects)
-        self.cpu = 0.0
-        self.reaped = 0
+        self.reaped = 0.0
+        self.dropped: dict[int, float] = {}
+        self.ignoring: dict[int, bool] = {}
 
     def orphans(self, table: dict[int, Process]) -> list[int]:
         me = os.getpid()
@@ -133,16 +157,27 @@ class _Orphans:
             if process.parent == me and pid not in self.managed
         ]
 
-    def reap(self, table: dict[int, Process]) -> None:
-        """Reap the orphans that have exited and add up their CPU seconds."""
-        for pid in self.orphans(table):
+    def observe(self, table: dict[int, Process], roots: Iterable[int]) -> None:
+        """Sample the processes under ``roots`` and the orphans whose parent ignores
+        SIGCHLD, then reap the orphans that have exited."""
+        orphans = self.orphans(table)
+        for pid in _descendants(table, [*roots, *orphans]):
+            parent = table[pid].parent
+            if parent not in self.ignoring:
+                self.ignoring[parent] = _ignores_sigchld(parent)
+            if self.ignoring[parent]:
+                self.dropped[pid] = table[pid].own + table[pid].reaped
+        for pid in orphans:
             try:
                 reaped, _, usage = os.wait4(pid, os.WNOHANG)
             except ChildProcessError:
                 continue
             if reaped:
-                self.cpu += usage.ru_utime + usage.ru_stime
-                self.reaped += 1
+                self.reaped += usage.ru_utime + usage.ru_stime
+                self.dropped.pop(pid, None)  # re-parented here before it exited: reaped
+
+    def cpu(self) -> float:
+        return self.reaped + sum(self.dropped.values())
 
 
 def timed(
@@ -157,25 +192,30 @@ def timed(
     must be a subreaper, :func:`become_subreaper`).
 
     The application's CPU seconds are the submitted process's own and its reaped
-    descendants' (wait4's rusage when it exits) plus its orphans' (:class:`_Orphans`). On the
+    descendants' (wait4's rusage when it exits) plus what :class:`_Ledger` finds. On the
     loopback cluster (``master`` and ``workers`` given) they also hold the executors and
     their Python workers: children of the workers, which wait for them, so they are the
-    workers' reaped-children CPU seconds over the run. The daemons' CPU seconds are the
-    master's and the workers' own (utime + stime) over the run, which leaves out what they
-    reaped, the executors. ``managed``: this process's other children, waited for elsewhere
-    (the cluster's daemons)."""
+    workers' reaped-children CPU seconds over the run (and the Python workers, sampled). The
+    daemons' CPU seconds are the master's and the workers' own (utime + stime) over the run,
+    which leaves out what they reaped, the executors. ``managed``: this process's other
+    children, waited for elsewhere (the cluster's daemons)."""
     daemons = ([master] if master is not None else []) + list(workers)
     table = _process_table()
     own_before = sum(table[pid].own for pid in daemons)
     reaped_before = sum(table[pid].reaped for pid in workers)
     # a worker's children from before the run (none, or the launcher left by spark-class)
     idle = {pid for pid, process in table.items() if process.parent in workers}
+
+    def executors(table: dict[int, Process]) -> list[int]:
+        return [pid for pid, p in table.items() if p.parent in workers and pid not in idle]
+
     with tempfile.TemporaryFile("w+") as stderr:
         start = time.perf_counter()
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
-        orphans = _Orphans({*managed, process.pid})
+        ledger = _Ledger({*managed, process.pid})
         while True:
-            orphans.reap(_process_table())
+            table = _process_table()
+            ledger.observe(table, [process.pid, *executors(table)])
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 process.returncode = os.waitstatus_to_exitcode(status)
@@ -189,19 +229,18 @@ def timed(
     deadline = time.monotonic() + 60
     while True:
         table = _process_table()
-        orphans.reap(table)
-        executors = [pid for pid, p in table.items() if p.parent in workers and pid not in idle]
-        running = orphans.orphans(table) + executors
+        ledger.observe(table, executors(table))
+        running = ledger.orphans(table) + executors(table)
         if not running or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    application = usage.ru_utime + usage.ru_stime + orphans.cpu
+    application = usage.ru_utime + usage.ru_stime + ledger.cpu()
     if running:
         # not reaped in time: their CPU seconds so far, as /proc reads them
         print(f"  {len(running)} processes still running after the run", file=sys.stderr)
-        tree = _descendants(table, running)
-        application += sum(table[pid].own for pid in tree)
-        application += sum(table[pid].reaped for pid in running)
+        for pid in _descendants(table, running):
+            if pid not in ledger.dropped:
+                application += table[pid].own + (table[pid].reaped if pid in running else 0.0)
     if not daemons:
         return Figures(wall, application)
     application += sum(table[pid].reaped for pid in workers) - reaped_before

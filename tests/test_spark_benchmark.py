@@ -87,6 +87,27 @@ def test_the_benchmark_counts_a_process_orphaned_by_its_parent_once(tmp_path: Pa
     assert 0.8 <= figures["cpu"] < 1.5, figures
 
 
+def test_the_benchmark_counts_the_children_of_a_process_that_ignores_sigchld(
+    tmp_path: Path,
+) -> None:
+    # pyspark's daemon ignores SIGCHLD, so the kernel drops its Python workers' CPU seconds
+    # when they exit: no rusage holds the worker's 0.8 s, only the samples taken meanwhile
+    figures = _timed(
+        """
+        daemon = (
+            "import os, signal, subprocess, sys, time\\n"
+            "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\\n"
+            "code = " + repr(BURN.format(0.8) + "time.sleep(0.6)\\n") + "\\n"
+            "worker = subprocess.Popen([sys.executable, '-c', code])\\n"
+            "while os.path.exists(f'/proc/{worker.pid}'): time.sleep(0.05)\\n"
+        )
+        figures = bench.timed([sys.executable, "-c", daemon], {})
+        """,
+        tmp_path,
+    )
+    assert 0.8 <= figures["cpu"] < 1.5, figures
+
+
 def test_the_benchmark_splits_executors_cpu_from_their_daemons_own(tmp_path: Path) -> None:
     # a stand-in worker daemon: once the run starts it works 1.0 s itself, then runs an
     # "executor" child of 0.6 s and waits for it; the executor is the application's
