@@ -7,11 +7,13 @@ standalone cluster, on the same traces in one file and in 16 files.
         --files 1                                                   # the auto-engine crossover
 
 Every run is a separate process (``python -m ktk replay`` or ``spark-submit``), so its CPU
-seconds are the process tree's: the driver, its JVM and the Python workers (see ``timed``).
-Wall time includes everything a user waits for (JVM start, session, writing results).
-The cluster (a master and two one-core workers on 127.0.0.1, from pyspark's spark-class) is
-started once before its runs and stopped by pid; its executors are not descendants of the
-submitted driver, so their CPU is read from the workers' process trees (``timed``).
+seconds are the application's: the driver, its JVM and the Python workers, each process
+counted once (see ``timed``). Wall time includes everything a user waits for (JVM start,
+session, writing results). The cluster (a master and two one-core workers on 127.0.0.1,
+from pyspark's spark-class) is started once before its runs and stopped by pid. Its
+executors are the workers' children, not the driver's: they count as the application's,
+and the daemons' own CPU seconds over the run are printed apart, then added, since a real
+cluster's daemons run whether or not a job does.
 """
 
 from __future__ import annotations
