@@ -412,6 +412,9 @@ def main() -> None:
                                 str(_spark_home() / "bin" / "spark-submit"),
                                 "--master",
                                 cluster.url,
+                                # docs/spark.md's standalone recipe: spark-submit starts the
+                                # driver's JVM before ktk can set its options
+                                "--driver-java-options=-XX:TieredStopAtLevel=1",
                                 *[f"--conf={pair}" for pair in args.conf],
                                 str(REPO / "spark_jobs" / "replay_traces.py"),
                                 str(source),

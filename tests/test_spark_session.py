@@ -184,6 +184,18 @@ def test_the_driver_jvm_stops_at_the_quick_jit_tier_unless_someone_set_its_optio
     assert "spark.driver.extraJavaOptions" not in session.plan_conf(preset)[0]
 
 
+def test_the_executor_jvms_stop_at_the_quick_jit_tier_unless_someone_set_their_options() -> None:
+    planned, filled = session.plan_conf({"spark.master": "spark://h:7077"})
+    assert planned["spark.executor.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert "spark.executor.extraJavaOptions" in filled
+    preset = {"spark.executor.extraJavaOptions": "-Xss4m"}
+    assert "spark.executor.extraJavaOptions" not in session.plan_conf(preset)[0]
+    given = {"spark.executor.extraJavaOptions": "-Xss8m"}
+    planned, filled = session.plan_conf({}, conf=given)
+    assert planned["spark.executor.extraJavaOptions"] == "-Xss8m"
+    assert "spark.executor.extraJavaOptions" not in filled
+
+
 def test_code_zip_holds_the_job_packages_and_is_byte_identical_across_builds(tmp_path) -> None:
     import zipfile
 
