@@ -102,8 +102,28 @@ def java_group_order(members: Sequence[Member]) -> tuple[list[Member], np.ndarra
     >>> [member.member_id for member in ordered], member_at.tolist()
     (['b', 'a'], [1, 0])
     """
-    if all(member.instance_id is None and member.member_id.isascii() for member in members):
+    ordered, member_at = java_group_permutation(members)
+    if member_at is None:
         return list(members), np.arange(len(members), dtype=np.int64)
+    return list(ordered), member_at
+
+
+def java_group_permutation(
+    members: Sequence[Member],
+) -> tuple[Sequence[Member], np.ndarray | None]:
+    """:func:`java_group_order`, with None for the index array (and ``members`` itself as the
+    order) when Java's order is the group's own: no member is static and every member id is
+    ASCII (told apart with two list scans, not a test per member).
+
+    >>> members = (Member("a", frozenset()), Member("b", frozenset()))
+    >>> ordered, member_at = java_group_permutation(members)
+    >>> ordered is members, member_at
+    (True, None)
+    """
+    if [member.instance_id for member in members].count(None) == len(members) and "".join(
+        [member.member_id for member in members]
+    ).isascii():
+        return members, None
     ordered = java_member_order(members)
     index_of = {member.member_id: index for index, member in enumerate(members)}
     return ordered, np.asarray([index_of[member.member_id] for member in ordered], dtype=np.int64)

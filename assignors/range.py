@@ -51,59 +51,13 @@ the cut of a topic is one numpy fill of an owner array (:meth:`Assignment.from_o
 from __future__ import annotations
 
 import functools
-import itertools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 
 from assignors.base import RebalanceProtocol
-from assignors.java_order import java_group_order, subscriber_positions
-from assignors.model import Assignment, Group, PartitionSpace, Topic
-
-
-@dataclass(slots=True)
-class _TopicState:
-    """Quota bookkeeping of one topic, mirroring Java's per-topic assignment state."""
-
-    topic: Topic
-    consumers: list[int]  # member positions in Java order
-    per_consumer: int
-    remaining_with_extra: int
-    assigned_count: dict[int, int]
-    taken: bytearray
-    owned: dict[int, Sequence[int]] = field(default_factory=dict)
-    next_free: int = 0  # every partition below this index is taken
-    # set when the topic was assigned whole (rack pass and range pass): per partition, the
-    # index into `consumers` of its owner; `positions` is `consumers` as an array
-    local_owners: np.ndarray | None = None
-    positions: np.ndarray | None = None
-
-    @classmethod
-    def of(cls, topic: Topic, consumers: list[int]) -> _TopicState:
-        count = topic.num_partitions
-        return cls(
-            topic=topic,
-            consumers=consumers,
-            per_consumer=count // len(consumers),
-            remaining_with_extra=count % len(consumers),
-            assigned_count=dict.fromkeys(consumers, 0),
-            taken=bytearray(count),
-        )
-
-    def max_assignable(self, consumer: int) -> int:
-        ceiling = self.per_consumer + (1 if self.remaining_with_extra > 0 else 0)
-        return max(0, ceiling - self.assigned_count[consumer])
-
-    def give(self, consumer: int, partitions: Sequence[int]) -> None:
-        self.owned.setdefault(consumer, []).extend(partitions)  # type: ignore[attr-defined]
-        for partition in partitions:
-            self.taken[partition] = 1
-        count = self.assigned_count[consumer] + len(partitions)
-        self.assigned_count[consumer] = count
-        if count > self.per_consumer:
-            self.remaining_with_extra -= 1
+from assignors.java_order import java_group_permutation, subscriber_positions
+from assignors.model import Assignment, Group
 
 
 class RangeAssignor:
@@ -116,304 +70,294 @@ class RangeAssignor:
     carry what each member owned into the next generation's group)."""
 
     def assign(self, group: Group) -> Assignment:
-        # member_at: the group index of the member at each position of Java's order
-        ordered, member_at = java_group_order(group.members)
-        racks = [member.rack or None for member in ordered]  # Java ignores empty rack ids
-        subscribers = subscriber_positions(ordered)
+        members = group.members
         space = group.partition_space()
+        member_ids = tuple([member.member_id for member in members])
+        if not space.size:
+            return Assignment.from_owners(space, member_ids, np.zeros(0, dtype=np.int64))
+        # member_at: the group index of the member at each position of Java's order (None: the
+        # group's own order)
+        ordered, member_at = java_group_permutation(members)
+        subscriptions = [member.topics for member in ordered]
+        racks = [member.rack for member in ordered]
+        if subscriptions.count(subscriptions[0]) == len(subscriptions):
+            # every member subscribes to every topic of the space: one consumer list for all
+            if not any(racks):
+                # no consumer rack: the plain range cut of every topic, one array per shape
+                cut = _range_cuts(space.partition_counts, len(ordered))
+                owners = cut.copy() if member_at is None else member_at[cut]
+                return Assignment.from_owners(space, member_ids, owners)
+            everyone = np.arange(len(ordered), dtype=np.int64)
+            consumers_of: dict[str, np.ndarray] = dict.fromkeys(space.topic_names, everyone)
+        else:
+            consumers_of = subscriber_positions(ordered)
         owners = np.full(space.size, -1, dtype=np.int64)
-        member_ids = tuple(member.member_id for member in group.members)
-        if all(rack is None for rack in racks):
-            # no consumer rack: every topic is the plain range cut, one numpy fill per topic
-            for name, offset, count in zip(
-                space.topic_names, space.offsets, space.partition_counts, strict=True
-            ):
-                consumers = subscribers.get(name)
-                if consumers is not None and count > 0:
-                    owners[offset : offset + count] = _range_cut(member_at[consumers], count)
-            return Assignment.from_owners(space, member_ids, owners)
-
-        states: list[_TopicState] = []
-        # topics with the same subscribers share one consumer list, and its racks
-        consumer_lists: dict[int, list[int]] = {}
-        for topic in group.topics:
-            positions = subscribers.get(topic.name)
-            if positions is not None and topic.num_partitions > 0:
-                consumer_list = consumer_lists.get(id(positions))
-                if consumer_list is None:
-                    consumer_list = consumer_lists[id(positions)] = positions.tolist()
-                state = _TopicState.of(topic, consumer_list)
-                state.positions = positions
-                states.append(state)
-        views = _ConsumerRacks(racks)
-        if any(_needs_rack_matching(state, views) for state in states):
-            _assign_with_rack_matching(states, racks, views)
-        for state in states:
-            if state.local_owners is None:
-                _assign_ranges(state)
-        _fill_owners(owners, space, member_at, states)
+        plan = _plan_topics(group, space.topic_names, consumers_of, racks)
+        for name, offset, count in zip(
+            space.topic_names, space.offsets, space.partition_counts, strict=True
+        ):
+            if not count:
+                continue
+            positions = consumers_of[name]
+            local = plan.get(name) if plan is not None else None
+            if local is None:
+                local = _range_cuts((count,), len(positions))
+            owners[offset : offset + count] = (
+                positions[local] if member_at is None else member_at[positions[local]]
+            )
         return Assignment.from_owners(space, member_ids, owners)
 
 
-def _range_cut(consumers: np.ndarray, count: int) -> np.ndarray:
-    """Owners of a topic's ``count`` partitions under the plain range cut: each of the
-    ``consumers`` (in order) gets ``count // C`` consecutive partitions, the first
-    ``count % C`` one more.
-
-    >>> _range_cut(np.array([7, 3]), 5).tolist()
-    [7, 7, 7, 3, 3]
-    """
-    per_consumer, with_extra = divmod(count, len(consumers))
-    lengths = np.full(len(consumers), per_consumer, dtype=np.int64)
-    lengths[:with_extra] += 1
-    return np.repeat(consumers, lengths)
-
-
-def _topic_replica_racks(topic: Topic) -> tuple[frozenset[str], ...]:
-    if topic.replica_racks is None:
-        return (frozenset(),) * topic.num_partitions
-    return topic.replica_racks
-
-
-class _ConsumerRacks:
-    """The racks of a topic's consumers (in order, and the set of those known), worked out
-    once per consumer list of one assignment."""
-
-    __slots__ = ("_made", "racks")
-
-    def __init__(self, racks: Sequence[str | None]) -> None:
-        self.racks = racks
-        self._made: dict[int, tuple[tuple[str | None, ...], frozenset[str]]] = {}
-
-    def of(self, consumers: list[int]) -> tuple[tuple[str | None, ...], frozenset[str]]:
-        found = self._made.get(id(consumers))
-        if found is not None:
-            return found
-        racks = self.racks
-        in_order = tuple([racks[consumer] for consumer in consumers])
-        known: frozenset[str] = frozenset(in_order).difference((None,))  # type: ignore[assignment]
-        made = self._made[id(consumers)] = (in_order, known)
-        return made
-
-
-def _needs_rack_matching(state: _TopicState, views: _ConsumerRacks) -> bool:
-    """KIP-881: some subscriber rack holds a replica, and not every partition spans all racks."""
-    consumer_racks = views.of(state.consumers)[1]
-    if not consumer_racks:
-        return False
-    placement = _rack_placement(_topic_replica_racks(state.topic))
-    if consumer_racks.isdisjoint(placement.all_racks):
-        return False
-    return not placement.spans_all
-
-
-def _assign_with_rack_matching(
-    states: Sequence[_TopicState], racks: Sequence[str | None], views: _ConsumerRacks
-) -> None:
-    """Java's rack pass: group topics by subscribers, then by partition count; a group of several
-    topics is assigned co-partitioned, a lone topic by rack-matching ranges."""
-    by_subscribers: dict[tuple[int, ...], dict[int, list[_TopicState]]] = {}
-    for state in states:
-        if not views.of(state.consumers)[1]:
-            continue  # Java keeps no partition racks for such topics: nothing can match
-        by_count = by_subscribers.setdefault(tuple(state.consumers), {})
-        by_count.setdefault(state.topic.num_partitions, []).append(state)
-    for by_count in by_subscribers.values():
-        for co_partitioned in by_count.values():
-            if len(co_partitioned) > 1:
-                _assign_co_partitioned(co_partitioned, racks)
-            elif _needs_rack_matching(co_partitioned[0], views):
-                lone = co_partitioned[0]
-                lone.local_owners = _rack_matched_ranges(
-                    _topic_replica_racks(lone.topic), views.of(lone.consumers)[0]
-                )
-
-
 @functools.lru_cache(maxsize=1024)
-def _rack_matched_ranges(
-    replica_racks: tuple[frozenset[str], ...], consumer_racks: tuple[str | None, ...]
-) -> np.ndarray:
-    """A lone topic's owners (indexes into its consumers, in Java order) after the rack pass
-    and the range pass that follows: they depend on its replica racks and its consumers' racks
-    only, so the generations of a trace that repeat both are assigned once.
+def _range_cuts(counts: tuple[int, ...], num_consumers: int) -> np.ndarray:
+    """The plain range cut of topics of ``counts`` partitions over the same ``num_consumers``
+    consumers, one after the other: per partition, the position of its owner in the consumer
+    list (each gets ``count // C`` consecutive partitions of a topic, the first ``count % C``
+    one more). Kept: a replay meets the same shapes generation after generation.
 
-    >>> racks = (frozenset({"a"}), frozenset({"b"}), frozenset({"b"}))
-    >>> _rack_matched_ranges(racks, ("b", "a")).tolist()
-    [1, 0, 0]
+    >>> _range_cuts((5, 2), 2).tolist()
+    [0, 0, 0, 1, 1, 0, 1]
     """
-    topic = Topic("", len(replica_racks), replica_racks)
-    state = _TopicState.of(topic, list(range(len(consumer_racks))))
-    _assign_ranges(state, consumer_racks)
-    _assign_ranges(state)
-    owner_of = [-1] * topic.num_partitions
-    for consumer, partitions in state.owned.items():
-        for partition in partitions:
-            owner_of[partition] = consumer
-    local_owners = np.asarray(owner_of, dtype=np.int64)
-    local_owners.setflags(write=False)
-    return local_owners
+    lengths: list[int] = []
+    for count in counts:
+        per_consumer, with_extra = divmod(count, num_consumers)
+        lengths += [per_consumer + 1] * with_extra
+        lengths += [per_consumer] * (num_consumers - with_extra)
+    cut = np.repeat(np.tile(np.arange(num_consumers, dtype=np.int64), len(counts)), lengths)
+    cut.setflags(write=False)
+    return cut
 
 
-def _assign_ranges(state: _TopicState, racks: Sequence[str | None] | None = None) -> None:
-    """Each consumer in order takes its quota from the first free partitions (with ``racks``:
-    only those with a replica on its rack; a consumer without a rack matches everything).
+def _plan_topics(
+    group: Group,
+    names: Sequence[str],
+    consumers_of: dict[str, np.ndarray],
+    member_racks: Sequence[str | None],
+) -> dict[str, np.ndarray] | None:
+    """Java's rack pass (KIP-881) over the subscribed topics: for each topic it changes, its
+    owners as positions into the topic's consumer list; None when no topic needs it (every
+    topic is then the plain range cut).
 
-    The quota rules of :meth:`_TopicState.max_assignable` and :meth:`~_TopicState.give` are
-    written out with local names here: this runs once per consumer and topic of every
-    rack-aware generation. Taken partitions are skipped in C (``bytearray.find``) when any
-    partition will do."""
-    if racks is None and not state.owned:
-        _assign_contiguous(state)
-        return
-    num_partitions = state.topic.num_partitions
-    by_rack: Mapping[str | None, Sequence[int]] = {}
-    start_by_rack: dict[str | None, int] = {}
-    if racks is not None:
-        by_rack = _rack_placement(_topic_replica_racks(state.topic)).by_rack
-    taken, owned, assigned_count = state.taken, state.owned, state.assigned_count
-    per_consumer, remaining_with_extra = state.per_consumer, state.remaining_with_extra
-    next_free = state.next_free
-    for consumer in state.consumers:
-        if next_free >= num_partitions:
-            break
-        count = assigned_count[consumer]
-        limit = per_consumer + (1 if remaining_with_extra > 0 else 0) - count
-        if limit <= 0:
+    Topics are grouped by subscribers, then by partition count; a group of several topics is
+    assigned co-partitioned, a lone topic by rack-matching ranges, provided some consumer of
+    the topic has a rack."""
+    if not any(member_racks):
+        return None
+    racks = [rack or None for rack in member_racks]  # Java ignores empty rack ids
+    # per consumer list (shared arrays for topics with the same subscribers): its racks in
+    # order and the set of those known
+    racks_of: dict[int, tuple[tuple[str | None, ...], frozenset[str]]] = {}
+    by_subscribers: dict[tuple[int, int], list[tuple[str, _Placement]]] = {}
+    needed = False
+    for name in names:
+        topic = group.topic(name)
+        assert topic is not None
+        count = topic.num_partitions
+        if not count:
             continue
-        rack = racks[consumer] if racks is not None else None
-        chosen: list[int] = []
-        if rack is None:
-            position = taken.find(0, next_free)
-            while position >= 0 and limit:
-                chosen.append(position)
-                limit -= 1
-                position = taken.find(0, position + 1)
-            next_free = position if position >= 0 else num_partitions
-        else:
-            candidates = by_rack.get(rack, ())
-            end = len(candidates)
-            position = start_by_rack.get(rack, 0)
-            while position < end:
-                partition = candidates[position]
-                if not taken[partition]:
-                    if not limit:
-                        break
-                    chosen.append(partition)
-                    limit -= 1
-                position += 1
-            start_by_rack[rack] = position
-            position = taken.find(0, next_free)
-            next_free = position if position >= 0 else num_partitions
-        if chosen:
-            owned.setdefault(consumer, []).extend(chosen)  # type: ignore[attr-defined]
-            for partition in chosen:
-                taken[partition] = 1
-            count += len(chosen)
-            assigned_count[consumer] = count
-            if count > per_consumer:
-                remaining_with_extra -= 1
-    state.remaining_with_extra = remaining_with_extra
-    state.next_free = next_free
-
-
-def _assign_contiguous(state: _TopicState) -> None:
-    """The plain range cut, in O(consumers): same result as the quota walk on a fresh topic."""
-    per_consumer, with_extra = state.per_consumer, state.remaining_with_extra
-    for index, consumer in enumerate(state.consumers):
-        start = per_consumer * index + min(index, with_extra)
-        length = per_consumer + (1 if index < with_extra else 0)
-        if length:
-            state.owned[consumer] = range(start, start + length)
-            state.assigned_count[consumer] = length
-    state.remaining_with_extra = 0
-    state.next_free = state.topic.num_partitions
-    state.taken = bytearray(b"\x01") * state.topic.num_partitions
-
-
-def _assign_co_partitioned(states: Sequence[_TopicState], racks: Sequence[str | None]) -> None:
-    """Partition ``p`` of every topic goes to the first consumer with quota left whose rack holds
-    a replica of ``p`` in all of them (or that has no rack)."""
-    # the topics share subscribers and partition count and are fresh, so their quotas move together
-    lead = states[0]
-    by_rack: dict[str | None, list[int]] = {}
-    for consumer in lead.consumers:
-        by_rack.setdefault(racks[consumer], []).append(consumer)
-    head = dict.fromkeys(by_rack, 0)
-    rank = {consumer: index for index, consumer in enumerate(lead.consumers)}
-    per_topic_racks = [_topic_replica_racks(state.topic) for state in states]
-
-    def first_with_quota(rack: str | None) -> int | None:
-        queue, index = by_rack[rack], head[rack]
-        while index < len(queue) and lead.max_assignable(queue[index]) == 0:
-            index += 1  # quotas only shrink, so a consumer skipped once stays skipped
-        head[rack] = index
-        return queue[index] if index < len(queue) else None
-
-    for partition in range(lead.topic.num_partitions):
-        common = frozenset.intersection(*(racks_of[partition] for racks_of in per_topic_racks))
-        candidates = [None, *(rack for rack in common if rack in by_rack)]
-        best: int | None = None
-        for rack in candidates:
-            if rack not in by_rack:
-                continue
-            found = first_with_quota(rack)
-            if found is not None and (best is None or rank[found] < rank[best]):
-                best = found
-        if best is not None:
-            for state in states:
-                state.give(best, [partition])
-
-
-def _fill_owners(
-    owners: np.ndarray,
-    space: PartitionSpace,
-    member_at: np.ndarray,
-    states: Sequence[_TopicState],
-) -> None:
-    """Writes each topic's per-consumer partitions into ``owners`` (group member indexes), in
-    one numpy assignment."""
-    offset_of = dict(zip(space.topic_names, space.offsets, strict=True))
-    owner_of = member_at.tolist()
-    indexes: list[int] = []
-    given: list[int] = []
-    for state in states:
-        offset = offset_of[state.topic.name]
-        if state.local_owners is not None:
-            positions = state.positions
-            if positions is None:
-                positions = np.asarray(state.consumers, dtype=np.int64)
-            owners[offset : offset + state.topic.num_partitions] = member_at[
-                positions[state.local_owners]
-            ]
+        positions = consumers_of[name]
+        found = racks_of.get(id(positions))
+        if found is None:
+            in_order = tuple([racks[position] for position in positions.tolist()])
+            known = frozenset(in_order).difference((None,))
+            found = racks_of[id(positions)] = (in_order, known)
+        if not found[1]:
+            continue  # Java keeps no partition racks for such topics: nothing can match
+        placement = _rack_placement(
+            topic.replica_racks if topic.replica_racks is not None else (frozenset(),) * count
+        )
+        if not placement.spans_all and not found[1].isdisjoint(placement.all_racks):
+            needed = True
+        by_subscribers.setdefault((id(positions), count), []).append((name, placement))
+    if not needed:
+        return None
+    plan: dict[str, np.ndarray] = {}
+    for (key, _), topics in by_subscribers.items():
+        consumer_racks = racks_of[key][0]
+        if len(topics) > 1:
+            local = _co_partitioned_ranges(
+                tuple(placement for _, placement in topics), consumer_racks
+            )
+            for name, _ in topics:
+                plan[name] = local
             continue
-        for consumer, partitions in state.owned.items():
-            indexes.extend(map(offset.__add__, partitions))
-            given.extend(itertools.repeat(owner_of[consumer], len(partitions)))
-    if indexes:
-        owners[np.asarray(indexes, dtype=np.int64)] = np.asarray(given, dtype=np.int64)
+        name, placement = topics[0]
+        if not placement.spans_all and not racks_of[key][1].isdisjoint(placement.all_racks):
+            plan[name] = _rack_matched_ranges(placement, consumer_racks)
+    return plan
 
 
-class _Placement(NamedTuple):
+class _Placement:
     """Where a topic's replicas are: ``by_rack``, rack -> the partitions (ascending) with a
     replica on it; ``all_racks``, every rack holding one; ``spans_all``, every partition has a
-    replica on every one of them."""
+    replica on every one of them. Compared by identity: :func:`_rack_placement` makes one per
+    distinct replica layout it keeps, and the caches of assignments built on it key on it."""
 
-    by_rack: dict[str | None, tuple[int, ...]]
-    all_racks: frozenset[str]
-    spans_all: bool
+    __slots__ = ("all_racks", "by_rack", "num_partitions", "replica_racks", "spans_all")
+
+    def __init__(self, replica_racks: tuple[frozenset[str], ...]) -> None:
+        by_rack: dict[str, list[int]] = {}
+        for partition, partition_racks in enumerate(replica_racks):
+            for replica_rack in partition_racks:
+                by_rack.setdefault(replica_rack, []).append(partition)
+        self.replica_racks = replica_racks
+        self.num_partitions = len(replica_racks)
+        self.by_rack: dict[str, tuple[int, ...]] = {
+            rack: tuple(partitions) for rack, partitions in by_rack.items()
+        }
+        self.all_racks: frozenset[str] = frozenset(by_rack)
+        self.spans_all = all(partition_racks == self.all_racks for partition_racks in replica_racks)
 
 
 @functools.lru_cache(maxsize=1024)
 def _rack_placement(replica_racks: tuple[frozenset[str], ...]) -> _Placement:
     """The :class:`_Placement` of a topic's replica racks. Kept for the topics a replay meets
     again: the generations of one trace usually share their replica placement."""
-    by_rack: dict[str | None, list[int]] = {}
-    for partition, partition_racks in enumerate(replica_racks):
-        for replica_rack in partition_racks:
-            by_rack.setdefault(replica_rack, []).append(partition)
-    all_racks = frozenset().union(*replica_racks)
-    return _Placement(
-        {rack: tuple(partitions) for rack, partitions in by_rack.items()},
-        all_racks,
-        all(partition_racks == all_racks for partition_racks in replica_racks),
-    )
+    return _Placement(replica_racks)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rack_matched_ranges(
+    placement: _Placement, consumer_racks: tuple[str | None, ...]
+) -> np.ndarray:
+    """A lone topic's owners (indexes into its consumers, in Java order) after the rack pass
+    and the range pass that follows: they depend on its replica racks and its consumers' racks
+    only, so the generations of a trace that repeat both are assigned once.
+
+    The rack pass: each consumer in order takes, within its quota, the first free partitions
+    with a replica on its rack (a consumer without a rack takes any). The quota is Java's
+    ``maxAssignable``: ``P // C``, plus one while fewer than ``P % C`` consumers took more.
+
+    >>> racks = (frozenset({"a"}), frozenset({"b"}), frozenset({"b"}))
+    >>> _rack_matched_ranges(_rack_placement(racks), ("b", "a")).tolist()
+    [1, 0, 0]
+    """
+    num_partitions = placement.num_partitions
+    num_consumers = len(consumer_racks)
+    per_consumer, remaining = divmod(num_partitions, num_consumers)
+    owner = [-1] * num_partitions
+    counts = [0] * num_consumers
+    by_rack = placement.by_rack
+    start: dict[str, int] = {}
+    free = 0  # every partition below is taken (where consumers without a rack look first)
+    left = num_partitions
+    for index, rack in enumerate(consumer_racks):
+        limit = per_consumer + 1 if remaining > 0 else per_consumer
+        if not limit:
+            break  # no quota left for anyone
+        taken = 0
+        if rack is None:
+            while free < num_partitions:
+                if owner[free] < 0:
+                    owner[free] = index
+                    taken += 1
+                    if taken == limit:
+                        free += 1
+                        break
+                free += 1
+        else:
+            candidates = by_rack.get(rack)
+            if candidates is None:
+                continue
+            position = start.get(rack, 0)
+            for partition in candidates[position:]:
+                position += 1
+                if owner[partition] < 0:
+                    owner[partition] = index
+                    taken += 1
+                    if taken == limit:
+                        break
+            start[rack] = position
+        if taken:
+            counts[index] = taken
+            if taken > per_consumer:
+                remaining -= 1
+            left -= taken
+            if not left:
+                break
+    if left:
+        _range_pass(owner, counts, per_consumer, remaining)
+    return _frozen(owner)
+
+
+@functools.lru_cache(maxsize=256)
+def _co_partitioned_ranges(
+    placements: tuple[_Placement, ...], consumer_racks: tuple[str | None, ...]
+) -> np.ndarray:
+    """The owners (indexes into the consumers, in Java order) of each of several topics with
+    the same consumers and partition count, assigned together: partition ``p`` of all of
+    them goes to the first consumer with quota left whose rack holds a replica of ``p`` in
+    every one of them (or that has no rack), then the range pass gives out the rest. The
+    topics' quotas move together, so they end with the same owners.
+
+    >>> a, b = frozenset({"a"}), frozenset({"b"})
+    >>> _co_partitioned_ranges(
+    ...     (_rack_placement((a, b, b)), _rack_placement((a, b, a))), ("b", "a")
+    ... ).tolist()
+    [1, 0, 0]
+    """
+    num_partitions = placements[0].num_partitions
+    num_consumers = len(consumer_racks)
+    per_consumer, remaining = divmod(num_partitions, num_consumers)
+    owner = [-1] * num_partitions
+    counts = [0] * num_consumers
+    queues: dict[str | None, list[int]] = {}
+    for index, rack in enumerate(consumer_racks):
+        queues.setdefault(rack, []).append(index)
+    heads = dict.fromkeys(queues, 0)
+    common = [
+        frozenset.intersection(*racks)
+        for racks in zip(*(placement.replica_racks for placement in placements), strict=True)
+    ]
+    left = num_consumers
+    for partition, partition_racks in enumerate(common):
+        ceiling = per_consumer + 1 if remaining > 0 else per_consumer
+        best = -1
+        for rack in (None, *partition_racks):
+            queue = queues.get(rack)
+            if queue is None:
+                continue
+            head = heads[rack]
+            # quotas only shrink, so a consumer skipped once stays skipped
+            while head < len(queue) and counts[queue[head]] >= ceiling:
+                head += 1
+            heads[rack] = head
+            if head < len(queue) and (best < 0 or queue[head] < best):
+                best = queue[head]
+        if best >= 0:
+            owner[partition] = best
+            count = counts[best] = counts[best] + 1
+            if count > per_consumer:
+                remaining -= 1
+            if count >= ceiling:
+                left -= 1
+                if not left:
+                    break
+    if -1 in owner:
+        _range_pass(owner, counts, per_consumer, remaining)
+    return _frozen(owner)
+
+
+def _range_pass(owner: list[int], counts: list[int], per_consumer: int, remaining: int) -> None:
+    """Java's last pass after the rack pass: each consumer in order takes, within its quota,
+    the first partitions nobody owns yet (``owner[p] == -1``)."""
+    free = [partition for partition, found in enumerate(owner) if found < 0]
+    given = 0
+    for index, count in enumerate(counts):
+        limit = per_consumer + (1 if remaining > 0 else 0) - count
+        if limit <= 0:
+            continue
+        chunk = free[given : given + limit]
+        for partition in chunk:
+            owner[partition] = index
+        given += len(chunk)
+        if count + len(chunk) > per_consumer:
+            remaining -= 1
+        if given >= len(free):
+            break
+
+
+def _frozen(owner: list[int]) -> np.ndarray:
+    made = np.array(owner, dtype=np.int64)
+    made.setflags(write=False)
+    return made

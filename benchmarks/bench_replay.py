@@ -300,15 +300,18 @@ def main() -> None:
 
 
 def clear_process_caches() -> None:
-    """Empty the process-wide caches replays fill (replica layouts and rack-matched ranges of
-    range, sets of subscription classes, Java string hashes), so every timed run starts as a
-    fresh job does: a best-of-N figure must not come from caches an earlier run filled."""
+    """Empty the process-wide caches replays fill (replica layouts, range cuts and rack-matched
+    ranges of range, sets of subscription classes, Java string hashes), so every timed run
+    starts as a fresh job does: a best-of-N figure must not come from caches an earlier run
+    filled."""
     from assignors import java_order
     from assignors import range as range_assignor
     from assignors.traces import scoring
 
     for cached in (
         range_assignor._rack_matched_ranges,
+        range_assignor._co_partitioned_ranges,
+        range_assignor._range_cuts,
         range_assignor._rack_placement,
         scoring._hall_sets,
         java_order._java_string_hash,
