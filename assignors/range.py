@@ -123,7 +123,11 @@ def _range_cuts(counts: tuple[int, ...], num_consumers: int) -> np.ndarray:
         per_consumer, with_extra = divmod(count, num_consumers)
         lengths += [per_consumer + 1] * with_extra
         lengths += [per_consumer] * (num_consumers - with_extra)
-    cut = np.repeat(np.tile(np.arange(num_consumers, dtype=np.int64), len(counts)), lengths)
+    cut = np.repeat(
+        np.arange(num_consumers * len(counts), dtype=np.int64), np.array(lengths, dtype=np.int64)
+    )
+    if len(counts) > 1:
+        cut %= num_consumers
     cut.setflags(write=False)
     return cut
 
@@ -238,7 +242,7 @@ def _rack_matched_ranges(
     owner = [-1] * num_partitions
     counts = [0] * num_consumers
     by_rack = placement.by_rack
-    start: dict[str, int] = {}
+    start = dict.fromkeys(by_rack, 0)
     free = 0  # every partition below is taken (where consumers without a rack look first)
     left = num_partitions
     for index, rack in enumerate(consumer_racks):
@@ -259,7 +263,7 @@ def _rack_matched_ranges(
             candidates = by_rack.get(rack)
             if candidates is None:
                 continue
-            position = start.get(rack, 0)
+            position = start[rack]
             for partition in candidates[position:]:
                 position += 1
                 if owner[partition] < 0:
@@ -343,7 +347,9 @@ def _range_pass(owner: list[int], counts: list[int], per_consumer: int, remainin
     the first partitions nobody owns yet (``owner[p] == -1``)."""
     free = [partition for partition, found in enumerate(owner) if found < 0]
     given = 0
-    for index, count in enumerate(counts):
+    # only a consumer below ``per_consumer + 1`` can have quota left
+    short = [(index, count) for index, count in enumerate(counts) if count <= per_consumer]
+    for index, count in short:
         limit = per_consumer + (1 if remaining > 0 else 0) - count
         if limit <= 0:
             continue
