@@ -143,21 +143,19 @@ def subscriber_positions(ordered: Sequence[Member]) -> dict[str, np.ndarray]:
     by_subscription: dict[frozenset[str], list[int]] = {}
     for position, member in enumerate(ordered):
         by_subscription.setdefault(member.topics, []).append(position)
-    shared = [np.asarray(positions, dtype=np.int64) for positions in by_subscription.values()]
+    # per topic, the positions of every subscription naming it, merged as Python lists (numpy
+    # calls cost more than these few dozen integers)
     per_topic: dict[str, list[int]] = {}
-    for which, topics in enumerate(by_subscription):
+    for topics, positions in by_subscription.items():
         for name in topics:
-            per_topic.setdefault(name, []).append(which)
+            found = per_topic.get(name)
+            per_topic[name] = positions if found is None else found + positions
     made: dict[tuple[int, ...], np.ndarray] = {}
     result: dict[str, np.ndarray] = {}
-    for name, which_ones in per_topic.items():
-        key = tuple(which_ones)
-        positions = made.get(key)
-        if positions is None:
-            if len(key) == 1:
-                positions = shared[key[0]]
-            else:
-                positions = np.sort(np.concatenate([shared[which] for which in key]))
-            made[key] = positions
-        result[name] = positions
+    for name, positions in per_topic.items():
+        key = tuple(sorted(positions))
+        array = made.get(key)
+        if array is None:
+            array = made[key] = np.array(key, dtype=np.int64)
+        result[name] = array
     return result
