@@ -120,10 +120,28 @@ def java_group_permutation(
     >>> ordered is members, member_at
     (True, None)
     """
-    if [member.instance_id for member in members].count(None) == len(members) and "".join(
-        [member.member_id for member in members]
-    ).isascii():
+    instance_ids = [member.instance_id for member in members]
+    dynamic = instance_ids.count(None)
+    ascii_ids = "".join([member.member_id for member in members]).isascii()
+    if dynamic == len(members) and ascii_ids:
         return members, None
+    static_ids = [instance_id for instance_id in instance_ids if instance_id is not None]
+    if ascii_ids and "".join(static_ids).isascii() and len(set(static_ids)) == len(static_ids):
+        # distinct ASCII instance ids: static members by instance id, then the others in the
+        # group's own (member id) order
+        static = sorted(
+            [
+                (instance_id, index)
+                for index, instance_id in enumerate(instance_ids)
+                if instance_id is not None
+            ]
+        )
+        order = [index for _, index in static]
+        if dynamic:
+            order += [
+                index for index, instance_id in enumerate(instance_ids) if instance_id is None
+            ]
+        return [members[index] for index in order], np.array(order, dtype=np.int64)
     ordered = java_member_order(members)
     index_of = {member.member_id: index for index, member in enumerate(members)}
     return ordered, np.asarray([index_of[member.member_id] for member in ordered], dtype=np.int64)
