@@ -51,6 +51,7 @@ the cut of a topic is one numpy fill of an owner array (:meth:`Assignment.from_o
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -200,17 +201,21 @@ class _Placement:
     __slots__ = ("all_racks", "by_rack", "num_partitions", "replica_racks", "spans_all")
 
     def __init__(self, replica_racks: tuple[frozenset[str], ...]) -> None:
-        by_rack: dict[str, list[int]] = {}
-        for partition, partition_racks in enumerate(replica_racks):
-            for replica_rack in partition_racks:
-                by_rack.setdefault(replica_rack, []).append(partition)
+        all_racks: frozenset[str] = frozenset().union(*replica_racks)
+        numbers = range(len(replica_racks))
         self.replica_racks = replica_racks
         self.num_partitions = len(replica_racks)
+        # per rack, one pass in C over the partitions' rack sets
         self.by_rack: dict[str, tuple[int, ...]] = {
-            rack: tuple(partitions) for rack, partitions in by_rack.items()
+            rack: tuple(
+                itertools.compress(
+                    numbers, map(frozenset.__contains__, replica_racks, itertools.repeat(rack))
+                )
+            )
+            for rack in sorted(all_racks)
         }
-        self.all_racks: frozenset[str] = frozenset(by_rack)
-        self.spans_all = all(partition_racks == self.all_racks for partition_racks in replica_racks)
+        self.all_racks = all_racks
+        self.spans_all = replica_racks.count(all_racks) == len(replica_racks)
 
 
 @functools.lru_cache(maxsize=1024)
