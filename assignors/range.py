@@ -81,22 +81,31 @@ class RangeAssignor:
         ordered, member_at = java_group_permutation(members)
         subscriptions = [member.topics for member in ordered]
         racks = [member.rack for member in ordered]
+        names = space.topic_names
+        counts = space.partition_counts
         if subscriptions.count(subscriptions[0]) == len(subscriptions):
-            # every member subscribes to every topic of the space: one consumer list for all
-            if not any(racks):
-                # no consumer rack: the plain range cut of every topic, one array per shape
-                cut = _range_cuts(space.partition_counts, len(ordered))
-                owners = cut.copy() if member_at is None else member_at[cut]
+            # every member subscribes to every topic of the space: one consumer list for all,
+            # and the plain range cut of every topic is one array per shape
+            owners = _range_cuts(counts, len(ordered))
+            plan = None
+            if any(racks):
+                everyone = np.arange(len(ordered), dtype=np.int64)
+                plan = _plan_topics(group, names, dict.fromkeys(names, everyone), racks)
+            if plan is None:
+                owners = owners.copy() if member_at is None else member_at[owners]
                 return Assignment.from_owners(space, member_ids, owners)
-            everyone = np.arange(len(ordered), dtype=np.int64)
-            consumers_of: dict[str, np.ndarray] = dict.fromkeys(space.topic_names, everyone)
-        else:
-            consumers_of = subscriber_positions(ordered)
+            owners = owners.copy()
+            for name, offset, count in zip(names, space.offsets, counts, strict=True):
+                local = plan.get(name)
+                if local is not None:
+                    owners[offset : offset + count] = local
+            if member_at is not None:
+                owners = member_at[owners]
+            return Assignment.from_owners(space, member_ids, owners)
+        consumers_of = subscriber_positions(ordered)
         owners = np.full(space.size, -1, dtype=np.int64)
-        plan = _plan_topics(group, space.topic_names, consumers_of, racks)
-        for name, offset, count in zip(
-            space.topic_names, space.offsets, space.partition_counts, strict=True
-        ):
+        plan = _plan_topics(group, names, consumers_of, racks)
+        for name, offset, count in zip(names, space.offsets, counts, strict=True):
             if not count:
                 continue
             positions = consumers_of[name]
