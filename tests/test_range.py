@@ -279,3 +279,113 @@ def test_members_sharing_an_instance_id_keep_javas_hashmap_order():
         "consumer-22-0014",
         "consumer-22-0013",
     ]
+
+
+def _java_range_assign(group: Group) -> dict[str, list[str]]:
+    """Kafka's ``RangeAssigner.assignPartitions`` (KIP-881) transcribed statement by statement,
+    partition lists and all, as the reference the assignor's shortcuts must agree with."""
+    ordered = java_member_order(group.members)
+    rack_of = {member.member_id: member.rack or None for member in ordered}
+    states = []
+    for topic in group.topics:
+        consumers = [member.member_id for member in ordered if topic.name in member.topics]
+        if not consumers or topic.num_partitions == 0:
+            continue
+        count = topic.num_partitions
+        known = {rack_of[consumer] for consumer in consumers} - {None}
+        partition_racks: list[frozenset[str]] = []
+        if known:
+            partition_racks = [
+                topic.replica_racks[p] if topic.replica_racks is not None else frozenset()
+                for p in range(count)
+            ]
+        all_racks = frozenset().union(*partition_racks)
+        states.append(
+            {
+                "topic": topic.name,
+                "consumers": consumers,
+                "unassigned": list(range(count)),
+                "assigned": dict.fromkeys(consumers, 0),
+                "per": count // len(consumers),
+                "extra": count % len(consumers),
+                "racks": partition_racks,
+                "needs": bool(known)
+                and not known.isdisjoint(all_racks)
+                and not all(racks == all_racks for racks in partition_racks),
+            }
+        )
+    result: dict[str, list[str]] = {member.member_id: [] for member in group.members}
+
+    def max_assignable(state, consumer):
+        return max(0, state["per"] + (state["extra"] > 0) - state["assigned"][consumer])
+
+    def racks_match(state, consumer, partition):
+        rack = rack_of[consumer]
+        return rack is None or rack in state["racks"][partition]
+
+    def give(state, consumer, partitions):
+        result[consumer] += [f"{state['topic']}-{p}" for p in partitions]
+        state["assigned"][consumer] += len(partitions)
+        if state["assigned"][consumer] > state["per"]:
+            state["extra"] -= 1
+        state["unassigned"] = [p for p in state["unassigned"] if p not in partitions]
+
+    def assign_ranges(state, may_assign):
+        for consumer in state["consumers"]:
+            if not state["unassigned"]:
+                break
+            limit = max_assignable(state, consumer)
+            chosen = [p for p in state["unassigned"] if may_assign(state, consumer, p)][:limit]
+            if chosen:
+                give(state, consumer, chosen)
+
+    if any(state["needs"] for state in states):
+        by_consumers: dict[tuple[str, ...], dict[int, list[dict]]] = {}
+        for state in states:
+            by_count = by_consumers.setdefault(tuple(state["consumers"]), {})
+            by_count.setdefault(len(state["racks"]), []).append(state)
+        for consumers, by_count in by_consumers.items():
+            for count, together in by_count.items():
+                if len(together) == 1:
+                    if together[0]["needs"]:
+                        assign_ranges(together[0], racks_match)
+                    continue
+                remaining = list(consumers)
+                for p in range(count):
+                    match = next(
+                        (
+                            c
+                            for c in remaining
+                            if all(
+                                racks_match(t, c, p) and max_assignable(t, c) > 0 for t in together
+                            )
+                        ),
+                        None,
+                    )
+                    if match is None:
+                        continue
+                    for state in together:
+                        give(state, match, [p])
+                    if all(max_assignable(state, match) == 0 for state in together):
+                        remaining.remove(match)
+                        if not remaining:
+                            break
+    for state in states:
+        assign_ranges(state, lambda state, consumer, partition: True)
+    return {
+        member: sorted(partitions, key=lambda tp: (tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])))
+        for member, partitions in result.items()
+    }
+
+
+@settings(max_examples=400, deadline=None)
+@given(groups(racks=True, max_members=12, max_partitions=12))
+def test_rack_aware_range_agrees_with_javas_assigner_transcribed(group: Group) -> None:
+    assert assign(group) == _java_range_assign(group)
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups(racks=True, subscription="uniform", max_members=9, max_partitions=3))
+def test_co_partitioned_topics_agree_with_javas_assigner_transcribed(group: Group) -> None:
+    # up to 3 partitions per topic: topics of equal size, assigned together, are common
+    assert assign(group) == _java_range_assign(group)
