@@ -109,11 +109,12 @@ def java_group_order(members: Sequence[Member]) -> tuple[list[Member], np.ndarra
 
 
 def java_group_permutation(
-    members: Sequence[Member],
+    members: Sequence[Member], member_ids: Sequence[str] | None = None
 ) -> tuple[Sequence[Member], np.ndarray | None]:
     """:func:`java_group_order`, with None for the index array (and ``members`` itself as the
     order) when Java's order is the group's own: no member is static and every member id is
-    ASCII (told apart with two list scans, not a test per member).
+    ASCII (told apart with two list scans, not a test per member). ``member_ids``, when given,
+    are the members' ids in the same order.
 
     >>> members = (Member("a", frozenset()), Member("b", frozenset()))
     >>> ordered, member_at = java_group_permutation(members)
@@ -122,7 +123,9 @@ def java_group_permutation(
     """
     instance_ids = [member.instance_id for member in members]
     dynamic = instance_ids.count(None)
-    ascii_ids = "".join([member.member_id for member in members]).isascii()
+    if member_ids is None:
+        member_ids = [member.member_id for member in members]
+    ascii_ids = "".join(member_ids).isascii()
     if dynamic == len(members) and ascii_ids:
         return members, None
     static_ids = [instance_id for instance_id in instance_ids if instance_id is not None]

@@ -78,7 +78,7 @@ class RangeAssignor:
             return Assignment.from_owners(space, member_ids, np.zeros(0, dtype=np.int64))
         # member_at: the group index of the member at each position of Java's order (None: the
         # group's own order)
-        ordered, member_at = java_group_permutation(members)
+        ordered, member_at = java_group_permutation(members, member_ids)
         subscriptions = [member.topics for member in ordered]
         racks = [member.rack for member in ordered]
         names = space.topic_names
