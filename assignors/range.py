@@ -45,7 +45,9 @@ topic), then co-partitioning, then rack locality; there is no stickiness beyond 
 Complexity: O(M log M) to order M members plus, per topic, O(C_t) without racks and
 O(C_t + P_t * R) with racks (C_t subscribers, P_t partitions, R replicas per partition): each
 partition is looked at a bounded number of times, never once per member. Without consumer racks
-the cut of a topic is one numpy fill of an owner array (:meth:`Assignment.from_owners`).
+the cut of a topic is one numpy array of owners (:meth:`Assignment.from_owners`), kept per
+(partition counts, consumers) and shared by every topic when all members subscribe to all; the
+rack passes are kept per replica layout and consumer racks, which replays repeat.
 """
 
 from __future__ import annotations
