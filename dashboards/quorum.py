@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from dashboards.page import PALETTE, description_note, document, escape, figure_divs
 
-__all__ = ["render_quorum", "render_zookeeper"]
+__all__ = ["quorum_timeline_section", "render_quorum", "render_zookeeper"]
 
 ROLE_COLOURS = {
     "leader": "#d3f2dc",
@@ -34,8 +34,10 @@ ROLE_COLOURS = {
 
 def _cell(view: Mapping[str, Any]) -> str:
     role = str(view.get("role", "?"))
-    text = f"{role} e{view.get('epoch')}<br>log {view.get('log_start')}..{view.get('end_offset')}"
-    text += f" HW {view.get('hw')}"
+    text = (
+        f"{escape(role)} e{escape(view.get('epoch'))}<br>log {escape(view.get('log_start'))}.."
+        f"{escape(view.get('end_offset'))} HW {escape(view.get('hw'))}"
+    )
     if view.get("snapshot"):
         text += f"<br>snapshot {escape(view['snapshot'])}"
     if view.get("voted_for") is not None:
@@ -113,47 +115,86 @@ def render_quorum(result: dict[str, Any]) -> str:
             '<p class="note">Solid: HW (gaps while a node is down); dotted: epoch.</p>'
             f"{divs['quorum-chart']}</section>"
         )
+    sections.append(
+        quorum_timeline_section(
+            result,
+            note="Each node after each step: role and epoch, log start..end, high watermark, "
+            "newest snapshot (end offset-epoch), vote. Green: leader.",
+        )
+    )
+    if note := description_note(result):
+        sections.insert(0, note)
+    subtitle = f"KRaft quorum, voters {result['voters']}, {len(timeline)} steps"
+    return document(f"Quorum: {result['name']}", subtitle, "\n".join(sections))
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _texts(value: object) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def quorum_timeline_section(
+    result: Mapping[str, Any],
+    *,
+    title: str = "Quorum timeline",
+    section_id: str = "quorum-timeline",
+    note: str = "",
+) -> str:
+    """The quorum timeline table (one row per step, one column per node, what changed and the
+    messages delivered) of a quorum document: a quorum scenario's result, or the ``quorum``
+    of a data-plane result run with the KRaft controller. Every value is escaped; a missing
+    field shows empty.
+
+    >>> html = quorum_timeline_section({"nodes": {"1": "controller"}, "timeline": [{"step": 0,
+    ...     "op": "<b>", "nodes": {"1": {"role": "leader", "epoch": 2}}, "changes": []}]})
+    >>> "&lt;b&gt;" in html and "leader e2" in html
+    True
+    """
+    nodes = _mapping(result.get("nodes"))
+    node_ids = list(nodes)
     head = "".join(
-        f"<th>{'broker' if result['nodes'][n] == 'broker' else 'controller'} {escape(n)}</th>"
+        f"<th>{'broker' if nodes[n] == 'broker' else 'controller'} {escape(n)}</th>"
         for n in node_ids
     )
     rows = []
-    for entry in timeline:
-        op = escape(entry["op"])
+    for entry in _texts(result.get("timeline")):
+        if not isinstance(entry, Mapping):
+            continue
+        op = escape(entry.get("op"))
         if entry.get("note"):
             op += f" ({escape(entry['note'])})"
         if entry.get("comment"):
             op += f"<br><i>{escape(entry['comment'])}</i>"
-        cells = "".join(_cell(entry["nodes"][n]) for n in node_ids)
-        what = "<br>".join(escape(c) for c in entry["changes"])
+        views = _mapping(entry.get("nodes"))
+        cells = "".join(_cell(_mapping(views.get(n))) for n in node_ids)
+        what = "<br>".join(escape(c) for c in _texts(entry.get("changes")))
+        violations = [_mapping(v) for v in _texts(entry.get("violations"))]
         what += "".join(
-            f'<br><span class="bad">{escape(v["invariant"])}: {escape(v["detail"])}</span>'
-            for v in entry["violations"]
+            f'<br><span class="bad">{escape(v.get("invariant"))}: {escape(v.get("detail"))}</span>'
+            for v in violations
         )
-        messages = entry["messages"]
+        messages = _texts(entry.get("messages"))
         if messages:
             listed = "<br>".join(escape(m) for m in messages)
             what += (
                 f"<details><summary>{len(messages)} messages</summary>"
                 f'<span class="mono">{listed}</span></details>'
             )
-        marked = ' class="violation"' if entry["violations"] else ""
+        marked = ' class="violation"' if violations else ""
         rows.append(
-            f'<tr{marked}><td>{escape(entry["step"])}</td><td class="text">{op}</td>{cells}'
+            f'<tr{marked}><td>{escape(entry.get("step"))}</td><td class="text">{op}</td>{cells}'
             f'<td class="text">{what}</td></tr>'
         )
-    sections.append(
-        '<section id="quorum-timeline"><h2>Quorum timeline</h2><p class="note">Each node after '
-        "each step: role and epoch, log start..end, high watermark, newest snapshot "
-        "(end offset-epoch), vote. Green: leader.</p>"
+    shown_note = f'<p class="note">{escape(note)}</p>' if note else ""
+    return (
+        f'<section id="{escape(section_id)}"><h2>{escape(title)}</h2>{shown_note}'
         '<div class="table-wrap"><table><tr><th>step</th><th class="text">op</th>'
         f'{head}<th class="text">what happened</th></tr>{"".join(rows)}</table></div>'
         "</section>"
     )
-    if note := description_note(result):
-        sections.insert(0, note)
-    subtitle = f"KRaft quorum, voters {result['voters']}, {len(timeline)} steps"
-    return document(f"Quorum: {result['name']}", subtitle, "\n".join(sections))
 
 
 def render_zookeeper(result: dict[str, Any]) -> str:

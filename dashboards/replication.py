@@ -38,6 +38,7 @@ from dashboards.page import (
     format_number,
     write_atomically,
 )
+from dashboards.quorum import quorum_timeline_section
 
 # ------------------------------------------------------------------------- reading and checking
 
@@ -116,6 +117,15 @@ def check_replication_result(result: object) -> dict[str, Any]:
         if key in result and result[key] is not None and not isinstance(result[key], str):
             raise InputError("must be text", field=key, value=result[key])
     _check_state_fields(result, "")
+    quorum = result.get("quorum")
+    if quorum is not None:
+        if not isinstance(quorum, dict):
+            raise InputError("must be an object", field="quorum", value=quorum)
+        for key in ("nodes", "timeline"):
+            wanted = dict if key == "nodes" else list
+            if not isinstance(quorum.get(key), wanted):
+                kind = "an object" if key == "nodes" else "a list"
+                raise InputError(f"must be {kind}", field=f"quorum.{key}", value=quorum.get(key))
     partitions = result.get("partitions")
     if partitions is not None:
         if not isinstance(partitions, list):
@@ -951,6 +961,7 @@ def render_replication(result: dict[str, Any]) -> str:
             '<p class="note">This result has no timeline.</p></section>'
         )
     sections.append(_logs_section(result, acked_lost))
+    sections += _quorum_sections(result)
     name = _text(result.get("name")) or "replication scenario"
     subtitle = (
         f"mode {_text(result.get('mode')) or '?'}, {len(rows)} steps, {len(replicas)} replicas"
@@ -1300,6 +1311,7 @@ def _partitions_page(result: Mapping[str, Any], partitions: Sequence[Mapping[str
         _partition_section(view, result.get("mode"), divs.get(f"{view.prefix}chart"))
         for view in views
     ]
+    sections += _quorum_sections(result)
     if note := description_note(result):
         sections.insert(0, note)
     name = _text(result.get("name")) or "replication scenario"
@@ -1310,6 +1322,24 @@ def _partitions_page(result: Mapping[str, Any], partitions: Sequence[Mapping[str
         f"{brokers} brokers"
     )
     return document(f"Replication: {name}", subtitle, "\n".join(sections))
+
+
+def _quorum_sections(result: Mapping[str, Any]) -> list[str]:
+    """With the KRaft controller: the controller quorum after every step (the quorum page's
+    timeline table); none for the built-in controller."""
+    quorum = result.get("quorum")
+    if not isinstance(quorum, dict):
+        return []
+    return [
+        quorum_timeline_section(
+            quorum,
+            title="Controller quorum",
+            section_id="controller-quorum",
+            note="The KRaft controller quorum after each step: each voter's role and epoch, "
+            "log start..end, high watermark; what changed, and the metadata records the "
+            "active controller committed in the step. Green: the active controller.",
+        )
+    ]
 
 
 def write_replication_page(result: dict[str, Any], path: str | os.PathLike[str]) -> Path:

@@ -1641,6 +1641,9 @@ class ScenarioResult:
     # with several partitions: each one's result (``final`` and ``timeline`` above are
     # partition 0's; ``violations`` above are all partitions', each naming its partition)
     partitions: tuple[PartitionResult, ...] = ()
+    # with the KRaft controller: its quorum after every step (voters, active controller,
+    # records committed), the document ``ktk replicate`` prints for a quorum scenario
+    quorum: JsonObject | None = None
 
     @property
     def acked_lost(self) -> list[str]:
@@ -1679,6 +1682,8 @@ class ScenarioResult:
         document["timeline"] = [entry.to_json() for entry in self.timeline]
         if self.partitions:
             document["partitions"] = [result.to_json() for result in self.partitions]
+        if self.quorum is not None:
+            document["quorum"] = self.quorum
         return document
 
 
@@ -1712,6 +1717,8 @@ def run_scenario(
     timelines: list[list[TimelineEntry]] = [[] for _ in runner.clusters]
     expect_failures: list[str] = []
     expectations_checked = 0
+    # a KRaft controller records its quorum after each step (the built-in one has none)
+    note_quorum = getattr(runner.cluster.controller, "note_step", None)
     for step in scenario.steps:
         outcome = runner.step(step)
         each = outcome.partitions or (outcome,)
@@ -1737,6 +1744,8 @@ def run_scenario(
             continue
         comment = step.target if step.op == COMMENT else step.option("comment")
         text = comment if isinstance(comment, str) else None
+        if note_quorum is not None:
+            note_quorum(outcome.step_index, step.describe())
         for index, partition_outcome in enumerate(each):
             view = partition_outcome.view
             registration = view.registration
@@ -1778,7 +1787,14 @@ def run_scenario(
         invariants=tuple(invariant.name for invariant in runner.checker.invariants),
         partitions=partitions,
         controller=controller_name(controller_factory),
+        quorum=_quorum_document(runner.cluster.controller, f"{scenario.name}: KRaft controller"),
     )
+
+
+def _quorum_document(controller: Controller, name: str) -> JsonObject | None:
+    """A KRaft controller's quorum timeline (``quorum_document``); None for the built-in."""
+    document = getattr(controller, "quorum_document", None)
+    return cast(JsonObject, document(name)) if callable(document) else None
 
 
 def check_expect(

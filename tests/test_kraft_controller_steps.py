@@ -12,6 +12,7 @@ import pytest
 from conftest import EXAMPLES
 from typer.testing import CliRunner
 
+from dashboards.errors import InputError as PageInputError
 from dashboards.replication import render_replication
 from ktk.cli import app
 from replication.errors import ScenarioError
@@ -107,8 +108,10 @@ def test_every_scenario_reaches_the_same_verdict_with_either_controller_in_mode(
         documents = [
             run_scenario(loaded, mode, controller=name).to_json() for name in ("builtin", "kraft")
         ]
+        assert "quorum" not in documents[0] and "quorum" in documents[1]
         for document in documents:
             document.pop("controller")
+            document.pop("quorum", None)
         assert EPOCH.sub("N", repr(documents[0])) == EPOCH.sub("N", repr(documents[1])), path.stem
 
 
@@ -216,3 +219,83 @@ def test_the_page_of_several_partitions_names_the_controller_once():
     assert "<td>controller</td>" not in render_replication(
         {k: v for k, v in run_scenario(load_scenario(S4)).to_json().items() if k != "controller"}
     )
+
+
+def _failover(quorum: dict) -> tuple[dict, dict]:
+    """The quorum rows just before and at s29's controller failover step."""
+    timeline = quorum["timeline"]
+    at = next(i for i, e in enumerate(timeline) if e["op"].startswith("controller failover"))
+    return timeline[at - 1], timeline[at]
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_s29_quorum_timeline_shows_the_failover_as_a_new_epoch_and_active_controller(mode):
+    document = run_scenario(load_scenario(S29), mode).to_json()
+    quorum = document["quorum"]
+    assert quorum["voters"] == [3001, 3002, 3003]
+    assert [e["step"] for e in quorum["timeline"]] == [e["step"] for e in document["timeline"]]
+    before, at = _failover(quorum)
+    assert at["active"] != before["active"] and at["epoch"] > before["epoch"]
+    assert at["nodes"][str(at["active"])]["role"] == "leader"
+    assert at["nodes"][str(before["active"])]["role"] == "follower"  # crashed, then restarted
+    assert f"leader change: {at['active']} leads epoch {at['epoch']}" in at["changes"]
+    # the AlterPartition in flight is committed by the next active controller a step later
+    after = quorum["timeline"][quorum["timeline"].index(at) + 1]
+    assert after["committed"] == ["partition replicated-0 leader 2 isr [1, 2, 3] epoch 1"]
+
+
+def test_the_quorum_rows_name_the_records_committed_and_the_cut_off_controllers_log():
+    quorum = run_scenario(load_scenario(S29)).to_json()["quorum"]
+    rows = {e["op"].split(" (")[0]: e for e in quorum["timeline"]}
+    crash = rows["crash 1"]  # decided by the cut-off controller: appended, never committed
+    assert crash["committed"] == []
+    cut_off = crash["nodes"]["3002"]
+    assert cut_off["end_offset"] > cut_off["hw"]
+    fenced = rows["advance_ms 10000"]  # the new active controller fences 1 itself
+    assert fenced["committed"] == [
+        "partition replicated-0 leader 2 isr [2, 3] epoch 1",
+        "fence broker 1",
+    ]
+    assert "committed: fence broker 1" in fenced["changes"]
+
+
+def test_a_builtin_result_has_no_quorum_and_a_kraft_one_has_one_row_per_step():
+    assert "quorum" not in run_scenario(load_scenario(S4)).to_json()
+    several = run_scenario(load_scenario(S24), controller="kraft").to_json()
+    steps = [e["step"] for e in several["partitions"][0]["timeline"]]
+    assert [e["step"] for e in several["quorum"]["timeline"]] == steps
+
+
+def test_cli_prints_the_quorum_timeline_after_the_partition_timeline():
+    outcome = invoke(str(S29))
+    assert outcome.exit_code == 0, outcome.output
+    text = outcome.stdout
+    partition = text.index("replica columns:")
+    quorum = text.index("KRaft controller (quorum, voters [3001, 3002, 3003])")
+    assert partition < quorum < text.index("invariants: all held")
+    assert "c3001" in text and "L e5 12/12" in text  # 3002 leads epoch 5 after the failover
+    assert "KRaft controller (quorum" not in invoke(str(S4)).stdout
+
+
+def test_the_page_shows_the_controller_quorum_section_escaped():
+    document = json.loads(invoke(str(S29), "--json").stdout)
+    _, at = _failover(document["quorum"])
+    page = render_replication(document)
+    assert 'id="controller-quorum"' in page
+    assert f"leader change: {at['active']} leads epoch {at['epoch']}" in page
+    document["quorum"]["timeline"][0]["op"] = "<script>x</script>"
+    document["quorum"]["nodes"]["<i>"] = "<b>"
+    hostile = render_replication(document)
+    assert "<script>x" not in hostile and "&lt;script&gt;x" in hostile
+    assert "controller <i>" not in hostile and "controller &lt;i&gt;" in hostile
+    assert 'id="controller-quorum"' not in render_replication(
+        run_scenario(load_scenario(S4)).to_json()
+    )
+
+
+def test_a_page_with_a_malformed_quorum_is_refused_naming_the_field():
+    document = run_scenario(load_scenario(S29)).to_json()
+    document["quorum"]["timeline"] = "steps"
+    with pytest.raises(PageInputError) as caught:
+        render_replication(document)
+    assert caught.value.field == "quorum.timeline"

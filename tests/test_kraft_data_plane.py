@@ -22,8 +22,10 @@ EPOCH = re.compile(r"broker epoch \d+")
 
 def without_broker_epochs(document: dict) -> str:
     """The result with broker epoch numbers blanked (the log controller's are offsets) and
-    without the name of the controller."""
-    document = {key: value for key, value in document.items() if key != "controller"}
+    without the name of the controller and the KRaft controller's quorum timeline."""
+    document = {
+        key: value for key, value in document.items() if key not in ("controller", "quorum")
+    }
     return EPOCH.sub("broker epoch N", repr(document))
 
 

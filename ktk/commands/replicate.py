@@ -254,6 +254,11 @@ def _print_timeline(document: dict[str, Any]) -> None:
     out.print(f"controller: {CONTROLLER_TEXT.get(document.get('controller', 'builtin'), '?')}")
     for partition in document.get("partitions") or [document]:
         _print_partition_timeline(document, partition)
+    if document.get("quorum") is not None:
+        from ktk.commands.replicate_quorum import print_quorum_timeline
+
+        # the KRaft controller's quorum over the same steps
+        print_quorum_timeline(document["quorum"])
 
 
 def _print_partition_timeline(document: dict[str, Any], partition: dict[str, Any]) -> None:

@@ -44,13 +44,17 @@ from replication.kraft.quorum import Quorum
 from replication.kraft.raft import RaftNode
 from replication.kraft.records import (
     ControlledShutdown,
+    Entry,
     FenceBroker,
+    LeaderChange,
     MetadataImage,
     MetadataRecord,
     PartitionChange,
     RegisterBroker,
     TopicRecord,
+    VotersChange,
 )
+from replication.kraft.scenario import node_changes, node_view, record_text
 
 __all__ = ["CONTROLLER_IDS", "TOPIC", "MetadataLogController"]
 
@@ -114,6 +118,11 @@ class MetadataLogController(Controller):
         ]
         records += [FenceBroker(b) for b, r in sorted(self.brokers.items()) if r.fenced]
         self._write(records)
+        # the quorum after each data-plane step (note_step), in the quorum timeline's format
+        self.quorum_timeline: list[dict[str, Any]] = []
+        self._views = self._node_views()
+        leader = self.quorum.leader()
+        self._committed_to = leader.high_watermark if leader is not None else 0
 
     # ------------------------------------------------------------------ state <-> records
 
@@ -330,9 +339,84 @@ class MetadataLogController(Controller):
             return f"controller {node_id} rejoins; {self._active_text()}"
         raise ReplicationError(f"unknown controller fault {name!r}")
 
+    # ------------------------------------------------------------------ the quorum timeline
+
+    def _node_views(self) -> dict[int, dict[str, Any]]:
+        return {node_id: node_view(self.quorum, node_id) for node_id in sorted(self.quorum.nodes)}
+
+    def note_step(self, step: int, op: str) -> None:
+        """Record the quorum after data-plane step ``step`` (``op`` as the timeline shows it):
+        the active controller and its epoch, each voter's view (role, epoch, log end, HW, as
+        ``ktk replicate`` shows a quorum scenario's nodes), what changed, and the records the
+        active controller committed during the step. Reads the quorum; changes nothing.
+
+        >>> controller = MetadataLogController(replicas=(1, 2, 3))
+        >>> controller.fence(1)
+        True
+        >>> controller.note_step(0, "crash 1")
+        >>> entry = controller.quorum_timeline[0]
+        >>> entry["active"], entry["epoch"], entry["committed"]
+        (3002, 1, ['partition replicated-0 leader 2 isr [2, 3] epoch 1', 'fence broker 1'])
+        >>> controller.fault("failover")
+        'controller 3002 crashed; 3003 active in epoch 3'
+        >>> controller.note_step(1, "controller failover")
+        >>> entry = controller.quorum_timeline[1]
+        >>> entry["active"], entry["epoch"], entry["changes"][0]
+        (3003, 3, 'leader change: 3003 leads epoch 3')
+        """
+        quorum = self.quorum
+        leader = quorum.leader()
+        committed: list[str] = []
+        if leader is not None:
+            start = max(min(self._committed_to, leader.high_watermark), leader.log_start)
+            for offset in range(start, leader.high_watermark):
+                committed.append(_entry_text(leader.entry_at(offset)))
+            self._committed_to = leader.high_watermark
+        after = self._node_views()
+        self.quorum_timeline.append(
+            {
+                "step": step,
+                "op": op,
+                "active": leader.node_id if leader is not None else None,
+                "epoch": leader.epoch if leader is not None else None,
+                "nodes": {str(node_id): view for node_id, view in after.items()},
+                "changes": [
+                    *(c for c in committed if c.startswith("leader change")),
+                    *node_changes(self._views, after),
+                    *(f"committed: {c}" for c in committed if not c.startswith("leader change")),
+                ],
+                "committed": [c for c in committed if not c.startswith("leader change")],
+                "messages": [],
+                "violations": [],
+            }
+        )
+        self._views = after
+
+    def quorum_document(self, name: str) -> dict[str, Any]:
+        """The quorum's part of a data-plane result: its voters and timeline, in the shape
+        ``ktk replicate`` prints and the quorum page draws for a quorum scenario."""
+        leader = self.quorum.leader() or self.quorum.nodes[min(self.quorum.nodes)]
+        return {
+            "kind": "quorum",
+            "name": name,
+            "nodes": {str(node_id): "controller" for node_id in sorted(self.quorum.nodes)},
+            "voters": list(leader.voters),
+            "timeline": self.quorum_timeline,
+        }
+
     def _active_text(self) -> str:
         leader = self.active()
         return f"{leader.node_id} active in epoch {leader.epoch}"
+
+
+def _entry_text(entry: Entry) -> str:
+    """One committed metadata log entry as the quorum timeline shows it."""
+    payload = entry.payload
+    if isinstance(payload, LeaderChange):
+        return f"leader change: {payload.leader_id} leads epoch {entry.epoch}"
+    if isinstance(payload, VotersChange):
+        return f"voters {list(payload.voters)}"
+    return record_text(payload)
 
 
 def _wrap(name: str) -> None:

@@ -93,8 +93,11 @@ __all__ = [
     "QuorumStep",
     "is_quorum_document",
     "load_quorum_scenario",
+    "node_changes",
+    "node_view",
     "quorum_scenario_to_dict",
     "quorum_scenario_to_text",
+    "record_text",
     "run_quorum_scenario",
 ]
 
@@ -228,7 +231,7 @@ class QuorumStep:
                 else (f"deliver {target[0]}->{target[1]}")
             )
         if self.op == "propose":
-            return f"propose {_record_text(target)}"
+            return f"propose {record_text(target)}"
         if self.op == "alter_partition":
             text = f"alter_partition by {target[0]}: {target[1]}-{target[2]} isr {list(target[3])}"
             if target[4]:
@@ -746,7 +749,7 @@ def _record_dict(record: MetadataRecord) -> dict[str, Any]:
     return out
 
 
-def _record_text(record: MetadataRecord) -> str:
+def record_text(record: MetadataRecord) -> str:
     if isinstance(record, RegisterBroker):
         return f"broker {record.broker_id}"
     if isinstance(record, TopicRecord):
@@ -1125,7 +1128,7 @@ def run_quorum_scenario(scenario: QuorumScenario) -> QuorumScenarioResult:
                 "nodes": {str(i): after[i] for i in node_ids},
                 "changes": [
                     *(t for t in quorum.trace[before_trace:] if t.startswith("controller ")),
-                    *_changes(before, after),
+                    *node_changes(before, after),
                 ],
                 "messages": events,
                 "violations": [
@@ -1172,7 +1175,7 @@ def run_quorum_scenario(scenario: QuorumScenario) -> QuorumScenarioResult:
     )
 
 
-def _changes(before: dict[int, dict[str, Any]], after: dict[int, dict[str, Any]]) -> list[str]:
+def node_changes(before: dict[int, dict[str, Any]], after: dict[int, dict[str, Any]]) -> list[str]:
     """What a step changed, one line per node: role and epoch, vote, truncation, HW, snapshot."""
     changes = []
     for node_id, now in after.items():
