@@ -109,6 +109,29 @@ CLIENTS = "clients"
 Endpoint = int | str
 
 
+def new_controller(
+    factory: ControllerFactory,
+    config: ScenarioConfig,
+    mode: ProtocolMode,
+    partitions: Sequence[tuple[int, ...]],
+    quorum_votes: Callable[[int], Mapping[int, tuple[int, int]]],
+) -> Controller:
+    """The controller of a scenario's ``partitions`` under ``mode``: its rules come from the
+    mode (ELR, an epoch bump on every ISR change before KIP-101's diverging epochs, votes by
+    log position in the majority mode, asked of ``quorum_votes``) and its settings from the
+    config."""
+    return factory(
+        partitions=partitions,
+        min_insync_replicas=config.min_insync_replicas,
+        unclean_leader_election=config.unclean_leader_election,
+        eligible_leader_replicas=mode.eligible_leader_replicas,
+        bump_epoch_on_isr_change=mode.truncation != "diverging-epoch",
+        brokers=config.brokers,
+        quorum_votes=quorum_votes if mode.commit_rule == "majority" else None,
+        vote_log_check=mode.vote_log_check,
+    )
+
+
 @dataclass(slots=True)
 class Broker:
     broker_id: int
@@ -203,15 +226,8 @@ class Cluster:
         self._eligible_leader_replicas = mode.eligible_leader_replicas
         self.storage_factory = storage_factory
         if controller is None:
-            controller = controller_factory(
-                config.replicas,
-                min_insync_replicas=config.min_insync_replicas,
-                unclean_leader_election=config.unclean_leader_election,
-                eligible_leader_replicas=mode.eligible_leader_replicas,
-                bump_epoch_on_isr_change=mode.truncation != "diverging-epoch",
-                brokers=config.brokers,
-                quorum_votes=self._quorum_votes if mode.commit_rule == "majority" else None,
-                vote_log_check=mode.vote_log_check,
+            controller = new_controller(
+                controller_factory, config, mode, (config.replicas,), self._quorum_votes
             )
         self.controller = controller
         # the controller's list (changed in place): read directly on the hot paths
@@ -1292,15 +1308,8 @@ class PartitionedCluster:
     ) -> None:
         self.config = config
         self.mode = mode
-        self.controller = controller_factory(
-            partitions=config.partition_replicas,
-            min_insync_replicas=config.min_insync_replicas,
-            unclean_leader_election=config.unclean_leader_election,
-            eligible_leader_replicas=mode.eligible_leader_replicas,
-            bump_epoch_on_isr_change=mode.truncation != "diverging-epoch",
-            brokers=config.brokers,
-            quorum_votes=self._quorum_votes if mode.commit_rule == "majority" else None,
-            vote_log_check=mode.vote_log_check,
+        self.controller = new_controller(
+            controller_factory, config, mode, config.partition_replicas, self._quorum_votes
         )
         self.partitions = [
             Cluster(config, mode, storage_factory, controller=self.controller, partition=index)
