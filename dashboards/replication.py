@@ -417,6 +417,25 @@ def _violations(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _violations_block(violations: Sequence[Mapping[str, Any]], prefix: str, none: str) -> str:
+    """The table of invariant violations (ids start with ``prefix``), or ``none`` (HTML) when
+    there are none."""
+    if not violations:
+        return none
+    rows = "".join(
+        '<tr class="violation">'
+        f'<td class="text">{escape(_text(violation.get("invariant")))}</td>'
+        f"<td>{escape(_text(violation.get('step')))}</td>"
+        f'<td class="text">{escape(_text(violation.get("detail")))}</td></tr>'
+        for violation in violations
+    )
+    return (
+        f'<table id="{prefix}violations-table"><thead><tr><th>invariant</th><th>step</th>'
+        '<th class="text">detail</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
 def _colour(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
@@ -781,19 +800,10 @@ def _verdict_section(
             f'<td class="text mono">{escape(", ".join(str(v) for v in values or ()))}</td></tr>'
             for name, values in sorted(consumed.items(), key=lambda item: str(item[0]))
         )
-    violation_rows = "".join(
-        '<tr class="violation">'
-        f'<td class="text">{escape(_text(violation.get("invariant")))}</td>'
-        f"<td>{escape(_text(violation.get('step')))}</td>"
-        f'<td class="text">{escape(_text(violation.get("detail")))}</td></tr>'
-        for violation in violations
-    )
-    violations_block = (
-        f'<table id="{prefix}violations-table"><thead><tr><th>invariant</th><th>step</th>'
-        '<th class="text">detail</th></tr></thead>'
-        f"<tbody>{violation_rows}</tbody></table>"
-        if violations
-        else f'<p class="ok" id="{prefix}no-violations">No invariant was violated.</p>'
+    violations_block = _violations_block(
+        violations,
+        prefix,
+        f'<p class="ok" id="{prefix}no-violations">No invariant was violated.</p>',
     )
     return (
         f'<section id="{prefix}verdict"><h2>Outcome</h2>'
@@ -1223,19 +1233,10 @@ def _overall_section(result: Mapping[str, Any], violations: Sequence[Mapping[str
         f'<tr><td>{escape(label)}</td><td class="text mono">{escape(value)}</td></tr>'
         for label, value in facts
     )
-    violation_rows = "".join(
-        '<tr class="violation">'
-        f'<td class="text">{escape(_text(violation.get("invariant")))}</td>'
-        f"<td>{escape(_text(violation.get('step')))}</td>"
-        f'<td class="text">{escape(_text(violation.get("detail")))}</td></tr>'
-        for violation in violations
-    )
-    violations_block = (
-        '<table id="violations-table"><thead><tr><th>invariant</th><th>step</th>'
-        '<th class="text">detail</th></tr></thead>'
-        f"<tbody>{violation_rows}</tbody></table>"
-        if violations
-        else '<p class="ok" id="no-violations">No invariant was violated on any partition.</p>'
+    violations_block = _violations_block(
+        violations,
+        "",
+        '<p class="ok" id="no-violations">No invariant was violated on any partition.</p>',
     )
     return (
         '<section id="verdict"><h2>Outcome</h2>'
