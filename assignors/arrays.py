@@ -371,6 +371,9 @@ def claims_subscribed(
     for subscription in subscriptions:
         if row_of.setdefault(id(subscription), len(row_of)) == len(distinct):
             distinct.append(subscription)
+    with_partitions = {p for p, count in enumerate(space.partition_counts) if count > 0}
+    if all(with_partitions.issubset(subscription) for subscription in distinct):
+        return np.ones(claims.index.size, dtype=bool)
     rows = np.fromiter(
         (row_of[id(subscription)] for subscription in subscriptions), _INDEX, len(subscriptions)
     )
@@ -387,9 +390,6 @@ def claims_subscribed(
     table = np.zeros((len(distinct), num_topics), dtype=bool)
     for row, subscription in enumerate(distinct):
         table[row, np.asarray(subscription, dtype=_INDEX)] = True
-    with_partitions = np.asarray(space.partition_counts, dtype=_INDEX) > 0
-    if table[:, with_partitions].all():
-        return np.ones(claims.index.size, dtype=bool)
     return table[rows[claims.member], _topics_of(space, claims.index)]
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from strategies import groups
 
 from assignors import registry
-from assignors.arrays import GroupArrays, owned_claims, resolve_claims
+from assignors.arrays import GroupArrays, claims_subscribed, owned_claims, resolve_claims
 from assignors.errors import InputError
 from assignors.model import Group, Member, OwnedPartitions, PartitionSpace, Topic, TopicPartition
 from assignors.protocol.request import group_to_request, parse_request, read_requests, run_text
@@ -226,3 +226,26 @@ def test_members_with_equal_subscriptions_share_one_frozenset():
     group = Group((Topic("a", 1), Topic("b", 1)), (*members, Member("d", frozenset(["a"]))))
     assert len({id(m.topics) for m in group.members}) == 2
     assert group.members[0].topics == frozenset({"a", "b"})
+
+
+def test_claims_subscribed_ignores_empty_topics_when_everyone_covers_the_rest() -> None:
+    """Every claim counts as subscribed when each subscription names every topic that has
+    partitions (an empty topic missing from one changes nothing); one topic missing from one
+    subscription makes that member's claims on it unsubscribed."""
+    space = PartitionSpace(("a", "b", "z"), (2, 2, 0))
+    claims = owned_claims(
+        Group(
+            (Topic("a", 2), Topic("b", 2), Topic("z", 0)),
+            (
+                Member("c0", frozenset("abz"), (TP("a", 0), TP("b", 1))),
+                Member("c1", frozenset("ab"), (TP("b", 0), TP("a", 1))),
+            ),
+        ),
+        space,
+    )
+    everyone = (0, 1, 2)
+    assert claims_subscribed(claims, space, [everyone, (0, 1)]).tolist() == [True] * 4
+    subscribed = claims_subscribed(claims, space, [everyone, (0,)])
+    pairs = zip(claims.member.tolist(), claims.index.tolist(), strict=True)
+    by_claim = dict(zip(pairs, subscribed.tolist(), strict=True))
+    assert by_claim == {(0, 0): True, (0, 3): True, (1, 2): False, (1, 1): True}
