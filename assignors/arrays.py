@@ -69,6 +69,7 @@ class GroupArrays:
     def of(cls, group: Group) -> GroupArrays:
         space = group.partition_space()
         counts = np.asarray(space.partition_counts, dtype=_INDEX)
+        sizes = space.partition_counts
         position = {name: p for p, name in enumerate(space.topic_names)}
         known: dict[frozenset[str], tuple[int, ...]] = {}
         subscriptions = []
@@ -79,15 +80,14 @@ class GroupArrays:
                     sorted(
                         p
                         for name in member.topics
-                        if (p := position.get(name)) is not None and counts[p] > 0
+                        if (p := position.get(name)) is not None and sizes[p] > 0
                     )
                 )
                 known[member.topics] = subscription
             subscriptions.append(subscription)
         members = group.members
-        order = sorted(
-            range(len(members)), key=lambda i: (members[i].identity, members[i].member_id)
-        )
+        keys = [(member.identity, member.member_id) for member in members]
+        order = sorted(range(len(members)), key=keys.__getitem__)
         rank = np.empty(len(members), dtype=_INDEX)
         rank[order] = np.arange(len(members), dtype=_INDEX)
         claimant, contested, unsubscribed_owner, objects = _valid_claims(group, subscriptions)
