@@ -20,8 +20,9 @@ import argparse
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any
+
+from bench_spark_replay import tree_cpu_seconds  # this folder: run as a script
 
 from replication.explore import explore, explore_settings
 from replication.producer import ProducerSettings
@@ -48,31 +49,6 @@ CONFIGURATIONS: list[tuple[str, str, dict[str, Any]]] = [
         },
     ),
 ]
-
-
-def tree_cpu_seconds(root: int) -> float:
-    """User + system CPU seconds of ``root`` and every live descendant (and the children each
-    has waited for), from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2 :].split()
-        parent = int(fields[1])
-        children.setdefault(parent, []).append(int(entry))
-        cpu[int(entry)] = sum(int(value) for value in fields[11:15]) / tick
-    total, stack = 0.0, [root]
-    while stack:
-        pid = stack.pop()
-        total += cpu.get(pid, 0.0)
-        stack.extend(children.get(pid, ()))
-    return total
 
 
 def main() -> None:

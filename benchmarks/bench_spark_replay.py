@@ -96,6 +96,14 @@ def _descendants(table: dict[int, Process], roots: Iterable[int]) -> set[int]:
     return found
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU seconds of ``root`` and every live descendant, each with the children
+    it has waited for, from /proc: the CPU of a process tree whose processes are all still
+    running (a Spark session's driver, its JVM and reused Python workers)."""
+    table = _process_table()
+    return sum(table[pid].own + table[pid].reaped for pid in _descendants(table, [root]))
+
+
 def become_subreaper() -> None:
     """Make this process the reaper of its orphaned descendants (Linux PR_SET_CHILD_SUBREAPER):
     a JVM or Python worker whose parent exits without waiting for it is re-parented here,
