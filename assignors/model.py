@@ -804,14 +804,39 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
     >>> [(m.member_id, m.owned_partitions, m.generation) for m in rejoin(group, given, 4).members]
     [('c0', (TopicPartition(topic='a', partition=1),), 4), ('c1', (), 4)]
     """
-    handed = assignment.partitions
+    owners = assignment.owners
     if (
         type(generation) is int
         and generation >= NO_GENERATION
-        and assignment.owners is not None
+        and owners is not None
         and assignment.member_ids == tuple(member.member_id for member in group.members)
     ):
         # an array assignment hands out sorted, distinct partitions: nothing to check again
+        space = group.partition_space()
+        if assignment.space is not None and assignment.space.numbers_alike(space):
+            # over the group's own numbering: each member's run of indexes, no TopicPartition
+            order, bounds = member_runs(owners, len(group.members))
+            runs = order.astype(np.int64)
+            runs.flags.writeable = False
+            limits = bounds.tolist()
+            nothing = OwnedPartitions.checked(space, runs[:0])
+            return Group.checked(
+                group.topics,
+                tuple(
+                    Member.checked(
+                        member.member_id,
+                        member.topics,
+                        OwnedPartitions.checked(space, runs[start:end]) if end > start else nothing,
+                        generation,
+                        member.rack,
+                        member.instance_id,
+                    )
+                    for member, start, end in zip(group.members, limits, limits[1:], strict=False)
+                ),
+                group._topic_by_name,
+                space,
+            )
+        handed = assignment.partitions
         return Group.checked(
             group.topics,
             tuple(
@@ -828,6 +853,7 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
             group._topic_by_name,
             group._space,
         )
+    handed = assignment.partitions
     return Group(
         topics=group.topics,
         members=tuple(

@@ -44,7 +44,6 @@ from assignors.model import (
     PartitionSpace,
     Topic,
     TopicPartition,
-    member_runs,
     rejoin,
 )
 from assignors.traces.format import Generation, Trace, TraceMember
@@ -408,43 +407,6 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
     return Group.checked(step.topics, tuple(members), step.topic_by_name, space)
 
 
-def _rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
-    """:func:`~assignors.model.rejoin` of an array assignment over ``group``'s own space with
-    each member's partitions as :class:`~assignors.model.OwnedPartitions` (no
-    :class:`TopicPartition` per partition); any other assignment through ``rejoin`` itself."""
-    space = group.partition_space()
-    members = group.members
-    owners = assignment.owners
-    if (
-        owners is None
-        or type(generation) is not int
-        or generation < NO_GENERATION
-        or assignment.space is None
-        or not assignment.space.numbers_alike(space)
-        or assignment.member_ids != tuple(member.member_id for member in members)
-    ):
-        return rejoin(group, assignment, generation)
-    order, bounds = member_runs(owners, len(members))
-    runs = order.astype(np.int64)
-    runs.flags.writeable = False
-    limits = bounds.tolist()
-    nothing = _no_partitions(space)
-    rejoined = []
-    for i, member in enumerate(members):
-        start, end = limits[i], limits[i + 1]
-        rejoined.append(
-            Member.checked(
-                member.member_id,
-                member.topics,
-                OwnedPartitions.checked(space, runs[start:end]) if end > start else nothing,
-                generation,
-                member.rack,
-                member.instance_id,
-            )
-        )
-    return Group.checked(group.topics, tuple(rejoined), group._topic_by_name, space)
-
-
 def replay_with(
     trace: Trace,
     assignor: Assignor,
@@ -512,7 +474,7 @@ def replay_with(
             if server_side or not (cooperative and assignment.num_withheld) or rounds >= MAX_ROUNDS:
                 break
             # the old owners revoke what was withheld and everyone rejoins with what they hold now
-            group = _rejoin(group, assignment, generation.generation)
+            group = rejoin(group, assignment, generation.generation)
         owners = step.shape.owners_of(assignment)
         scored = {
             "trace_id": trace.trace_id,
