@@ -71,12 +71,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from replication.errors import ScenarioError
 from replication.partition import NONE, AlterPartitionRequest, ordered
 from replication.raft_rules import LogPosition, is_majority, wins_vote
 
 RECOVERED = "RECOVERED"
 RECOVERING = "RECOVERING"
+
+
+NEEDS_KRAFT = (
+    "a controller step needs the KRaft controller (config.controller: kraft, or "
+    "--controller kraft); this run uses the built-in one"
+)
 
 
 def _names(broker_ids: Iterable[int]) -> str:
@@ -148,7 +156,14 @@ class Controller:
     registrations (fenced or not). Broker events (``fence``, ``unfence``,
     ``controlled_shutdown``, ``register``) change every partition the broker is in; partition
     requests (``elect``, ``handle_alter_partition``, ``reassign``) name their partition
-    (default 0, the only one of a one-partition cluster)."""
+    (default 0, the only one of a one-partition cluster).
+
+    ``kind`` names the controller in results (``builtin``: this one decides in memory).
+    :meth:`fault`, :meth:`note_step` and :meth:`quorum_document` are what a scenario run asks
+    of any controller; a controller with a quorum behind it (``replication.kraft``'s
+    ``MetadataLogController``) overrides them."""
+
+    kind: ClassVar[str] = "builtin"
 
     def __init__(
         self,
@@ -251,6 +266,19 @@ class Controller:
         if self._broker_epochs is None:
             self._broker_epochs = {b: r.broker_epoch for b, r in self.brokers.items()}
         return self._broker_epochs
+
+    def fault(self, name: str) -> str:
+        """A scenario's ``controller`` step (``failover``, ``isolate``, ``heal``): this
+        controller has no quorum to fail, so the step is refused."""
+        raise ScenarioError(NEEDS_KRAFT, field="controller", value=name)
+
+    def note_step(self, step: int, op: str) -> None:
+        """Record what the controller did during data-plane step ``step``: nothing to record
+        here (no quorum)."""
+
+    def quorum_document(self, name: str) -> dict[str, Any] | None:
+        """The controller quorum's part of a result named ``name``: None, there is none."""
+        return None
 
     def fence(self, broker_id: int) -> bool:
         """Missed heartbeats: out of every ISR and every leadership, all partitions at once

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
 from replication.checks import AnomalyFound, History, final_replica, find_anomalies
-from replication.controller import Controller, PartitionRegistration
+from replication.controller import NEEDS_KRAFT, Controller, PartitionRegistration
 from replication.errors import ScenarioError
 from replication.invariants import (
     INVARIANT_NAMES,
@@ -101,7 +101,7 @@ logger = logging.getLogger(__name__)
 StorageFactory = Callable[..., LogStorage]
 # builds the controller from Controller's arguments (replication.kraft.log_controller's
 # MetadataLogController keeps its state in a KRaft metadata log)
-ControllerFactory = Callable[..., Controller]
+ControllerFactory = type[Controller]
 PENDING = "pending"
 # the two link endpoints that are not brokers (``cut: {from: controller, to: 2}``)
 CONTROLLER = "controller"
@@ -1266,7 +1266,7 @@ class Cluster:
         if op == "reassign":
             return self.reassign(cast("tuple[int, ...]", target))
         if op == "controller":
-            text = controller_fault(self.controller, cast(str, target))
+            text = self.controller.fault(cast(str, target))
             self._propagate()
             return text
         if op == "expect":
@@ -1344,7 +1344,7 @@ class PartitionedCluster:
         if op == "advance_ms":
             return [self.advance(cast(int, target))] * len(clusters)
         if op == "controller":  # one controller for every partition: the fault happens once
-            text = controller_fault(self.controller, cast(str, target))
+            text = self.controller.fault(cast(str, target))
             self.sync()
             return [text] * len(clusters)
         partition = step.option("partition")
@@ -1402,30 +1402,10 @@ def controller_factory_for(name: str | None) -> ControllerFactory:
     )
 
 
-def controller_name(factory: ControllerFactory) -> str:
-    """``kraft`` for a controller with a quorum to fail (a ``fault`` method), else ``builtin``."""
-    return "kraft" if callable(getattr(factory, "fault", None)) else "builtin"
-
-
-def controller_fault(controller: Controller, fault: str) -> str:
-    """Apply a ``controller`` step (``failover``, ``isolate``, ``heal``) to ``controller``;
-    the built-in controller has no quorum to fail."""
-    method = getattr(controller, "fault", None)
-    if not callable(method):
-        raise ScenarioError(NEEDS_KRAFT, field="controller", value=fault)
-    return cast(str, method(fault))
-
-
-NEEDS_KRAFT = (
-    "a controller step needs the KRaft controller (config.controller: kraft, or "
-    "--controller kraft); this run uses the built-in one"
-)
-
-
 def check_controller_steps(scenario: Scenario, factory: ControllerFactory) -> None:
     """Refuse, before anything runs, a ``controller`` step in a run whose controller has no
     quorum (the first such step is named)."""
-    if controller_name(factory) == "kraft":
+    if factory.kind != Controller.kind:
         return
     for index, step in enumerate(scenario.steps):
         if step.op == "controller":
@@ -1727,7 +1707,7 @@ def run_scenario(
     expect_failures: list[str] = []
     expectations_checked = 0
     # a KRaft controller records its quorum after each step (the built-in one has none)
-    note_quorum = getattr(runner.cluster.controller, "note_step", None)
+    note_quorum = runner.cluster.controller.note_step
     for step in scenario.steps:
         outcome = runner.step(step)
         each = outcome.partitions or (outcome,)
@@ -1753,8 +1733,7 @@ def run_scenario(
             continue
         comment = step.target if step.op == COMMENT else step.option("comment")
         text = comment if isinstance(comment, str) else None
-        if note_quorum is not None:
-            note_quorum(outcome.step_index, step.describe())
+        note_quorum(outcome.step_index, step.describe())
         for index, partition_outcome in enumerate(each):
             view = partition_outcome.view
             registration = view.registration
@@ -1795,15 +1774,12 @@ def run_scenario(
         expectations_checked=expectations_checked,
         invariants=tuple(invariant.name for invariant in runner.checker.invariants),
         partitions=partitions,
-        controller=controller_name(controller_factory),
-        quorum=_quorum_document(runner.cluster.controller, f"{scenario.name}: KRaft controller"),
+        controller=controller_factory.kind,
+        quorum=cast(
+            "JsonObject | None",
+            runner.cluster.controller.quorum_document(f"{scenario.name}: KRaft controller"),
+        ),
     )
-
-
-def _quorum_document(controller: Controller, name: str) -> JsonObject | None:
-    """A KRaft controller's quorum timeline (``quorum_document``); None for the built-in."""
-    document = getattr(controller, "quorum_document", None)
-    return cast(JsonObject, document(name)) if callable(document) else None
 
 
 def check_expect(

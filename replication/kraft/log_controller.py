@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from replication.controller import RECOVERED, RECOVERING, Controller, PartitionRegistration
 from replication.errors import ReplicationError
@@ -89,6 +89,8 @@ class MetadataLogController(Controller):
     ``written`` lists every record this controller appended (committed or not); ``quorum`` is
     the controller quorum, for faults between data-plane steps (:meth:`failover`,
     :meth:`isolate_active`)."""
+
+    kind: ClassVar[str] = "kraft"
 
     def __init__(
         self,
