@@ -42,7 +42,7 @@ from __future__ import annotations
 import bisect
 import gc
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -226,14 +226,14 @@ class Member:
         >>> made == Member("c0", frozenset({"t"}), (TopicPartition("t", 0),), 3)
         True
         """
+        # the slots' own setters: a replay makes one member per member and generation
         made = object.__new__(cls)
-        setter = object.__setattr__
-        setter(made, "member_id", member_id)
-        setter(made, "topics", topics)
-        setter(made, "owned_partitions", owned_partitions)
-        setter(made, "generation", generation)
-        setter(made, "rack", rack)
-        setter(made, "instance_id", instance_id)
+        _set_member_id(made, member_id)
+        _set_topics(made, topics)
+        _set_owned_partitions(made, owned_partitions)
+        _set_generation(made, generation)
+        _set_rack(made, rack)
+        _set_instance_id(made, instance_id)
         return made
 
     @property
@@ -246,6 +246,21 @@ class Member:
         ('pod-0', 'c-7')
         """
         return member_identity(self.member_id, self.instance_id)
+
+
+def _slot_setter(cls: type, name: str) -> Callable[[object, object], None]:
+    """The setter of slot ``name`` of ``cls``: sets it on a frozen instance being built
+    without ``object.__setattr__``'s lookup by name."""
+    setter: Callable[[object, object], None] = getattr(cls, name).__set__
+    return setter
+
+
+_set_member_id = _slot_setter(Member, "member_id")
+_set_topics = _slot_setter(Member, "topics")
+_set_owned_partitions = _slot_setter(Member, "owned_partitions")
+_set_generation = _slot_setter(Member, "generation")
+_set_rack = _slot_setter(Member, "rack")
+_set_instance_id = _slot_setter(Member, "instance_id")
 
 
 def member_identity(member_id: str, instance_id: str | None) -> str:
@@ -550,7 +565,9 @@ distinct and in 0..4 (got [4, 1])
         (whose topics are sorted by name), without checking them again (nor copying them: the
         caller hands them over)."""
         made = cls.__new__(cls)
-        made._set(space, indexes)
+        _set_space(made, space)
+        _set_indexes(made, indexes)
+        _set_objects(made, None)
         return made
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -608,6 +625,11 @@ distinct and in 0..4 (got [4, 1])
 
     def __repr__(self) -> str:
         return repr(self.objects())
+
+
+_set_space = _slot_setter(OwnedPartitions, "space")
+_set_indexes = _slot_setter(OwnedPartitions, "indexes")
+_set_objects = _slot_setter(OwnedPartitions, "_objects")
 
 
 class Assignment:

@@ -145,7 +145,11 @@ class _Step(NamedTuple):
     nobody subscribes to any more), None when there are none;
     ``kept_topics``: every topic of the previous generation is still here, so nothing it owned
     stopped existing; ``current``/``weight``: each partition of the previous generation's
-    partition space as an index of this one's (-1 gone) and its weight here.
+    partition space as an index of this one's (-1 gone) and its weight here;
+    ``member_fields[i]``: member ``i``'s (member id, topics, rack, instance id);
+    ``rejoining[i]``: the code of member ``i``'s identity when that identity was in the
+    previous generation (it owns what its identity's speaker held), else -1; ``nothing``: no
+    owned partitions, as arrays of this generation's space.
     """
 
     generation: Generation
@@ -165,6 +169,9 @@ class _Step(NamedTuple):
     current: np.ndarray | None
     weight: np.ndarray | None
     dropped: np.ndarray | None
+    member_fields: tuple[tuple[str, frozenset[str], str | None, str | None], ...]
+    rejoining: tuple[int, ...]
+    nothing: OwnedPartitions
 
 
 class Prepared(NamedTuple):
@@ -227,7 +234,13 @@ def prepare(trace: Trace) -> Prepared:
                 carries_list[index] = code
         current = weight = dropped = None
         kept_topics = False
+        rejoining = [-1] * len(members)
         if previous is not None:
+            before = previous.identities
+            rejoining = [
+                code if identity in before else -1
+                for identity, code in zip(member_identities, member_codes, strict=True)
+            ]
             kept_topics = all(name in topic_by_name for name in previous.topic_by_name)
             current, weight = _carried_into(previous.shape.space, shape.space, topic_by_name)
             dropped = _dropped(previous.shape.space, shape.space, topic_by_name)
@@ -250,6 +263,12 @@ def prepare(trace: Trace) -> Prepared:
                 current=current,
                 weight=weight,
                 dropped=dropped,
+                member_fields=tuple(
+                    (member.member_id, member.topics, member.rack, member.instance_id)
+                    for member in members
+                ),
+                rejoining=tuple(rejoining),
+                nothing=_no_partitions(shape.space),
             )
         )
         previous, previous_timestamp = steps[-1], generation.timestamp_ms
@@ -381,29 +400,18 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
     bounds = np.searchsorted(codes[order], np.arange(previous.speaker_of_code.size + 1)).tolist()
     space = step.shape.space
     previous_generation = previous.generation.generation
-    previous_identities = previous.identities
-    nothing = _no_partitions(space)
+    nothing = step.nothing
+    member, owned_partitions = Member.checked, OwnedPartitions.checked
     members = []
-    for member, identity, code in zip(
-        step.members, step.member_identities, step.codes.tolist(), strict=True
+    for (member_id, topics, rack, instance_id), code in zip(
+        step.member_fields, step.rejoining, strict=True
     ):
-        owned = nothing
-        generation = NO_GENERATION
-        if identity in previous_identities:
-            generation = previous_generation
-            start, end = bounds[code], bounds[code + 1]
-            if end > start:
-                owned = OwnedPartitions.checked(space, runs[start:end])
-        members.append(
-            Member.checked(
-                member.member_id,
-                member.topics,
-                owned,
-                generation,
-                member.rack,
-                member.instance_id,
-            )
-        )
+        if code < 0:
+            members.append(member(member_id, topics, nothing, NO_GENERATION, rack, instance_id))
+            continue
+        start, end = bounds[code], bounds[code + 1]
+        owned = owned_partitions(space, runs[start:end]) if end > start else nothing
+        members.append(member(member_id, topics, owned, previous_generation, rack, instance_id))
     return Group.checked(step.topics, tuple(members), step.topic_by_name, space)
 
 
