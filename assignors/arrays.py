@@ -29,6 +29,7 @@ from assignors.model import (
     Group,
     OwnedPartitions,
     PartitionSpace,
+    Topic,
     TopicPartition,
     member_runs,
 )
@@ -67,40 +68,18 @@ class GroupArrays:
 
     @classmethod
     def of(cls, group: Group) -> GroupArrays:
-        space = group.partition_space()
-        counts = np.asarray(space.partition_counts, dtype=_INDEX)
-        sizes = space.partition_counts
-        position = {name: p for p, name in enumerate(space.topic_names)}
-        known: dict[frozenset[str], tuple[int, ...]] = {}
-        subscriptions = []
-        for member in group.members:
-            subscription = known.get(member.topics)
-            if subscription is None:
-                subscription = tuple(
-                    sorted(
-                        p
-                        for name in member.topics
-                        if (p := position.get(name)) is not None and sizes[p] > 0
-                    )
-                )
-                known[member.topics] = subscription
-            subscriptions.append(subscription)
-        members = group.members
-        keys = [(member.identity, member.member_id) for member in members]
-        order = sorted(range(len(members)), key=keys.__getitem__)
-        rank = np.empty(len(members), dtype=_INDEX)
-        rank[order] = np.arange(len(members), dtype=_INDEX)
-        claimant, contested, unsubscribed_owner, objects = _valid_claims(group, subscriptions)
+        layout = _layout_of(group)
+        claimant, contested, unsubscribed_owner, objects = _valid_claims(group, layout)
         return cls(
-            space=space,
-            member_ids=tuple(member.member_id for member in members),
-            subscriptions=tuple(subscriptions),
-            topic_of=np.repeat(np.arange(counts.size, dtype=_INDEX), counts),
+            space=layout.space,
+            member_ids=layout.member_ids,
+            subscriptions=layout.subscriptions,
+            topic_of=layout.topic_of,
             claimant=claimant,
             contested=contested,
             unsubscribed_owner=unsubscribed_owner,
             objects=objects,
-            rank=rank,
+            rank=layout.rank,
         )
 
     @property
@@ -181,12 +160,95 @@ class GroupArrays:
         return self.space.fill_objects(self.objects)
 
 
+_member_key = operator.attrgetter("member_id", "topics", "instance_id")
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What :class:`GroupArrays` takes from a group's topics and its members' ids,
+    subscriptions and instance ids alone (not from what they own or their generations): kept
+    in the group's :meth:`~assignors.model.Group.derived` store, so the groups of one
+    generation of a replay, and a cooperative group's rounds, work it out once.
+    ``member_keys``: each member's (member id, topics, instance id), what it was made of."""
+
+    topics: tuple[Topic, ...]
+    member_keys: list[tuple[str, frozenset[str], str | None]]
+    space: PartitionSpace
+    member_ids: tuple[str, ...]
+    subscriptions: tuple[tuple[int, ...], ...]
+    topic_of: np.ndarray
+    rank: np.ndarray
+    subscribed: _SubscriptionCheck
+
+    @classmethod
+    def of(cls, group: Group) -> _Layout:
+        space = group.partition_space()
+        counts = np.asarray(space.partition_counts, dtype=_INDEX)
+        sizes = space.partition_counts
+        position = {name: p for p, name in enumerate(space.topic_names)}
+        known: dict[frozenset[str], tuple[int, ...]] = {}
+        subscriptions = []
+        for member in group.members:
+            subscription = known.get(member.topics)
+            if subscription is None:
+                subscription = tuple(
+                    sorted(
+                        p
+                        for name in member.topics
+                        if (p := position.get(name)) is not None and sizes[p] > 0
+                    )
+                )
+                known[member.topics] = subscription
+            subscriptions.append(subscription)
+        members = group.members
+        keys = [(member.identity, member.member_id) for member in members]
+        order = sorted(range(len(members)), key=keys.__getitem__)
+        rank = np.empty(len(members), dtype=_INDEX)
+        rank[order] = np.arange(len(members), dtype=_INDEX)
+        topic_of = np.repeat(np.arange(counts.size, dtype=_INDEX), counts)
+        for array in (rank, topic_of):
+            array.flags.writeable = False  # shared by every GroupArrays of the layout
+        return cls(
+            topics=group.topics,
+            member_keys=list(map(_member_key, members)),
+            space=space,
+            member_ids=tuple(member.member_id for member in members),
+            subscriptions=tuple(subscriptions),
+            topic_of=topic_of,
+            rank=rank,
+            subscribed=_SubscriptionCheck.of(space, subscriptions),
+        )
+
+    def describes(self, group: Group) -> bool:
+        """Whether this layout is the one :meth:`of` would make of ``group`` (same topics, same
+        members' ids, subscriptions and instance ids, in order; the space follows from them)."""
+        return (
+            group.topics == self.topics
+            and list(map(_member_key, group.members)) == self.member_keys
+            and group.partition_space().numbers_alike(self.space)
+        )
+
+
+_LAYOUT = "assignors.arrays.layout"
+
+
+def _layout_of(group: Group) -> _Layout:
+    """The group's :class:`_Layout`, from its derived store when one there still describes it
+    (checked on every use, so a store shared by mistake can never give a wrong layout)."""
+    derived = group.derived()
+    found = derived.get(_LAYOUT)
+    if isinstance(found, _Layout) and found.describes(group):
+        return found
+    made = derived[_LAYOUT] = _Layout.of(group)
+    return made
+
+
 def _valid_claims(
-    group: Group, subscriptions: list[tuple[int, ...]]
+    group: Group, layout: _Layout
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(claimant, contested, unsubscribed_owner, objects) of :class:`GroupArrays`, by the claim
     rule of :func:`resolve_claims`."""
-    space = group.partition_space()
+    space = layout.space
     objects = np.full(space.size, None, dtype=object)
     claimant = np.full(space.size, NOBODY, dtype=_INDEX)
     contested = np.zeros(space.size, dtype=bool)
@@ -194,7 +256,7 @@ def _valid_claims(
     claims = owned_claims(group, space, with_objects=True)
     if not claims.index.size:
         return claimant, contested, unsubscribed_owner, objects
-    subscribed = claims_subscribed(claims, space, subscriptions)
+    subscribed = layout.subscribed.of_claims(claims, space)
     if not subscribed.all():
         unsubscribed_owner[claims.index[~subscribed]] = True
         claims = claims.subset(subscribed)
@@ -365,32 +427,64 @@ def claims_subscribed(
     topic positions in ``space`` member ``i`` (group order) subscribes to. Members sharing a
     subscription should share the object: rows are made once per distinct object. When every
     subscription covers every topic that has partitions, no claim is looked up."""
-    num_topics = len(space.topic_names)
-    row_of: dict[int, int] = {}
-    distinct: list[Sequence[int] | np.ndarray] = []
-    for subscription in subscriptions:
-        if row_of.setdefault(id(subscription), len(row_of)) == len(distinct):
-            distinct.append(subscription)
-    with_partitions = {p for p, count in enumerate(space.partition_counts) if count > 0}
-    if all(with_partitions.issubset(subscription) for subscription in distinct):
-        return np.ones(claims.index.size, dtype=bool)
-    rows = np.fromiter(
-        (row_of[id(subscription)] for subscription in subscriptions), _INDEX, len(subscriptions)
-    )
-    if len(distinct) * num_topics > _SUBSCRIPTION_TABLE_CELLS:
-        pairs = np.fromiter(
-            (
-                member * num_topics + position
-                for member, subscription in enumerate(subscriptions)
-                for position in subscription
-            ),
-            dtype=_INDEX,
+    return _SubscriptionCheck.of(space, subscriptions).of_claims(claims, space)
+
+
+@dataclass(frozen=True, slots=True)
+class _SubscriptionCheck:
+    """:func:`claims_subscribed` made ready for one space and list of subscriptions:
+    ``everything``, every subscription covers every topic with partitions; else ``rows[i]``,
+    member ``i``'s row of ``table`` (distinct subscription x topic position), or, for tables
+    too large, ``pairs`` (member x topics + topic position of every subscription)."""
+
+    everything: bool
+    rows: np.ndarray | None = None
+    table: np.ndarray | None = None
+    pairs: np.ndarray | None = None
+
+    @classmethod
+    def of(
+        cls, space: PartitionSpace, subscriptions: Sequence[Sequence[int] | np.ndarray]
+    ) -> _SubscriptionCheck:
+        num_topics = len(space.topic_names)
+        row_of: dict[int, int] = {}
+        distinct: list[Sequence[int] | np.ndarray] = []
+        for subscription in subscriptions:
+            if row_of.setdefault(id(subscription), len(row_of)) == len(distinct):
+                distinct.append(subscription)
+        with_partitions = {p for p, count in enumerate(space.partition_counts) if count > 0}
+        if all(with_partitions.issubset(subscription) for subscription in distinct):
+            return cls(everything=True)
+        if len(distinct) * num_topics > _SUBSCRIPTION_TABLE_CELLS:
+            pairs = np.fromiter(
+                (
+                    member * num_topics + position
+                    for member, subscription in enumerate(subscriptions)
+                    for position in subscription
+                ),
+                dtype=_INDEX,
+            )
+            return cls(everything=False, pairs=pairs)
+        rows = np.fromiter(
+            (row_of[id(subscription)] for subscription in subscriptions),
+            _INDEX,
+            len(subscriptions),
         )
-        return np.isin(claims.member * num_topics + _topics_of(space, claims.index), pairs)
-    table = np.zeros((len(distinct), num_topics), dtype=bool)
-    for row, subscription in enumerate(distinct):
-        table[row, np.asarray(subscription, dtype=_INDEX)] = True
-    return table[rows[claims.member], _topics_of(space, claims.index)]
+        table = np.zeros((len(distinct), num_topics), dtype=bool)
+        for row, subscription in enumerate(distinct):
+            table[row, np.asarray(subscription, dtype=_INDEX)] = True
+        return cls(everything=False, rows=rows, table=table)
+
+    def of_claims(self, claims: Claims, space: PartitionSpace) -> np.ndarray:
+        """Whether each of ``claims`` (on ``space``, the space this was made for) is by a
+        member subscribing to the partition's topic."""
+        if self.everything:
+            return np.ones(claims.index.size, dtype=bool)
+        if self.pairs is not None:
+            num_topics = len(space.topic_names)
+            return np.isin(claims.member * num_topics + _topics_of(space, claims.index), self.pairs)
+        assert self.rows is not None and self.table is not None
+        return self.table[self.rows[claims.member], _topics_of(space, claims.index)]
 
 
 def _topics_of(space: PartitionSpace, indexes: np.ndarray) -> np.ndarray:

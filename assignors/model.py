@@ -278,6 +278,7 @@ class Group:
     members: tuple[Member, ...]
     _topic_by_name: Mapping[str, Topic] = field(init=False, repr=False, compare=False)
     _space: PartitionSpace | None = field(init=False, repr=False, compare=False, default=None)
+    _derived: dict[str, object] | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         topics = tuple(sorted(self.topics, key=lambda topic: topic.name))
@@ -301,6 +302,7 @@ class Group:
         object.__setattr__(self, "members", members)
         object.__setattr__(self, "_topic_by_name", by_name)
         object.__setattr__(self, "_space", None)
+        object.__setattr__(self, "_derived", None)
 
     @classmethod
     def checked(
@@ -309,12 +311,15 @@ class Group:
         members: tuple[Member, ...],
         topic_by_name: Mapping[str, Topic],
         space: PartitionSpace | None = None,
+        derived: dict[str, object] | None = None,
     ) -> Group:
         """A group whose topics are already sorted by name and distinct, members sorted by
         member id and distinct, and ``topic_by_name`` maps each topic's name to it: what
         ``Group(...)`` would make, without sorting and checking again (a replay builds one
         group per generation and assignor from the same checked parts). ``space``, when given,
         must be what :meth:`partition_space` would make: groups of one generation share it.
+        ``derived``: another group's :meth:`derived` store, shared with it (a replay's groups
+        of one generation, whose members differ in owned partitions and generations only).
 
         >>> topics = (Topic("a", 1),)
         >>> members = (Member("c0", frozenset({"a"})),)
@@ -326,6 +331,7 @@ class Group:
         object.__setattr__(made, "members", members)
         object.__setattr__(made, "_topic_by_name", topic_by_name)
         object.__setattr__(made, "_space", space)
+        object.__setattr__(made, "_derived", derived)
         return made
 
     def topic(self, name: str) -> Topic | None:
@@ -357,6 +363,24 @@ class Group:
             object.__setattr__(self, "_space", space)
         assert self._space is not None
         return self._space
+
+    def derived(self) -> dict[str, object]:
+        """A store, by the name of whoever keeps it, for values derived from the group's
+        topics and its members' ids, subscriptions, racks and instance ids (never from owned
+        partitions or generations), made once and shared with the groups made from this one
+        with the same topics and members (:func:`rejoin`, a replay's generation): an
+        assignor's layout of the group is then worked out once per generation, not once per
+        round and assignor. Whoever reads a value checks it still describes the group before
+        using it (the store is shared on trust).
+
+        >>> group = Group((Topic("a", 1),), (Member("c0", frozenset({"a"})),))
+        >>> group.derived() is group.derived(), group.derived()
+        (True, {})
+        """
+        if self._derived is None:
+            object.__setattr__(self, "_derived", {})
+        assert self._derived is not None
+        return self._derived
 
     def has_racks(self) -> bool:
         """True when rack-aware assignment applies (KIP-881): some consumer rack and some
@@ -857,6 +881,7 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
                 ),
                 group._topic_by_name,
                 space,
+                group.derived(),
             )
         handed = assignment.partitions
         return Group.checked(
@@ -874,6 +899,7 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
             ),
             group._topic_by_name,
             group._space,
+            group.derived(),
         )
     handed = assignment.partitions
     return Group(

@@ -369,7 +369,13 @@ def _group_at(
                     instance_id=member.instance_id,
                 )
             )
-    return Group.checked(step.topics, tuple(members), step.topic_by_name, step.shape.space)
+    return Group.checked(
+        step.topics,
+        tuple(members),
+        step.topic_by_name,
+        step.shape.space,
+        step.shape.group.derived(),
+    )
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -412,7 +418,9 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
         start, end = bounds[code], bounds[code + 1]
         owned = owned_partitions(space, runs[start:end]) if end > start else nothing
         members.append(member(member_id, topics, owned, previous_generation, rack, instance_id))
-    return Group.checked(step.topics, tuple(members), step.topic_by_name, space)
+    return Group.checked(
+        step.topics, tuple(members), step.topic_by_name, space, step.shape.group.derived()
+    )
 
 
 def replay_with(

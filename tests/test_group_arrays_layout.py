@@ -1,0 +1,117 @@
+"""The layout :class:`~assignors.arrays.GroupArrays` takes from a group's topics and members
+(their ids, subscriptions, instance ids), kept in the group's derived store and shared by the
+groups of one generation: worked out once, never used for a group it does not describe."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from strategies import groups
+
+from assignors import arrays
+from assignors.arrays import GroupArrays
+from assignors.model import Assignment, Group, Member, Topic, TopicPartition, rejoin
+
+TP = TopicPartition
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
+FIELDS = (
+    "member_ids",
+    "subscriptions",
+    "topic_of",
+    "claimant",
+    "contested",
+    "unsubscribed_owner",
+    "objects",
+    "rank",
+)
+
+
+def _same(made: GroupArrays, fresh: GroupArrays) -> None:
+    assert made.space == fresh.space
+    for name in FIELDS:
+        left, right = getattr(made, name), getattr(fresh, name)
+        if isinstance(left, np.ndarray):
+            assert left.dtype == right.dtype and left.tolist() == right.tolist(), name
+        else:
+            assert left == right, name
+
+
+def _without_store(group: Group) -> Group:
+    return Group(group.topics, group.members)
+
+
+def _group(members: tuple[Member, ...]) -> Group:
+    return Group((Topic("a", 3), Topic("b", 2)), members)
+
+
+def test_group_arrays_layout_is_made_once_for_the_groups_sharing_a_store() -> None:
+    first = _group(
+        (Member("c0", frozenset({"a", "b"})), Member("c1", frozenset({"a"}), instance_id="i1"))
+    )
+    # the same members owning something else in another generation, sharing the store
+    owning = tuple(
+        Member(m.member_id, m.topics, owned, 3, m.rack, m.instance_id)
+        for m, owned in zip(first.members, ((TP("b", 1),), (TP("a", 0), TP("a", 2))), strict=True)
+    )
+    second = Group.checked(
+        first.topics, owning, {t.name: t for t in first.topics}, None, first.derived()
+    )
+    GroupArrays.of(first)
+    layout = first.derived()[arrays._LAYOUT]
+    made = GroupArrays.of(second)
+    assert second.derived()[arrays._LAYOUT] is layout
+    _same(made, GroupArrays.of(_without_store(second)))
+    assert made.claimant.tolist() == [1, -1, 1, -1, 0]
+
+
+def test_group_arrays_layout_that_does_not_describe_the_group_is_made_again() -> None:
+    first = _group((Member("c0", frozenset({"a", "b"})), Member("c1", frozenset({"a"}))))
+    GroupArrays.of(first)
+    # members renamed, resubscribed or made static: the store's layout is not theirs
+    for members in (
+        (Member("c0", frozenset({"a", "b"})), Member("c2", frozenset({"a"}))),
+        (Member("c0", frozenset({"a"})), Member("c1", frozenset({"a"}))),
+        (Member("c0", frozenset({"a", "b"})), Member("c1", frozenset({"a"}), instance_id="i")),
+        (Member("c0", frozenset({"a", "b"})),),
+    ):
+        wrong = Group.checked(
+            first.topics, members, {t.name: t for t in first.topics}, None, first.derived()
+        )
+        _same(GroupArrays.of(wrong), GroupArrays.of(_without_store(wrong)))
+    # other topics: a different partition space
+    grown = (Topic("a", 4), Topic("b", 2))
+    wrong = Group.checked(grown, first.members, {t.name: t for t in grown}, None, first.derived())
+    _same(GroupArrays.of(wrong), GroupArrays.of(_without_store(wrong)))
+
+
+def test_rejoin_shares_the_group_arrays_layout_with_the_next_round() -> None:
+    group = _group((Member("c0", frozenset({"a", "b"})), Member("c1", frozenset({"a", "b"}))))
+    GroupArrays.of(group)
+    # an array answer, as the array assignors give: c0 gets a-0 and b-1, c1 gets a-2
+    given_out = Assignment.from_owners(
+        group.partition_space(), ("c0", "c1"), np.array([0, -1, 1, -1, 0])
+    )
+    next_round = rejoin(group, given_out, 4)
+    assert next_round.derived() is group.derived()
+    made = GroupArrays.of(next_round)
+    assert next_round.derived()[arrays._LAYOUT] is group.derived()[arrays._LAYOUT]
+    _same(made, GroupArrays.of(_without_store(next_round)))
+
+
+@SETTINGS
+@given(groups(), groups())
+def test_group_arrays_with_a_shared_store_match_a_fresh_group(first: Group, second: Group) -> None:
+    # any group handed any other group's store (a mistake) still gets its own arrays
+    GroupArrays.of(first)
+    shared = Group.checked(
+        second.topics,
+        second.members,
+        {t.name: t for t in second.topics},
+        None,
+        first.derived(),
+    )
+    _same(GroupArrays.of(shared), GroupArrays.of(_without_store(second)))
+    # and the layout made for it serves it again
+    _same(GroupArrays.of(shared), GroupArrays.of(_without_store(second)))
