@@ -315,7 +315,18 @@ def owned_claims(
         listed[i].owned_partitions if owned is None else owned.get(listed[i].member_id, ())
         for i in order
     ]
-    as_arrays = [isinstance(partitions, OwnedPartitions) for partitions in held]
+    as_arrays = list(map(isinstance, held, repeat(OwnedPartitions)))
+    if held and all(as_arrays):
+        # every member's as arrays (a replay's groups): of one space numbered as ``space``,
+        # they are read without a step per member
+        sources = list(map(_space_of, held))
+        if sources.count(sources[0]) == len(sources) and sources[0].numbers_alike(space):
+            pieces = list(map(_indexes_of, held))
+            lengths = np.fromiter(map(len, pieces), _INDEX, len(pieces))
+            return Claims(
+                np.repeat(np.asarray(order, dtype=_INDEX), lengths),
+                np.concatenate(pieces).astype(_INDEX, copy=False),
+            )
     objects_given = [
         partitions for partitions, arrays in zip(held, as_arrays, strict=True) if not arrays
     ]
@@ -364,6 +375,10 @@ def owned_claims(
         kept = index >= 0
         member, index = member[kept], index[kept]
     return Claims(member, index)
+
+
+_space_of = operator.attrgetter("space")
+_indexes_of = operator.attrgetter("indexes")
 
 
 def _object_indexes(

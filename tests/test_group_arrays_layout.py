@@ -9,8 +9,17 @@ from hypothesis import HealthCheck, given, settings
 from strategies import groups
 
 from assignors import arrays
-from assignors.arrays import GroupArrays
-from assignors.model import Assignment, Group, Member, Topic, TopicPartition, rejoin
+from assignors.arrays import GroupArrays, owned_claims
+from assignors.model import (
+    Assignment,
+    Group,
+    Member,
+    OwnedPartitions,
+    PartitionSpace,
+    Topic,
+    TopicPartition,
+    rejoin,
+)
 
 TP = TopicPartition
 SETTINGS = settings(
@@ -115,3 +124,42 @@ def test_group_arrays_with_a_shared_store_match_a_fresh_group(first: Group, seco
     _same(GroupArrays.of(shared), GroupArrays.of(_without_store(second)))
     # and the layout made for it serves it again
     _same(GroupArrays.of(shared), GroupArrays.of(_without_store(second)))
+
+
+@SETTINGS
+@given(groups())
+def test_owned_claims_of_members_all_owning_arrays_of_one_space_match_their_objects(
+    group: Group,
+) -> None:
+    space = group.partition_space()
+    as_arrays = Group(
+        group.topics,
+        tuple(
+            Member(
+                m.member_id,
+                m.topics,
+                OwnedPartitions(
+                    space,
+                    np.asarray(
+                        sorted(space.index(tp) for tp in m.owned_partitions if _in(space, tp)),
+                        dtype=np.int64,
+                    ),
+                ),
+                m.generation,
+                m.rack,
+                m.instance_id,
+            )
+            for m in group.members
+        ),
+    )
+    backwards = list(range(len(group.members)))[::-1]
+    for members in (None, backwards):
+        from_arrays = owned_claims(as_arrays, space, members)
+        from_objects = owned_claims(group, space, members)
+        assert from_arrays.member.tolist() == from_objects.member.tolist()
+        assert from_arrays.index.tolist() == from_objects.index.tolist()
+
+
+def _in(space: PartitionSpace, tp: TopicPartition) -> bool:
+    counts = dict(zip(space.topic_names, space.partition_counts, strict=True))
+    return 0 <= tp.partition < counts.get(tp.topic, 0)
