@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from assignors.model import Group, Member, Topic, TopicPartition
 from assignors.traces.scoring import (
+    GenerationShape,
     ScoreRow,
+    _hall_sets,
     _least_moved_if_reachable,
     _min_moved_flow,
     _optimal_max_load_by_flow,
@@ -154,6 +156,47 @@ def test_min_moved_is_the_lower_bound_exactly_when_the_cut_condition_says_so(cas
     least = sum(max(0, count - capacity) for count in held.values())
     # exact both ways: the bound is proven reachable exactly when the flow reaches it
     assert shortcut == flow if shortcut is not None else flow > least
+
+
+@settings(max_examples=200, deadline=None)
+@given(keep_cases())
+def test_min_moved_shortcut_reads_the_hall_sets_a_generation_keeps_as_its_own(case):
+    classes, (key_class, key_keeper, key_count), capacity = case
+    if len(classes.sizes) > 8:
+        return
+    kept = _hall_sets.__wrapped__(classes.subscribers)
+    assert _least_moved_if_reachable(
+        classes, key_class, key_keeper, key_count, capacity, kept
+    ) == _least_moved_if_reachable(classes, key_class, key_keeper, key_count, capacity)
+
+
+@settings(max_examples=100, deadline=None)
+@given(keep_cases())
+def test_generation_shape_keeps_the_hall_sets_of_several_classes_only(case):
+    classes, _, _ = case
+    members = tuple(
+        Member(f"m{index:02d}", frozenset()) for index in range(1 + max(classes.considered))
+    )
+    # a group with these classes: each member subscribes to the classes it is a subscriber of
+    topics = tuple(Topic(f"c{index}", size) for index, size in enumerate(classes.sizes))
+    members = tuple(
+        Member(
+            member.member_id,
+            frozenset(
+                f"c{index}"
+                for index, subscribers in enumerate(classes.subscribers)
+                if position in subscribers
+            ),
+        )
+        for position, member in enumerate(members)
+    )
+    shape = GenerationShape.of(Group(topics, members))
+    if 1 < len(shape.classes.sizes) <= 8:
+        assert shape.hall is not None
+        for kept, made in zip(shape.hall, _hall_sets(shape.classes.subscribers), strict=True):
+            assert kept.tolist() == made.tolist()
+    else:
+        assert shape.hall is None
 
 
 @settings(max_examples=100, deadline=None)

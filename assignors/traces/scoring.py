@@ -567,16 +567,17 @@ def _min_moved_keys(
     key_keeper: np.ndarray,
     key_count: np.ndarray,
     capacity: int,
+    hall: HallSets | None = None,
 ) -> int:
     """The fewest moves at most ``capacity`` per member allows, given ``key_count[k]``
     partitions of class ``key_class[k]`` that member ``key_keeper[k]`` held and may keep (-1:
-    nobody may)."""
+    nobody may). ``hall``: :func:`_hall_sets` of the classes, when the caller keeps them."""
     if key_count.size == 0:
         return 0
     if len(classes.sizes) == 1 and len(classes.subscribers[0]) == len(classes.considered):
         # everyone may take everything: each owner keeps up to `capacity`, the rest must move
         return int(np.maximum(key_count - capacity, 0).sum())
-    least = _least_moved_if_reachable(classes, key_class, key_keeper, key_count, capacity)
+    least = _least_moved_if_reachable(classes, key_class, key_keeper, key_count, capacity, hall)
     if least is not None:
         return least
     # the partitions nobody held before (or that no keeper may keep) come from the class itself
@@ -602,9 +603,10 @@ def _least_moved_if_reachable(
     key_keeper: np.ndarray,
     key_count: np.ndarray,
     capacity: int,
+    hall: HallSets | None = None,
 ) -> int | None:
     """:func:`_min_moved_keys` when it is the plain lower bound, else None (then only a flow
-    can tell).
+    can tell). ``hall``: :func:`_hall_sets` of the classes, when the caller keeps them.
 
     No member keeps more than ``capacity``, so at least ``sum(max(0, kept_m - capacity))``
     partitions move, and reaching that bound means every keeper keeps ``min(kept_m,
@@ -628,7 +630,7 @@ def _least_moved_if_reachable(
     num_classes = len(classes.sizes)
     if num_classes > _HALL_MAX_CLASSES:
         return None
-    classes_in, reaches, members = _hall_sets(classes.subscribers)
+    classes_in, reaches, members = _hall_sets(classes.subscribers) if hall is None else hall
     kept = key_keeper >= 0
     keepers, held_class, held_count = key_keeper[kept], key_class[kept], key_count[kept]
     held = np.bincount(keepers, weights=held_count, minlength=int(members[-1]) + 1)
@@ -644,18 +646,25 @@ def _least_moved_if_reachable(
     needed = classes_in @ nobodys
     if least:
         over_keys = over[keepers]
-        dropping, column = np.unique(keepers[over_keys], return_inverse=True)
-        by_class = np.zeros((num_classes, dropping.size), dtype=np.int64)
-        np.add.at(by_class, (held_class[over_keys], column), held_count[over_keys])
-        outside = (1 - classes_in) @ by_class
+        # the members over the capacity (each holds something, so each is some key's keeper)
+        # and each such key's column among them
+        dropping = over.nonzero()[0]
+        column = (np.cumsum(over) - 1)[keepers[over_keys]]
+        cells = held_class[over_keys] * dropping.size + column
+        by_class = np.bincount(
+            cells, weights=held_count[over_keys], minlength=num_classes * dropping.size
+        ).astype(np.int64)
+        outside = (1 - classes_in) @ by_class.reshape(num_classes, dropping.size)
         needed = needed + np.maximum(excess[dropping] - outside, 0).sum(axis=1)
     return least if bool((needed <= reaches @ room).all()) else None
 
 
+HallSets = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""What :func:`_hall_sets` gives: (classes_in, reaches, members)."""
+
+
 @functools.lru_cache(maxsize=256)
-def _hall_sets(
-    subscribers: tuple[tuple[int, ...], ...],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _hall_sets(subscribers: tuple[tuple[int, ...], ...]) -> HallSets:
     """For every nonempty set ``S`` of classes (row ``s``, bit ``c`` of ``s + 1`` for class
     ``c``): ``classes_in[s, c]``, class ``c`` is in ``S``; ``reaches[s, j]``, member
     ``members[j]`` subscribes to some class of ``S``; ``members``: every subscriber,
@@ -1029,7 +1038,10 @@ class GenerationShape:
     every subscribed topic carries weights; ``mismatched[i, p]``: member ``i``'s rack has no
     replica of ``p``, None when the group has no racks. ``uniform``: one subscription class,
     every considered member in it; ``subscribes_all``: every member subscribes to every topic
-    of ``space``; ``topics_with_partitions``: positions of the topics with partitions.
+    of ``space``; ``topics_with_partitions``: positions of the topics with partitions;
+    ``hall``: :func:`_hall_sets` of the classes when there are several and at most
+    :data:`_HALL_MAX_CLASSES`, else None; ``considered_subscribed``: ``subscribed``'s rows of
+    the considered members.
     """
 
     group: Group
@@ -1048,6 +1060,8 @@ class GenerationShape:
     uniform: bool
     subscribes_all: bool
     topics_with_partitions: np.ndarray
+    hall: HallSets | None
+    considered_subscribed: np.ndarray
 
     @classmethod
     def of(
@@ -1102,16 +1116,18 @@ class GenerationShape:
             mismatched = by_rack[
                 np.asarray([rack_row.get(member.rack, 0) for member in group.members], np.int64)  # type: ignore[arg-type]
             ]
+        considered = np.asarray(classes.considered, dtype=np.int64)
+        capacity, hall = cache.capacity_and_hall_sets(classes)
         return cls(
             group=group,
             classes=classes,
-            capacity=cache.capacity(classes),
+            capacity=capacity,
             space=space,
             member_ids=tuple(member.member_id for member in group.members),
             topic_of=parts.topic_of,
             class_of_topic=class_of_topic,
             subscribed=subscribed,
-            considered=np.asarray(classes.considered, dtype=np.int64),
+            considered=considered,
             speaker=_member_by_identity(group)
             if identities is None
             else dict(zip(identities, range(len(identities)), strict=True)),
@@ -1122,6 +1138,8 @@ class GenerationShape:
             and len(classes.subscribers[0]) == len(classes.considered),
             subscribes_all=subscribes_all,
             topics_with_partitions=np.flatnonzero(class_of_topic >= 0),
+            hall=hall,
+            considered_subscribed=subscribed[considered],
         )
 
     def owners_of(self, assignment: Assignment) -> np.ndarray | None:
@@ -1236,7 +1254,9 @@ class ShapeCache:
 
     def __init__(self) -> None:
         self._spaces: dict[tuple[tuple[Topic, ...], tuple[str, ...]], _SpaceParts] = {}
-        self._capacities: dict[tuple[tuple[tuple[int, ...], ...], tuple[int, ...], int], int] = {}
+        self._capacities: dict[
+            tuple[tuple[tuple[int, ...], ...], tuple[int, ...], int], tuple[int, HallSets | None]
+        ] = {}
 
     def space_parts(
         self, group: Group, subscriptions: Iterable[frozenset[str]] | None = None
@@ -1269,10 +1289,18 @@ class ShapeCache:
 
     def capacity(self, classes: SubscriptionClasses) -> int:
         """:func:`optimal_max_load_of` ``classes``, solved once per distinct classes."""
+        return self.capacity_and_hall_sets(classes)[0]
+
+    def capacity_and_hall_sets(self, classes: SubscriptionClasses) -> tuple[int, HallSets | None]:
+        """:meth:`capacity` and :func:`_hall_sets` of ``classes`` when they are several and
+        at most :data:`_HALL_MAX_CLASSES` (None otherwise), made once per distinct classes."""
         key = (classes.subscribers, classes.sizes, len(classes.considered))
         found = self._capacities.get(key)
         if found is None:
-            found = self._capacities[key] = optimal_max_load_of(classes)
+            hall = None
+            if 1 < len(classes.sizes) <= _HALL_MAX_CLASSES:
+                hall = _hall_sets(classes.subscribers)
+            found = self._capacities[key] = (optimal_max_load_of(classes), hall)
         return found
 
 
@@ -1374,7 +1402,7 @@ def score_owners(
         in_considered = np.zeros(num_members, dtype=bool)
         in_considered[shape.considered] = True
         least = np.where(
-            shape.subscribed[shape.considered],
+            shape.considered_subscribed,
             loads[shape.considered][:, None],
             np.iinfo(np.int64).max,
         ).min(axis=0)
@@ -1438,7 +1466,7 @@ def score_owners(
                 )
                 distinct = by_key.nonzero()[0]
                 keys.extend((*np.divmod(distinct, num_members_plus), by_key[distinct]))
-            return _min_moved_keys(shape.classes, keys[0], keys[1], keys[2], limit)
+            return _min_moved_keys(shape.classes, keys[0], keys[1], keys[2], limit, shape.hall)
 
         minimum_moved = fewest(capacity)
         own_capacity = max(max_load, capacity)
