@@ -179,8 +179,8 @@ def _plan_topics(
             found = racks_of[id(positions)] = (in_order, known)
         if not found[1]:
             continue  # Java keeps no partition racks for such topics: nothing can match
-        placement = _rack_placement(
-            topic.replica_racks if topic.replica_racks is not None else (frozenset(),) * count
+        placement = _placement_of(
+            topic.replica_racks if topic.replica_racks is not None else _no_racks(count)
         )
         if not placement.spans_all and not found[1].isdisjoint(placement.all_racks):
             needed = True
@@ -234,6 +234,42 @@ def _rack_placement(replica_racks: tuple[frozenset[str], ...]) -> _Placement:
     """The :class:`_Placement` of a topic's replica racks. Kept for the topics a replay meets
     again: the generations of one trace usually share their replica placement."""
     return _Placement(replica_racks)
+
+
+@functools.lru_cache(maxsize=256)
+def _no_racks(count: int) -> tuple[frozenset[str], ...]:
+    """The replica racks of a topic of ``count`` partitions that lists none (one tuple per
+    count, so :func:`_placement_of` finds its placement by identity)."""
+    return (frozenset(),) * count
+
+
+class _PlacementsByIdentity:
+    """:func:`_rack_placement` found by the identity of the replica racks tuple first: a
+    replay hands range the same :class:`~assignors.model.Topic` objects generation after
+    generation (:func:`assignors.traces.replay.prepare`), whose tuples of hundreds of rack
+    sets then need no hashing. Each entry holds its tuple, so an id is never reused while
+    its entry is kept; at most :attr:`KEPT` entries, all dropped when full."""
+
+    KEPT = 1024
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[tuple[frozenset[str], ...], _Placement]] = {}
+
+    def __call__(self, replica_racks: tuple[frozenset[str], ...]) -> _Placement:
+        found = self._by_id.get(id(replica_racks))
+        if found is not None and found[0] is replica_racks:
+            return found[1]
+        placement = _rack_placement(replica_racks)
+        if len(self._by_id) >= self.KEPT:
+            self._by_id.clear()
+        self._by_id[id(replica_racks)] = (replica_racks, placement)
+        return placement
+
+    def cache_clear(self) -> None:
+        self._by_id.clear()
+
+
+_placement_of = _PlacementsByIdentity()
 
 
 @functools.lru_cache(maxsize=1024)

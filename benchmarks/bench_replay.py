@@ -314,6 +314,8 @@ def clear_process_caches() -> None:
         range_assignor._co_partitioned_ranges,
         range_assignor._range_cuts,
         range_assignor._rack_placement,
+        range_assignor._placement_of,
+        range_assignor._no_racks,
         scoring._hall_sets,
         java_order._java_string_hash,
     ):

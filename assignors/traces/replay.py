@@ -201,8 +201,18 @@ def prepare(trace: Trace) -> Prepared:
     previous: _Step | None = None
     previous_timestamp: int | None = None
     by_name, by_member_id = attrgetter("name"), attrgetter("member_id")
+    # a topic equal to one an earlier generation listed is that same object: assignors that
+    # keep what they derive from a topic's replica racks (range) find it by identity
+    seen_topics: dict[Topic, Topic] = {}
+
+    def _same_as_before(topic: Topic) -> Topic:
+        try:
+            return seen_topics.setdefault(topic, topic)
+        except TypeError:  # a field that is not hashable (never from a trace reader)
+            return topic
+
     for generation in trace.generations:
-        topics = tuple(sorted(generation.topics, key=by_name))
+        topics = tuple(sorted(map(_same_as_before, generation.topics), key=by_name))
         topic_by_name = {topic.name: topic for topic in topics}
         members = tuple(sorted(generation.members, key=by_member_id))
         first_members = []

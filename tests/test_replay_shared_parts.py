@@ -1,0 +1,77 @@
+"""What a replay makes once per trace and shares among generations and assignors: topics equal
+to an earlier generation's are that same object, and range finds its replica placement of them
+by identity, never handing back the placement of other racks."""
+
+from __future__ import annotations
+
+from assignors import range as range_assignor
+from assignors.model import Topic
+from assignors.range import RangeAssignor
+from assignors.traces.format import build_trace, parse_generation
+from assignors.traces.replay import prepare, replay_with
+
+
+def _row(generation: int, topics: list[dict], members: list[str]) -> dict:
+    return {
+        "trace_id": "g",
+        "generation": generation,
+        "topics": topics,
+        "members": [
+            {"member_id": m, "topics": [t["name"] for t in topics], "rack": f"r{i % 2}"}
+            for i, m in enumerate(members)
+        ],
+    }
+
+
+RACKED = {"name": "a", "partitions": 4, "racks": [["r0"], ["r1"], ["r0"], ["r1"]]}
+PLAIN = {"name": "b", "partitions": 3}
+
+
+def test_prepare_hands_equal_topics_of_later_generations_as_the_same_object() -> None:
+    grown = {"name": "b", "partitions": 5}
+    rows = [
+        _row(1, [RACKED, PLAIN], ["c0", "c1"]),
+        _row(2, [RACKED, PLAIN], ["c0", "c1", "c2"]),
+        _row(3, [RACKED, grown], ["c0", "c1", "c2"]),
+    ]
+    trace = build_trace("g", [parse_generation(row, None, i) for i, row in enumerate(rows, 1)])
+    steps = prepare(trace).steps
+    first, second, third = (step.topic_by_name for step in steps)
+    # parsed apart, equal: one object from the first generation on
+    assert trace.generations[0].topics[0] is not trace.generations[1].topics[0]
+    assert second["a"] is first["a"] and second["b"] is first["b"]
+    assert third["a"] is first["a"]
+    assert third["b"] is not first["b"] and third["b"] == Topic("b", 5)
+
+
+def test_replay_answers_do_not_depend_on_sharing_topics() -> None:
+    rows = [_row(g, [RACKED, PLAIN], [f"c{i}" for i in range(1 + g % 3)]) for g in range(1, 7)]
+    trace = build_trace("g", [parse_generation(row, None, i) for i, row in enumerate(rows, 1)])
+    shared = replay_with(trace, RangeAssignor(), timings=False)
+    range_assignor._placement_of.cache_clear()
+    range_assignor._rack_placement.cache_clear()
+    # each generation alone, as its own trace: nothing shared between generations
+    alone = [
+        replay_with(build_trace("g", [generation]), RangeAssignor(), timings=False)[0]
+        for generation in trace.generations
+    ]
+    keys = ("max_load", "min_load", "rack_mismatch", "partitions", "members")
+    assert [tuple(getattr(r, k) for k in keys) for r in shared] == [
+        tuple(getattr(r, k) for k in keys) for r in alone
+    ]
+
+
+def test_range_placement_by_identity_is_the_placement_of_those_racks() -> None:
+    lookup = range_assignor._PlacementsByIdentity()
+    lookup.KEPT = 2
+    a, b = frozenset({"a"}), frozenset({"b"})
+    racks = (a, b, b)
+    equal = tuple([a, b, b])
+    other = (b, b, a)
+    assert lookup(racks) is lookup(racks) is range_assignor._rack_placement(racks)
+    assert lookup(equal).by_rack == lookup(racks).by_rack
+    assert lookup(other).by_rack == {"a": (2,), "b": (0, 1)}
+    # full: emptied, and still right
+    assert lookup((a,)).by_rack == {"a": (0,)}
+    assert len(lookup._by_id) <= 2
+    assert lookup(racks).by_rack == {"a": (0,), "b": (1, 2)}
