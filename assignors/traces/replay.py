@@ -146,10 +146,12 @@ class _Step(NamedTuple):
     ``kept_topics``: every topic of the previous generation is still here, so nothing it owned
     stopped existing; ``current``/``weight``: each partition of the previous generation's
     partition space as an index of this one's (-1 gone) and its weight here;
-    ``member_fields[i]``: member ``i``'s (member id, topics, rack, instance id);
     ``rejoining[i]``: the code of member ``i``'s identity when that identity was in the
     previous generation (it owns what its identity's speaker held), else -1; ``nothing``: no
-    owned partitions, as arrays of this generation's space.
+    owned partitions, as arrays of this generation's space; ``member_columns``: the members'
+    ids, topics, racks and instance ids, column by column; ``rejoin_generations[i]``: the
+    generation member ``i`` owned its partitions in (the previous one when it was there,
+    else -1).
     """
 
     generation: Generation
@@ -169,9 +171,12 @@ class _Step(NamedTuple):
     current: np.ndarray | None
     weight: np.ndarray | None
     dropped: np.ndarray | None
-    member_fields: tuple[tuple[str, frozenset[str], str | None, str | None], ...]
     rejoining: tuple[int, ...]
     nothing: OwnedPartitions
+    member_columns: tuple[
+        tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
+    ]
+    rejoin_generations: tuple[int, ...]
 
 
 class Prepared(NamedTuple):
@@ -273,12 +278,20 @@ def prepare(trace: Trace) -> Prepared:
                 current=current,
                 weight=weight,
                 dropped=dropped,
-                member_fields=tuple(
-                    (member.member_id, member.topics, member.rack, member.instance_id)
-                    for member in members
-                ),
                 rejoining=tuple(rejoining),
                 nothing=_no_partitions(shape.space),
+                member_columns=(
+                    tuple(member.member_id for member in members),
+                    tuple(member.topics for member in members),
+                    tuple(member.rack for member in members),
+                    tuple(member.instance_id for member in members),
+                ),
+                rejoin_generations=tuple(
+                    NO_GENERATION
+                    if code < 0 or previous is None
+                    else previous.generation.generation
+                    for code in rejoining
+                ),
             )
         )
         previous, previous_timestamp = steps[-1], generation.timestamp_ms
@@ -415,21 +428,20 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
     runs.flags.writeable = False
     bounds = np.searchsorted(codes[order], np.arange(previous.speaker_of_code.size + 1)).tolist()
     space = step.shape.space
-    previous_generation = previous.generation.generation
     nothing = step.nothing
-    member, owned_partitions = Member.checked, OwnedPartitions.checked
-    members = []
-    for (member_id, topics, rack, instance_id), code in zip(
-        step.member_fields, step.rejoining, strict=True
-    ):
-        if code < 0:
-            members.append(member(member_id, topics, nothing, NO_GENERATION, rack, instance_id))
-            continue
-        start, end = bounds[code], bounds[code + 1]
-        owned = owned_partitions(space, runs[start:end]) if end > start else nothing
-        members.append(member(member_id, topics, owned, previous_generation, rack, instance_id))
+    owned_partitions = OwnedPartitions.checked
+    owned = [
+        owned_partitions(space, runs[bounds[code] : bounds[code + 1]])
+        if code >= 0 and bounds[code + 1] > bounds[code]
+        else nothing
+        for code in step.rejoining
+    ]
+    member_ids, topics, racks, instance_ids = step.member_columns
+    members = tuple(
+        map(Member.checked, member_ids, topics, owned, step.rejoin_generations, racks, instance_ids)
+    )
     return Group.checked(
-        step.topics, tuple(members), step.topic_by_name, space, step.shape.group.derived()
+        step.topics, members, step.topic_by_name, space, step.shape.group.derived()
     )
 
 
