@@ -279,6 +279,9 @@ class Group:
     _topic_by_name: Mapping[str, Topic] = field(init=False, repr=False, compare=False)
     _space: PartitionSpace | None = field(init=False, repr=False, compare=False, default=None)
     _derived: dict[str, object] | None = field(init=False, repr=False, compare=False, default=None)
+    _owned_claims: tuple[np.ndarray, np.ndarray] | None = field(
+        init=False, repr=False, compare=False, default=None
+    )
 
     def __post_init__(self) -> None:
         topics = tuple(sorted(self.topics, key=lambda topic: topic.name))
@@ -303,6 +306,7 @@ class Group:
         object.__setattr__(self, "_topic_by_name", by_name)
         object.__setattr__(self, "_space", None)
         object.__setattr__(self, "_derived", None)
+        object.__setattr__(self, "_owned_claims", None)
 
     @classmethod
     def checked(
@@ -312,6 +316,7 @@ class Group:
         topic_by_name: Mapping[str, Topic],
         space: PartitionSpace | None = None,
         derived: dict[str, object] | None = None,
+        owned_claims: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> Group:
         """A group whose topics are already sorted by name and distinct, members sorted by
         member id and distinct, and ``topic_by_name`` maps each topic's name to it: what
@@ -320,6 +325,10 @@ class Group:
         must be what :meth:`partition_space` would make: groups of one generation share it.
         ``derived``: another group's :meth:`derived` store, shared with it (a replay's groups
         of one generation, whose members differ in owned partitions and generations only).
+        ``owned_claims``: the members' owned partitions as (member index per claim, partition
+        index of ``space`` per claim), member after member, each one's ascending, read-only:
+        when the caller cut the members' :class:`OwnedPartitions` from these very arrays
+        (:func:`assignors.arrays.owned_claims` then reads them as they are).
 
         >>> topics = (Topic("a", 1),)
         >>> members = (Member("c0", frozenset({"a"})),)
@@ -332,6 +341,7 @@ class Group:
         object.__setattr__(made, "_topic_by_name", topic_by_name)
         object.__setattr__(made, "_space", space)
         object.__setattr__(made, "_derived", derived)
+        object.__setattr__(made, "_owned_claims", owned_claims)
         return made
 
     def topic(self, name: str) -> Topic | None:
@@ -865,6 +875,9 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
             runs = order.astype(np.int64)
             runs.flags.writeable = False
             limits = bounds.tolist()
+            claimed = runs[limits[0] :]
+            claimers = owners[claimed]  # ascending: the runs are by owner
+            claimers.flags.writeable = False
             nothing = OwnedPartitions.checked(space, runs[:0])
             return Group.checked(
                 group.topics,
@@ -882,6 +895,7 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
                 group._topic_by_name,
                 space,
                 group.derived(),
+                (claimers, claimed),
             )
         handed = assignment.partitions
         return Group.checked(

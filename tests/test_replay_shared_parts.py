@@ -1,13 +1,20 @@
 """What a replay makes once per trace and shares among generations and assignors: topics equal
 to an earlier generation's are that same object, and range finds its replica placement of them
-by identity, never handing back the placement of other racks."""
+by identity, never handing back the placement of other racks; the groups it builds from owner
+arrays carry their members' owned partitions as claims, the same ones the members list."""
 
 from __future__ import annotations
 
+import pytest
+
 from assignors import range as range_assignor
-from assignors.model import Topic
+from assignors import registry
+from assignors.arrays import owned_claims
+from assignors.model import Group, Topic
 from assignors.range import RangeAssignor
+from assignors.traces import replay
 from assignors.traces.format import build_trace, parse_generation
+from assignors.traces.generate import generate_rows
 from assignors.traces.replay import prepare, replay_with
 
 
@@ -75,3 +82,64 @@ def test_range_placement_by_identity_is_the_placement_of_those_racks() -> None:
     assert lookup((a,)).by_rack == {"a": (0,)}
     assert len(lookup._by_id) <= 2
     assert lookup(racks).by_rack == {"a": (0,), "b": (1, 2)}
+
+
+def _traces(scenario: str, seed: int) -> list:
+    by_trace: dict[str, list] = {}
+    rows = generate_rows(scenario, 4, seed, members=(2, 9), partitions=(4, 60), max_generations=8)
+    for line, row in enumerate(rows, 1):
+        by_trace.setdefault(row["trace_id"], []).append(parse_generation(row, None, line))
+    return [build_trace(trace_id, found) for trace_id, found in sorted(by_trace.items())]
+
+
+def _shared_identity_trace():
+    """Members c1 and c2 rejoin with one static identity: both own what it held."""
+
+    def row(generation: int, members: list[tuple[str, str | None]]) -> dict:
+        return {
+            "trace_id": "shared",
+            "generation": generation,
+            "topics": [{"name": "a", "partitions": 6}],
+            "members": [
+                {"member_id": m, "topics": ["a"], **({"instance_id": i} if i else {})}
+                for m, i in members
+            ],
+        }
+
+    rows = [
+        row(1, [("c0", None), ("c1", "pod")]),
+        row(2, [("c0", None), ("c1", "pod"), ("c2", "pod")]),
+        row(3, [("c0", None), ("c3", "pod")]),
+    ]
+    return build_trace("shared", [parse_generation(r, None, i) for i, r in enumerate(rows, 1)])
+
+
+@pytest.mark.parametrize("name", ["sticky", "cooperative-sticky", "optimal", "load-aware"])
+def test_claims_a_replay_hands_with_its_groups_are_the_members_owned_partitions(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Group] = []
+    from_owners, rejoin = replay._group_from_owners, replay.rejoin
+
+    def capture(function):
+        def wrapped(*arguments):
+            group = function(*arguments)
+            made.append(group)
+            return group
+
+        return wrapped
+
+    monkeypatch.setattr(replay, "_group_from_owners", capture(from_owners))
+    monkeypatch.setattr(replay, "rejoin", capture(rejoin))
+    traces = [_shared_identity_trace()]
+    for scenario, seed in (("mixed", 3), ("static-rolling-restart", 4), ("crash-loop", 5)):
+        traces += _traces(scenario, seed)
+    for trace in traces:
+        replay.replay_with(trace, registry.get(name), timings=False)
+    assert any(group._owned_claims is not None for group in made)
+    for group in made:
+        space = group.partition_space()
+        plain = Group.checked(group.topics, group.members, group._topic_by_name, space)
+        given, read = owned_claims(group, space), owned_claims(plain, space)
+        assert given.member.tolist() == read.member.tolist()
+        assert given.index.tolist() == read.index.tolist()

@@ -26,6 +26,7 @@ else member id), the assignor runs (cooperative ones until nothing is withheld, 
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
@@ -151,7 +152,9 @@ class _Step(NamedTuple):
     owned partitions, as arrays of this generation's space; ``member_columns``: the members'
     ids, topics, racks and instance ids, column by column; ``rejoin_generations[i]``: the
     generation member ``i`` owned its partitions in (the previous one when it was there,
-    else -1).
+    else -1); ``taker[m]``: the member here that owns what member ``m`` of the previous
+    generation held (-1 nobody; one more entry, -1, for an owner array's -1), None when two
+    members here rejoin with one identity (both own what it held).
     """
 
     generation: Generation
@@ -172,6 +175,7 @@ class _Step(NamedTuple):
     weight: np.ndarray | None
     dropped: np.ndarray | None
     rejoining: tuple[int, ...]
+    taker: np.ndarray | None
     nothing: OwnedPartitions
     member_columns: tuple[
         tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
@@ -247,7 +251,7 @@ def prepare(trace: Trace) -> Prepared:
         for code, index in enumerate(speaker_list):
             if index >= 0:
                 carries_list[index] = code
-        current = weight = dropped = None
+        current = weight = dropped = taker = None
         kept_topics = False
         rejoining = [-1] * len(members)
         if previous is not None:
@@ -256,6 +260,17 @@ def prepare(trace: Trace) -> Prepared:
                 code if identity in before else -1
                 for identity, code in zip(member_identities, member_codes, strict=True)
             ]
+            # who here owns what each previous member held: only when no two members here
+            # rejoin with one identity (then each previous partition has at most one taker)
+            taker_of_code = [-1] * num_identities
+            for index, code in enumerate(rejoining):
+                if code >= 0:
+                    taker_of_code[code] = index if taker_of_code[code] < 0 else -2
+            if -2 not in taker_of_code:
+                taker = np.asarray(
+                    [-1 if code < 0 else taker_of_code[code] for code in previous.carries.tolist()],
+                    dtype=np.int64,
+                )
             kept_topics = all(name in topic_by_name for name in previous.topic_by_name)
             current, weight = _carried_into(previous.shape.space, shape.space, topic_by_name)
             dropped = _dropped(previous.shape.space, shape.space, topic_by_name)
@@ -279,6 +294,7 @@ def prepare(trace: Trace) -> Prepared:
                 weight=weight,
                 dropped=dropped,
                 rejoining=tuple(rejoining),
+                taker=taker,
                 nothing=_no_partitions(shape.space),
                 member_columns=(
                     tuple(member.member_id for member in members),
@@ -418,16 +434,52 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
     generation's space, what its identity's speaker held and still exists, without one
     :class:`TopicPartition` per partition. Partition spaces list topics by name, so carrying an
     ascending run of indexes into this space keeps it ascending."""
-    carried = previous.carries[owners]  # identity code per previous partition, -1 nobody
     assert step.current is not None
     current = step.current
+    space = step.shape.space
+    if step.taker is not None:
+        # one owner per previous partition: the members' runs, member after member, are
+        # also the group's claims
+        takers = step.taker[owners]
+        kept = (takers >= 0) & (current >= 0)
+        who, indexes = takers[kept], current[kept]
+        order = np.argsort(who, kind="stable")
+        runs, claimers = indexes[order], who[order]
+        runs.flags.writeable = claimers.flags.writeable = False
+        limits = np.searchsorted(claimers, np.arange(len(step.rejoining) + 1)).tolist()
+        nothing = step.nothing
+        owned_partitions = OwnedPartitions.checked
+        owned = [
+            owned_partitions(space, runs[start:end]) if end > start else nothing
+            for start, end in itertools.pairwise(limits)
+        ]
+        member_ids, topics, racks, instance_ids = step.member_columns
+        members = tuple(
+            map(
+                Member.checked,
+                member_ids,
+                topics,
+                owned,
+                step.rejoin_generations,
+                racks,
+                instance_ids,
+            )
+        )
+        return Group.checked(
+            step.topics,
+            members,
+            step.topic_by_name,
+            space,
+            step.shape.group.derived(),
+            (claimers, runs),
+        )
+    carried = previous.carries[owners]  # identity code per previous partition, -1 nobody
     kept = (carried >= 0) & (current >= 0)
     codes, indexes = carried[kept], current[kept]
     order = np.argsort(codes, kind="stable")
     runs = indexes[order]
     runs.flags.writeable = False
     bounds = np.searchsorted(codes[order], np.arange(previous.speaker_of_code.size + 1)).tolist()
-    space = step.shape.space
     nothing = step.nothing
     owned_partitions = OwnedPartitions.checked
     owned = [
