@@ -24,8 +24,8 @@ does (:func:`assignors.traces.job.replay_trace`), timed in CPU seconds of this p
 (``time.process_time``, so other load on the machine slows it less than a wall clock), best of
 ``--repeat`` runs, each starting with the process-wide caches emptied
 (:func:`clear_process_caches`); "in a job" is the same assignor with each generation's shared
-parts (its group, scoring shape and the array assignors' layout of it) made beforehand, and
-timed apart (a job replaying several assignors makes them once per trace).
+parts (its group, scoring shape and what the array assignors share of it) made beforehand,
+and timed apart (a job replaying several assignors makes them once per trace).
 ``--check`` exits 1 when an assignor alone falls below its floor in :data:`THROUGHPUT_FLOORS`:
 the floors are about half the figures measured on a loaded 2-core machine, so only a bad
 regression trips them.
@@ -368,8 +368,7 @@ def report_throughput(names: list[str], repeat: int, check: bool) -> bool:
     """Print generations/s per assignor on the ``traces`` size, alone and as one more assignor
     of a job (shared parts made once per trace); False when ``check`` and some assignor alone
     is below its floor."""
-    from assignors.arrays import GroupArrays
-    from assignors.traces.replay import prepare
+    from assignors.traces.replay import prepare, share_owned_parts
 
     traces = build_traces("traces")
     shape = SIZES["traces"]
@@ -381,10 +380,8 @@ def report_throughput(names: list[str], repeat: int, check: bool) -> bool:
     started = time.process_time()
     shared = [prepare(trace) for trace in traces]
     for prepared in shared:
-        for step in prepared.steps:
-            # the array assignors' layout of the generation, kept in its group's derived store
-            # (the first array assignor of a job makes it, the others reuse it)
-            GroupArrays.of(step.shape.group)
+        # what the array assignors share (in a job the first of them makes it)
+        share_owned_parts(prepared)
     preparing = time.process_time() - started
     print(
         f"shared parts of every generation (group, optimal balance, scoring shape, array "

@@ -10,7 +10,7 @@ import pytest
 from assignors import range as range_assignor
 from assignors import registry
 from assignors.arrays import owned_claims
-from assignors.model import Group, Topic
+from assignors.model import Group
 from assignors.range import RangeAssignor
 from assignors.traces import replay
 from assignors.traces.format import build_trace, parse_generation
@@ -34,21 +34,22 @@ RACKED = {"name": "a", "partitions": 4, "racks": [["r0"], ["r1"], ["r0"], ["r1"]
 PLAIN = {"name": "b", "partitions": 3}
 
 
-def test_prepare_hands_equal_topics_of_later_generations_as_the_same_object() -> None:
-    grown = {"name": "b", "partitions": 5}
+def test_prepare_hands_equal_racked_topics_of_later_generations_as_the_same_object() -> None:
+    moved = {"name": "a", "partitions": 4, "racks": [["r1"], ["r1"], ["r0"], ["r1"]]}
     rows = [
         _row(1, [RACKED, PLAIN], ["c0", "c1"]),
         _row(2, [RACKED, PLAIN], ["c0", "c1", "c2"]),
-        _row(3, [RACKED, grown], ["c0", "c1", "c2"]),
+        _row(3, [moved, PLAIN], ["c0", "c1", "c2"]),
+        _row(4, [RACKED, PLAIN], ["c0", "c1"]),
     ]
     trace = build_trace("g", [parse_generation(row, None, i) for i, row in enumerate(rows, 1)])
-    steps = prepare(trace).steps
-    first, second, third = (step.topic_by_name for step in steps)
+    first, second, third, fourth = (step.topic_by_name for step in prepare(trace).steps)
     # parsed apart, equal: one object from the first generation on
     assert trace.generations[0].topics[0] is not trace.generations[1].topics[0]
-    assert second["a"] is first["a"] and second["b"] is first["b"]
-    assert third["a"] is first["a"]
-    assert third["b"] is not first["b"] and third["b"] == Topic("b", 5)
+    assert second["a"] is first["a"] and fourth["a"] is first["a"]
+    assert third["a"] is not first["a"] and third["a"].replica_racks[0] == frozenset({"r1"})
+    # a topic without replica racks is left as it was read (nothing keeps it by identity)
+    assert second["b"] == first["b"] and second["b"] is trace.generations[1].topics[1]
 
 
 def test_replay_answers_do_not_depend_on_sharing_topics() -> None:

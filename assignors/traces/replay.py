@@ -146,15 +146,7 @@ class _Step(NamedTuple):
     nobody subscribes to any more), None when there are none;
     ``kept_topics``: every topic of the previous generation is still here, so nothing it owned
     stopped existing; ``current``/``weight``: each partition of the previous generation's
-    partition space as an index of this one's (-1 gone) and its weight here;
-    ``rejoining[i]``: the code of member ``i``'s identity when that identity was in the
-    previous generation (it owns what its identity's speaker held), else -1; ``nothing``: no
-    owned partitions, as arrays of this generation's space; ``member_columns``: the members'
-    ids, topics, racks and instance ids, column by column; ``rejoin_generations[i]``: the
-    generation member ``i`` owned its partitions in (the previous one when it was there,
-    else -1); ``taker[m]``: the member here that owns what member ``m`` of the previous
-    generation held (-1 nobody; one more entry, -1, for an owner array's -1), None when two
-    members here rejoin with one identity (both own what it held).
+    partition space as an index of this one's (-1 gone) and its weight here.
     """
 
     generation: Generation
@@ -174,13 +166,6 @@ class _Step(NamedTuple):
     current: np.ndarray | None
     weight: np.ndarray | None
     dropped: np.ndarray | None
-    rejoining: tuple[int, ...]
-    taker: np.ndarray | None
-    nothing: OwnedPartitions
-    member_columns: tuple[
-        tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
-    ]
-    rejoin_generations: tuple[int, ...]
 
 
 class Prepared(NamedTuple):
@@ -189,6 +174,9 @@ class Prepared(NamedTuple):
     trace: Trace
     steps: tuple[_Step, ...]
     identities: tuple[str, ...]
+    rejoins: dict[int, _Rejoin]
+    """Per step position, its :class:`_Rejoin`, made on first use (only assignors that read
+    owned partitions need them) and then shared by every assignor replayed over the trace."""
 
 
 def prepare(trace: Trace) -> Prepared:
@@ -210,11 +198,13 @@ def prepare(trace: Trace) -> Prepared:
     previous: _Step | None = None
     previous_timestamp: int | None = None
     by_name, by_member_id = attrgetter("name"), attrgetter("member_id")
-    # a topic equal to one an earlier generation listed is that same object: assignors that
-    # keep what they derive from a topic's replica racks (range) find it by identity
+    # a topic with replica racks equal to one an earlier generation listed is that same
+    # object: range keeps what it derives from a topic's replica racks and finds it by identity
     seen_topics: dict[Topic, Topic] = {}
 
     def _same_as_before(topic: Topic) -> Topic:
+        if topic.replica_racks is None:
+            return topic
         try:
             return seen_topics.setdefault(topic, topic)
         except TypeError:  # a field that is not hashable (never from a trace reader)
@@ -251,26 +241,9 @@ def prepare(trace: Trace) -> Prepared:
         for code, index in enumerate(speaker_list):
             if index >= 0:
                 carries_list[index] = code
-        current = weight = dropped = taker = None
+        current = weight = dropped = None
         kept_topics = False
-        rejoining = [-1] * len(members)
         if previous is not None:
-            before = previous.identities
-            rejoining = [
-                code if identity in before else -1
-                for identity, code in zip(member_identities, member_codes, strict=True)
-            ]
-            # who here owns what each previous member held: only when no two members here
-            # rejoin with one identity (then each previous partition has at most one taker)
-            taker_of_code = [-1] * num_identities
-            for index, code in enumerate(rejoining):
-                if code >= 0:
-                    taker_of_code[code] = index if taker_of_code[code] < 0 else -2
-            if -2 not in taker_of_code:
-                taker = np.asarray(
-                    [-1 if code < 0 else taker_of_code[code] for code in previous.carries.tolist()],
-                    dtype=np.int64,
-                )
             kept_topics = all(name in topic_by_name for name in previous.topic_by_name)
             current, weight = _carried_into(previous.shape.space, shape.space, topic_by_name)
             dropped = _dropped(previous.shape.space, shape.space, topic_by_name)
@@ -293,25 +266,95 @@ def prepare(trace: Trace) -> Prepared:
                 current=current,
                 weight=weight,
                 dropped=dropped,
-                rejoining=tuple(rejoining),
-                taker=taker,
-                nothing=_no_partitions(shape.space),
-                member_columns=(
-                    tuple(member.member_id for member in members),
-                    tuple(member.topics for member in members),
-                    tuple(member.rack for member in members),
-                    tuple(member.instance_id for member in members),
-                ),
-                rejoin_generations=tuple(
-                    NO_GENERATION
-                    if code < 0 or previous is None
-                    else previous.generation.generation
-                    for code in rejoining
-                ),
             )
         )
         previous, previous_timestamp = steps[-1], generation.timestamp_ms
-    return Prepared(trace, tuple(steps), identities)
+    return Prepared(trace, tuple(steps), identities, {})
+
+
+def share_owned_parts(prepared: Prepared) -> None:
+    """Make now what the assignors that read owned partitions (the array assignors) share
+    over a trace and would otherwise make on first use: each generation's layout of its group
+    (:class:`~assignors.arrays.GroupArrays`) and what carrying owner arrays into it takes. A
+    benchmark calls this to time those apart from each assignor's own work."""
+    from assignors.arrays import GroupArrays
+
+    for position, step in enumerate(prepared.steps):
+        GroupArrays.of(step.shape.group)
+        if position:
+            _rejoin_of(prepared, position)
+
+
+class _Rejoin(NamedTuple):
+    """What :func:`_group_from_owners` needs of a step beyond :class:`_Step`, relative to the
+    step before it (:func:`_rejoin_of`).
+
+    ``rejoining[i]``: the code of member ``i``'s identity when that identity was in the
+    previous generation (it owns what its identity's speaker held), else -1;
+    ``taker[m]``: the member here that owns what member ``m`` of the previous generation held
+    (-1 nobody; one more entry, -1, for an owner array's -1), None when two members here
+    rejoin with one identity (both own what it held); ``nothing``: no owned partitions, as
+    arrays of this generation's space; ``member_columns``: the members' ids, topics, racks and
+    instance ids, column by column; ``generations[i]``: the generation member ``i`` owned its
+    partitions in (the previous one when it was there, else -1).
+    """
+
+    rejoining: tuple[int, ...]
+    taker: np.ndarray | None
+    nothing: OwnedPartitions
+    member_columns: tuple[
+        tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
+    ]
+    generations: tuple[int, ...]
+
+
+def _rejoin_of(prepared: Prepared, position: int) -> _Rejoin:
+    """The :class:`_Rejoin` of step ``position`` (not the first), made once per trace."""
+    found = prepared.rejoins.get(position)
+    if found is not None:
+        return found
+    step, previous = prepared.steps[position], prepared.steps[position - 1]
+    before = previous.identities
+    rejoining = [
+        code if identity in before else -1
+        for identity, code in zip(step.member_identities, step.codes.tolist(), strict=True)
+    ]
+    # who here owns what each previous member held: only when no two members here rejoin with
+    # one identity (then each previous partition has at most one taker)
+    taker_of_code = [-1] * len(prepared.identities)
+    for index, code in enumerate(rejoining):
+        if code >= 0:
+            taker_of_code[code] = index if taker_of_code[code] < 0 else -2
+    taker = None
+    if -2 not in taker_of_code:
+        taker = np.asarray(
+            [-1 if code < 0 else taker_of_code[code] for code in previous.carries.tolist()],
+            dtype=np.int64,
+        )
+    owned_in = previous.generation.generation
+    made = prepared.rejoins[position] = _Rejoin(
+        rejoining=tuple(rejoining),
+        taker=taker,
+        nothing=_no_partitions(step.shape.space),
+        member_columns=_columns(step.members),
+        generations=tuple([NO_GENERATION if code < 0 else owned_in for code in rejoining]),
+    )
+    return made
+
+
+def _columns(
+    members: Sequence[TraceMember],
+) -> tuple[
+    tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
+]:
+    """The members' ids, topics, racks and instance ids, column by column."""
+    if not members:
+        return (), (), (), ()
+    rows = [
+        (member.member_id, member.topics, member.rack, member.instance_id) for member in members
+    ]
+    ids, topics, racks, instance_ids = zip(*rows, strict=True)
+    return ids, topics, racks, instance_ids
 
 
 def _carried_into(
@@ -428,7 +471,7 @@ def _no_partitions(space: PartitionSpace) -> OwnedPartitions:
     return OwnedPartitions.checked(space, _EMPTY)
 
 
-def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Group:
+def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: _Rejoin) -> Group:
     """:func:`_group_at` from the previous generation's owner array (member index per partition
     of its space): each member owns, as :class:`~assignors.model.OwnedPartitions` of this
     generation's space, what its identity's speaker held and still exists, without one
@@ -437,30 +480,30 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
     assert step.current is not None
     current = step.current
     space = step.shape.space
-    if step.taker is not None:
+    if parts.taker is not None:
         # one owner per previous partition: the members' runs, member after member, are
         # also the group's claims
-        takers = step.taker[owners]
+        takers = parts.taker[owners]
         kept = (takers >= 0) & (current >= 0)
         who, indexes = takers[kept], current[kept]
         order = np.argsort(who, kind="stable")
         runs, claimers = indexes[order], who[order]
         runs.flags.writeable = claimers.flags.writeable = False
-        limits = np.searchsorted(claimers, np.arange(len(step.rejoining) + 1)).tolist()
-        nothing = step.nothing
+        limits = np.searchsorted(claimers, np.arange(len(parts.rejoining) + 1)).tolist()
+        nothing = parts.nothing
         owned_partitions = OwnedPartitions.checked
         owned = [
             owned_partitions(space, runs[start:end]) if end > start else nothing
             for start, end in itertools.pairwise(limits)
         ]
-        member_ids, topics, racks, instance_ids = step.member_columns
+        member_ids, topics, racks, instance_ids = parts.member_columns
         members = tuple(
             map(
                 Member.checked,
                 member_ids,
                 topics,
                 owned,
-                step.rejoin_generations,
+                parts.generations,
                 racks,
                 instance_ids,
             )
@@ -480,17 +523,17 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray) -> Grou
     runs = indexes[order]
     runs.flags.writeable = False
     bounds = np.searchsorted(codes[order], np.arange(previous.speaker_of_code.size + 1)).tolist()
-    nothing = step.nothing
+    nothing = parts.nothing
     owned_partitions = OwnedPartitions.checked
     owned = [
         owned_partitions(space, runs[bounds[code] : bounds[code + 1]])
         if code >= 0 and bounds[code + 1] > bounds[code]
         else nothing
-        for code in step.rejoining
+        for code in parts.rejoining
     ]
-    member_ids, topics, racks, instance_ids = step.member_columns
+    member_ids, topics, racks, instance_ids = parts.member_columns
     members = tuple(
-        map(Member.checked, member_ids, topics, owned, step.rejoin_generations, racks, instance_ids)
+        map(Member.checked, member_ids, topics, owned, parts.generations, racks, instance_ids)
     )
     return Group.checked(
         step.topics, members, step.topic_by_name, space, step.shape.group.derived()
@@ -535,13 +578,15 @@ def replay_with(
     carries_owned = server_side or getattr(assignor, "reads_owned_partitions", True)
     previous_assignment: Assignment | None = None
     by_arrays = False  # the previous generation's owners are carried as an owner array
-    for step in prepared.steps:
+    for position, step in enumerate(prepared.steps):
         generation = step.generation
         if carries_owned and by_arrays and previous_step is not None:
             assert previous_owners is not None and previous_assignment is not None
             dropped = step.dropped
             if dropped is None or not (previous_step.carries[previous_owners[dropped]] >= 0).any():
-                group = _group_from_owners(step, previous_step, previous_owners)
+                group = _group_from_owners(
+                    step, previous_step, previous_owners, _rejoin_of(prepared, position)
+                )
             else:
                 # a member still owns partitions of a topic nobody subscribes to any more,
                 # outside this generation's space: carried as objects
