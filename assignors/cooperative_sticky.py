@@ -55,7 +55,7 @@ import numpy as np
 
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group
-from assignors.sticky import StickyPlan, plan_sticky
+from assignors.sticky import StickyPlan, StickyRounds
 
 
 def withheld_indexes(plan: StickyPlan) -> np.ndarray:
@@ -70,9 +70,14 @@ class CooperativeStickyAssignor:
     name = "cooperative-sticky"
     rebalance_protocol: RebalanceProtocol = "cooperative"
 
+    def __init__(self) -> None:
+        # a replay runs the follow-up round right after: it is read from this round's arrays
+        self._rounds = StickyRounds()
+
     def assign(self, group: Group) -> Assignment:
-        plan = plan_sticky(group)
+        plan = self._rounds.plan(group)
         withheld = withheld_indexes(plan)
         owners = plan.owner.copy()
         owners[withheld] = -1
+        self._rounds.handed(group, owners)
         return Assignment.from_owners(plan.space, plan.member_ids, owners, withheld)

@@ -83,7 +83,14 @@ from ortools.graph.python import max_flow, min_cost_flow
 
 from assignors.arrays import GroupArrays
 from assignors.base import RebalanceProtocol
-from assignors.model import Assignment, Group, PartitionSpace, TopicPartition, member_runs
+from assignors.model import (
+    Assignment,
+    Group,
+    OwnedPartitions,
+    PartitionSpace,
+    TopicPartition,
+    member_runs,
+)
 
 _INDEX = np.int64
 _NOBODY = -1
@@ -179,20 +186,56 @@ class StickyAssignor:
 
 def plan_sticky(group: Group) -> StickyPlan:
     """Balanced, sticky, rack-preferring owners for every subscribed partition of ``group``."""
-    arrays = GroupArrays.of(group)
-    space, members = arrays.space, group.members
-    num_members = len(members)
+    return _plan(group, GroupArrays.of(group), None)[0]
+
+
+class _Shape:
+    """What the engine derives from a group's topics and members alone, not from what they
+    own: the members with a subscription, each topic's subscribers (None when subscriptions are
+    uniform) and, once asked for, the rack map. A follow-up round reuses it."""
+
+    __slots__ = ("active", "racks", "racks_built", "subscribers")
+
+    def __init__(self, active: np.ndarray, subscribers: list[np.ndarray] | None) -> None:
+        self.active = active
+        self.subscribers = subscribers
+        self.racks: _RackMap | None = None
+        self.racks_built = False
+
+    @classmethod
+    def of(cls, arrays: GroupArrays) -> _Shape:
+        subscriptions = arrays.subscriptions
+        active = np.flatnonzero([bool(subscription) for subscription in subscriptions])
+        uniform = len({subscriptions[i] for i in active.tolist()}) == 1
+        num_topics = len(arrays.space.partition_counts)
+        return cls(active, None if uniform else _subscribers(subscriptions, num_topics))
+
+    def rack_map(self, group: Group, arrays: GroupArrays) -> _RackMap | None:
+        if not self.racks_built:
+            self.racks = (
+                _RackMap.build(group, arrays.space, arrays.subscriptions)
+                if group.has_racks()
+                else None
+            )
+            self.racks_built = True
+        return self.racks
+
+
+def _plan(group: Group, arrays: GroupArrays, shape: _Shape | None) -> tuple[StickyPlan, _Shape]:
+    """:func:`plan_sticky` on ``group``'s arrays, and the shape it used (``shape``, when given,
+    must be that of a group with the same topics and members)."""
+    space = arrays.space
+    num_members = len(arrays.member_ids)
     num_partitions = space.size
     counts = np.asarray(space.partition_counts, dtype=_INDEX)
     offsets = np.asarray(space.offsets, dtype=_INDEX)
-    subscriptions = arrays.subscriptions
     # ties go to the member that sorts first by static instance id, else by member id
     rank = arrays.rank
     claimant, contested, objects = arrays.claimant, arrays.contested, arrays.objects
     member_ids = arrays.member_ids
-    active = np.flatnonzero([bool(subscription) for subscription in subscriptions])
-    uniform = len({subscriptions[i] for i in active.tolist()}) == 1
-    subscribers = None if uniform else _subscribers(subscriptions, counts.size)
+    if shape is None:
+        shape = _Shape.of(arrays)
+    active, subscribers = shape.active, shape.subscribers
     if (
         num_partitions
         and int(claimant.min()) >= 0
@@ -200,14 +243,15 @@ def plan_sticky(group: Group) -> StickyPlan:
     ):
         # every partition is validly claimed and the claims are already the answer
         owner = claimant.copy()
-        return StickyPlan(
+        plan = StickyPlan(
             space, member_ids, owner, claimant, contested, objects, arrays.unsubscribed_owner
         )
+        return plan, shape
     state = _State(
         claimant=claimant,
         topic_of=arrays.topic_of,
         rank=rank,
-        racks=_RackMap.build(group, space, subscriptions) if group.has_racks() else None,
+        racks=shape.rack_map(group, arrays),
         owner=np.full(num_partitions, _NOBODY, dtype=_INDEX),
     )
     if num_partitions and subscribers is None:
@@ -215,8 +259,108 @@ def plan_sticky(group: Group) -> StickyPlan:
         _realize(state, np.arange(num_partitions, dtype=_INDEX), targets)
     elif num_partitions and subscribers is not None:
         _assign_heterogeneous(state, subscribers, counts, offsets)
-    return StickyPlan(
+    plan = StickyPlan(
         space, member_ids, state.owner, claimant, contested, objects, arrays.unsubscribed_owner
+    )
+    return plan, shape
+
+
+class StickyRounds:
+    """The engine over the rounds of a cooperative rebalance: remembers the last round (one
+    group, so memory stays bounded) and what it handed out, and when the next group is that
+    follow-up (same topics and members, each member owning exactly what it was handed, as
+    :func:`assignors.model.rejoin` makes it), reads it from the last round's arrays instead of
+    reading every claim again: the arrays are those :meth:`GroupArrays.of` makes (checked
+    field by field in the tests), so the plan is the same. Any other group is read in full.
+
+    Not safe to share between threads (each call replaces what the last one remembered).
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: _Round | None = None
+
+    def plan(self, group: Group) -> StickyPlan:
+        last, arrays, shape = self._last, None, None
+        if last is not None and last.handed is not None:
+            arrays = follow_up_arrays(last.group, last.arrays, last.handed, group)
+            shape = last.shape
+        if arrays is None:
+            arrays, shape = GroupArrays.of(group), None
+        plan, shape = _plan(group, arrays, shape)
+        self._last = _Round(group, arrays, shape)
+        return plan
+
+    def handed(self, group: Group, owners: np.ndarray) -> None:
+        """Record that the round just planned for ``group`` handed partition ``p`` to member
+        ``owners[p]`` (-1: to nobody, withheld)."""
+        last = self._last
+        if last is not None and last.group is group:
+            last.handed = owners.copy()
+
+
+class _Round:
+    __slots__ = ("arrays", "group", "handed", "shape")
+
+    def __init__(self, group: Group, arrays: GroupArrays, shape: _Shape) -> None:
+        self.group = group
+        self.arrays = arrays
+        self.shape = shape
+        self.handed: np.ndarray | None = None
+
+
+def follow_up_arrays(
+    before: Group, arrays: GroupArrays, handed: np.ndarray, group: Group
+) -> GroupArrays | None:
+    """:meth:`GroupArrays.of` ``group`` from ``arrays`` (those of ``before``) when ``group`` is
+    ``before`` again with each member owning exactly ``handed`` (partition ``p`` owned by member
+    ``handed[p]``, -1 by nobody) as owned-partition indexes of the same numbering, else None.
+
+    ``handed`` must come from the engine's plan for ``before`` (its owners, some of them
+    removed), so each owner subscribes to its partitions: every claim is then valid and none is
+    contested (each partition is listed once), and no member lists a partition of a topic it
+    dropped, whatever the generations. O(members + P)."""
+    members, earlier = group.members, before.members
+    if len(members) != len(earlier) or handed.size != arrays.topic_of.size:
+        return None
+    if group.topics is not before.topics and group.topics != before.topics:
+        return None
+    space = arrays.space
+    pieces = []
+    for member, was in zip(members, earlier, strict=True):
+        if member is not was and (
+            member.member_id != was.member_id
+            or (member.topics is not was.topics and member.topics != was.topics)
+            or member.rack != was.rack
+            or member.instance_id != was.instance_id
+        ):
+            return None
+        owned = member.owned_partitions
+        if not isinstance(owned, OwnedPartitions) or not owned.space.numbers_alike(space):
+            return None
+        pieces.append(owned.indexes)
+    if not group.partition_space().numbers_alike(space):
+        return None
+    listed = np.concatenate(pieces) if pieces else np.zeros(0, dtype=_INDEX)
+    if listed.size != np.count_nonzero(handed >= 0):
+        return None
+    # each listed partition's lister; as many listed as handed out, so none is listed twice
+    listers = np.full(handed.size, _NOBODY, dtype=_INDEX)
+    listers[listed] = np.repeat(np.arange(len(members), dtype=_INDEX), list(map(len, pieces)))
+    if not np.array_equal(listers, handed):
+        return None
+    num_partitions = handed.size
+    return GroupArrays(
+        space=group.partition_space(),
+        member_ids=arrays.member_ids,
+        subscriptions=arrays.subscriptions,
+        topic_of=arrays.topic_of,
+        claimant=handed.astype(_INDEX, copy=True),
+        contested=np.zeros(num_partitions, dtype=bool),
+        unsubscribed_owner=np.zeros(num_partitions, dtype=bool),
+        objects=np.full(num_partitions, None, dtype=object),
+        rank=arrays.rank,
     )
 
 

@@ -1,0 +1,142 @@
+"""A cooperative rebalance's follow-up round is read from the round before it, and the answer
+is exactly what reading the follow-up group in full gives.
+
+The follow-up group is the round's group with each member owning what the round handed it
+(:func:`assignors.model.rejoin`); its arrays come from the round's own arrays and must equal,
+field by field, what :meth:`GroupArrays.of` reads from the group. Any other group is read in
+full, so an assignor that remembers a round answers every group as a fresh one does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import groups, next_round
+
+from assignors import sticky
+from assignors.arrays import GroupArrays
+from assignors.cooperative_sticky import CooperativeStickyAssignor
+from assignors.model import Group, Member, OwnedPartitions, Topic, TopicPartition
+
+SETTINGS = settings(
+    max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def assert_same_arrays(made: GroupArrays, read: GroupArrays) -> None:
+    assert made.space == read.space
+    assert made.member_ids == read.member_ids
+    assert made.subscriptions == read.subscriptions
+    for name in ("topic_of", "claimant", "contested", "unsubscribed_owner", "rank"):
+        mine, theirs = getattr(made, name), getattr(read, name)
+        assert mine.dtype == theirs.dtype, name
+        assert mine.tolist() == theirs.tolist(), name
+    assert made.objects.dtype == read.objects.dtype
+    assert made.objects.tolist() == read.objects.tolist()
+
+
+def assert_same_answer(first, second) -> None:
+    assert first.owners.tolist() == second.owners.tolist()
+    assert first.withheld_indexes.tolist() == second.withheld_indexes.tolist()
+    assert first.partitions == second.partitions
+
+
+def remembered_round(group: Group):
+    """The assignor after answering ``group``, its answer and what it remembers."""
+    assignor = CooperativeStickyAssignor()
+    answer = assignor.assign(group)
+    last = assignor._rounds._last
+    assert last is not None and last.handed is not None
+    return assignor, answer, last
+
+
+@SETTINGS
+@given(groups(max_members=8, max_topics=5, max_partitions=12, owned=True))
+def test_follow_up_arrays_are_what_reading_the_follow_up_group_gives(group):
+    _, answer, last = remembered_round(group)
+    follow_up = next_round(group, answer)
+    made = sticky.follow_up_arrays(last.group, last.arrays, last.handed, follow_up)
+    assert made is not None
+    assert_same_arrays(made, GroupArrays.of(follow_up))
+
+
+@SETTINGS
+@given(groups(max_members=8, max_topics=5, max_partitions=12, owned=True), st.integers(1, 3))
+def test_cooperative_rounds_answer_as_a_fresh_assignor_does(group, rounds):
+    assignor = CooperativeStickyAssignor()
+    for _ in range(rounds):
+        answer = assignor.assign(group)
+        assert_same_answer(answer, CooperativeStickyAssignor().assign(group))
+        group = next_round(group, answer)
+    assert_same_answer(assignor.assign(group), CooperativeStickyAssignor().assign(group))
+
+
+def _changed(group: Group, data: st.DataObject) -> Group:
+    """``group`` with one thing a plan reads changed: a member's owned partitions, topics, rack
+    or static id, or a topic's size."""
+    members = list(group.members)
+    position = data.draw(st.integers(0, len(members) - 1))
+    member = members[position]
+    change = data.draw(st.sampled_from(("owned", "topics", "rack", "instance", "topic size")))
+    if change == "owned":
+        space = group.partition_space()
+        owned = member.owned_partitions
+        indexes = owned.indexes_in(space) if isinstance(owned, OwnedPartitions) else None
+        present = set() if indexes is None else set(indexes.tolist())
+        choices = sorted(set(range(space.size)) ^ present)
+        if not choices:
+            return group
+        flipped = data.draw(st.sampled_from(choices))
+        kept = np.asarray(sorted(present ^ {flipped}), dtype=np.int64)
+        members[position] = replace(member, owned_partitions=OwnedPartitions(space, kept))
+    elif change == "topics":
+        names = sorted({topic.name for topic in group.topics} | {"elsewhere"})
+        topics = frozenset(data.draw(st.sets(st.sampled_from(names), min_size=1)))
+        members[position] = replace(member, topics=topics)
+    elif change == "rack":
+        members[position] = replace(member, rack=data.draw(st.sampled_from((None, "r0", "r9"))))
+    elif change == "instance":
+        members[position] = replace(member, instance_id=data.draw(st.sampled_from((None, "z"))))
+    else:
+        first = group.topics[0]
+        grown = replace(first, num_partitions=first.num_partitions + 1, replica_racks=None)
+        return Group((grown, *group.topics[1:]), tuple(members))
+    return Group(group.topics, tuple(members))
+
+
+@SETTINGS
+@given(groups(max_members=6, max_topics=4, max_partitions=10, owned=True), st.data())
+def test_a_group_that_is_not_the_follow_up_is_read_in_full(group, data):
+    assignor, answer, last = remembered_round(group)
+    other = _changed(next_round(group, answer), data)
+    made = sticky.follow_up_arrays(last.group, last.arrays, last.handed, other)
+    if made is not None:  # only when the change left the group as the follow-up reads
+        assert_same_arrays(made, GroupArrays.of(other))
+    assert_same_answer(assignor.assign(other), CooperativeStickyAssignor().assign(other))
+
+
+def test_follow_up_is_read_from_the_round_before():
+    topics = (Topic("a", 4),)
+    joined = Group(
+        topics,
+        (
+            Member("c0", frozenset({"a"}), (TopicPartition("a", 0), TopicPartition("a", 1)), 3),
+            Member("c1", frozenset({"a"}), (TopicPartition("a", 2), TopicPartition("a", 3)), 3),
+            Member("c2", frozenset({"a"})),
+        ),
+    )
+    assignor = CooperativeStickyAssignor()
+    first = assignor.assign(joined)
+    assert first.num_withheld == 1
+    follow_up = next_round(joined, first)
+    last = assignor._rounds._last
+    assert sticky.follow_up_arrays(last.group, last.arrays, last.handed, follow_up) is not None
+    second = assignor.assign(follow_up)
+    assert {m: [tp.partition for tp in tps] for m, tps in second.partitions.items()} == {
+        "c0": [0, 1],
+        "c1": [2],
+        "c2": [3],
+    }
