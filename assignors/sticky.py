@@ -633,9 +633,7 @@ def _realize_topics(
             edge_offsets[position] : edge_offsets[position + 1]
         ]
         here = pool[pool_cuts[position] : pool_cuts[position + 1]]
-        if racks is not None:
-            here = _deal_local(here, deficits, rank, racks, owner)
-        _deal(here, deficits, rank, owner)
+        _deal_with_racks(here, deficits, rank, racks, owner)
 
 
 def _balance_by_kafkas_rule(
@@ -1688,6 +1686,24 @@ def _realize(state: _State, partitions: np.ndarray, targets: np.ndarray) -> None
         owner[claimed[keep]] = holders[keep]
         deficits = targets - np.bincount(holders[keep], minlength=targets.size)
     pool = partitions[owner[partitions] == _NOBODY]
+    _deal_with_racks(pool, deficits, rank, racks, owner)
+
+
+def _deal_with_racks(
+    pool: np.ndarray,
+    deficits: np.ndarray,
+    rank: np.ndarray,
+    racks: _RackMap | None,
+    owner: np.ndarray,
+) -> None:
+    """Deal ``pool`` to members short of their target: rack-local first (:func:`_deal_local`),
+    then round-robin (:func:`_deal`). When one member alone is short, by at least the pool,
+    both give it the whole pool, which is done at once."""
+    needy = np.flatnonzero(deficits > 0)
+    if needy.size == 1 and pool.size <= deficits[needy[0]]:
+        owner[pool] = needy[0]
+        deficits[needy[0]] -= pool.size
+        return
     if racks is not None:
         pool = _deal_local(pool, deficits, rank, racks, owner)
     _deal(pool, deficits, rank, owner)

@@ -1,0 +1,63 @@
+"""The sticky engine's shortcuts for small groups give exactly what the steps they skip give.
+
+Hypothesis draws the inputs a step receives inside the engine; the shortcut's result (owners,
+deficits, holdings) must equal the full step's bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assignors import sticky
+
+SETTINGS = settings(
+    max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def draw_racks(data: st.DataObject, size: int, num_members: int) -> sticky._RackMap | None:
+    if not data.draw(st.booleans()):
+        return None
+    num_racks = data.draw(st.integers(1, 4))
+    local = np.asarray(
+        data.draw(
+            st.lists(
+                st.lists(st.booleans(), min_size=num_racks, max_size=num_racks),
+                min_size=size,
+                max_size=size,
+            )
+        ),
+        dtype=bool,
+    )
+    member_rack = np.asarray(
+        data.draw(
+            st.lists(st.integers(-1, num_racks - 1), min_size=num_members, max_size=num_members)
+        ),
+        dtype=np.int64,
+    )
+    return sticky._RackMap(local, member_rack)
+
+
+@SETTINGS
+@given(st.data())
+def test_dealing_to_one_short_member_is_dealing_locally_then_round_robin(data):
+    num_members = data.draw(st.integers(1, 8))
+    size = data.draw(st.integers(1, 40))
+    racks = draw_racks(data, size, num_members)
+    pool = np.asarray(sorted(data.draw(st.sets(st.integers(0, size - 1)))), dtype=np.int64)
+    deficits = np.zeros(num_members, dtype=np.int64)
+    # mostly one member short (the shortcut), sometimes several (the full steps)
+    for member in data.draw(st.sets(st.integers(0, num_members - 1), min_size=1, max_size=3)):
+        deficits[member] = data.draw(st.integers(1, 45))
+    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+    plain_owner, fast_owner = np.full(size, -1), np.full(size, -1)
+    plain_deficits, fast_deficits = deficits.copy(), deficits.copy()
+    left = pool
+    if racks is not None:
+        left = sticky._deal_local(pool, plain_deficits, rank, racks, plain_owner)
+    sticky._deal(left, plain_deficits, rank, plain_owner)
+    sticky._deal_with_racks(pool, fast_deficits, rank, racks, fast_owner)
+    assert fast_owner.tolist() == plain_owner.tolist()
+    assert fast_deficits.tolist() == plain_deficits.tolist()
