@@ -108,6 +108,8 @@ _RACK_CODE_BITS = 62
 _SMALL = 64
 # the rack-aware flow's arcs are built for all topics at once up to this many edges
 RACK_ARCS_AT_ONCE = 50_000
+# and the flows' arcs on Python lists up to this many edges
+_SMALL_ARCS = 512
 # a lower bound above any number of lost claims: the trial's loads admit no assignment
 LOAD_SEARCH_INFEASIBLE = np.iinfo(np.int64).max
 
@@ -1075,7 +1077,11 @@ def _fewest_moves(
             pieces = _rack_arc_pieces(*arguments, locality)
         else:
             whole = (
-                _plain_arcs(*arguments) if locality is None else _rack_arcs(*arguments, locality)
+                _arcs_on_lists(*arguments, locality)
+                if edge_offsets[-1] <= _SMALL_ARCS
+                else _plain_arcs(*arguments)
+                if locality is None
+                else _rack_arcs(*arguments, locality)
             )
             pieces = [[column] for column in whole]
         made = [(*parts, *rest) for parts, rest in zip(pieces, made, strict=True)]
@@ -1139,6 +1145,90 @@ def _plain_arcs(
         costs[at] = cost
         edges[at] = allowed
     return tails, heads, capacities, costs, edges
+
+
+def _arcs_on_lists(
+    subscribers: list[np.ndarray],
+    claims: list[np.ndarray],
+    counts: np.ndarray,
+    loads: np.ndarray,
+    edge_offsets: np.ndarray,
+    new_cost: int,
+    locality: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_plain_arcs` (``locality`` None) or :func:`_rack_arcs`, built topic by topic on
+    Python lists: for a few hundred edges, numpy's per-call cost is most of the work."""
+    num_topics = len(subscribers)
+    load = loads.tolist()
+    sizes = counts.tolist()
+    starts = edge_offsets.tolist()
+    member_base = 1 + num_topics
+    new_arc_cost = new_cost if locality is None else new_cost + 1
+    if locality is not None:
+        local_rows = locality[0].tolist()
+        member_racks = locality[1].tolist()
+        num_racks = locality[0].shape[1]
+        rack_base = 2 + num_topics + loads.size
+    tails: list[int] = []
+    heads: list[int] = []
+    capacities: list[int] = []
+    costs: list[int] = []
+    edges: list[int] = []
+    for position, subscribed in enumerate(subscribers):
+        members = subscribed.tolist()
+        if not members:
+            continue
+        here = [load[member] for member in members]
+        limit = min(here) + 1
+        slots = [k for k, value in enumerate(here) if value <= limit]
+        allowed = [members[k] for k in slots]
+        first = starts[position]
+        fed = [first + k for k in slots]
+        nodes = [member_base + member for member in allowed]
+        claimed = claims[position].tolist()
+        topic_node = 1 + position
+        size = sizes[position]
+        count = len(slots)
+        tails += [topic_node] * (2 * count)
+        heads += nodes
+        heads += nodes
+        capacities += [claimed[k] for k in slots]
+        capacities += [size] * count
+        costs += [0] * count
+        costs += [new_arc_cost] * count
+        edges += fed
+        edges += fed
+        if locality is None:
+            continue
+        by_rack: dict[int, list[int]] = {}
+        for at, member in enumerate(allowed):
+            rack = member_racks[member]
+            if rack >= 0:
+                by_rack.setdefault(rack, []).append(at)
+        row = local_rows[position]
+        for rack in sorted(by_rack):
+            local_count = row[rack]
+            if local_count == 0:
+                continue
+            rack_node = rack_base + position * num_racks + rack
+            chosen = by_rack[rack]
+            tails.append(topic_node)
+            heads.append(rack_node)
+            capacities.append(local_count)
+            costs.append(new_cost)
+            edges.append(-1)
+            tails += [rack_node] * len(chosen)
+            heads += [nodes[at] for at in chosen]
+            capacities += [size] * len(chosen)
+            costs += [0] * len(chosen)
+            edges += [fed[at] for at in chosen]
+    return (
+        np.asarray(tails, dtype=_INDEX),
+        np.asarray(heads, dtype=_INDEX),
+        np.asarray(capacities, dtype=_INDEX),
+        np.asarray(costs, dtype=_INDEX),
+        np.asarray(edges, dtype=_INDEX),
+    )
 
 
 def _allowed_edges(

@@ -61,3 +61,63 @@ def test_dealing_to_one_short_member_is_dealing_locally_then_round_robin(data):
     sticky._deal_with_racks(pool, fast_deficits, rank, racks, fast_owner)
     assert fast_owner.tolist() == plain_owner.tolist()
     assert fast_deficits.tolist() == plain_deficits.tolist()
+
+
+@st.composite
+def flow_inputs(draw):
+    """(subscribers, claims, counts, loads, locality or None) as :func:`sticky._fewest_moves`
+    receives them: topics with and without subscribers, claims up to each topic's size, loads
+    anywhere (so Kafka's rule allows some subscribers and not others), racks on some members."""
+    num_members = draw(st.integers(1, 9))
+    num_topics = draw(st.integers(1, 6))
+    counts = np.asarray(
+        draw(st.lists(st.integers(0, 12), min_size=num_topics, max_size=num_topics)),
+        dtype=np.int64,
+    )
+    subscribers, claims = [], []
+    for count in counts.tolist():
+        members = sorted(draw(st.sets(st.integers(0, num_members - 1), max_size=num_members)))
+        subscribers.append(np.asarray(members, dtype=np.int64))
+        claims.append(
+            np.asarray(
+                draw(st.lists(st.integers(0, count), min_size=len(members), max_size=len(members))),
+                dtype=np.int64,
+            )
+        )
+    loads = np.asarray(
+        draw(st.lists(st.integers(0, 15), min_size=num_members, max_size=num_members)),
+        dtype=np.int64,
+    )
+    locality = None
+    if draw(st.booleans()):
+        num_racks = draw(st.integers(1, 4))
+        local_by_rack = np.asarray(
+            [[draw(st.integers(0, count)) for _ in range(num_racks)] for count in counts.tolist()],
+            dtype=np.int64,
+        ).reshape(num_topics, num_racks)
+        member_rack = np.asarray(
+            draw(
+                st.lists(st.integers(-1, num_racks - 1), min_size=num_members, max_size=num_members)
+            ),
+            dtype=np.int64,
+        )
+        locality = (local_by_rack, member_rack)
+    return subscribers, claims, counts, loads, locality
+
+
+@SETTINGS
+@given(flow_inputs())
+def test_flow_arcs_on_lists_are_the_array_built_arcs(problem):
+    subscribers, claims, counts, loads, locality = problem
+    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(np.int64)
+    new_cost = 1 if locality is None else int(counts.sum()) + 1
+    arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
+    arrays = (
+        sticky._plain_arcs(*arguments)
+        if locality is None
+        else sticky._rack_arcs(*arguments, locality)
+    )
+    lists = sticky._arcs_on_lists(*arguments, locality)
+    for on_lists, on_arrays in zip(lists, arrays, strict=True):
+        assert on_lists.dtype == on_arrays.dtype
+        assert on_lists.tolist() == on_arrays.tolist()
