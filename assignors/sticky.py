@@ -1622,6 +1622,99 @@ class _LoadTrials:
         return int(self.claimed.sum()) - (total - int(flow.optimal_cost()))
 
 
+def _deal_local_lists(
+    pool: np.ndarray, deficits: np.ndarray, rank: np.ndarray, racks: _RackMap, owner: np.ndarray
+) -> np.ndarray:
+    """:func:`_deal_local` on Python lists, for pools of a few hundred partitions and at most
+    ``_RACK_CODE_BITS`` racks (``racks.codes`` known): the same flow on the same arcs, the
+    same interleaving of each class's shares (the same float spots) and the same dealing."""
+    num_racks = racks.local.shape[1]
+    if pool.size == 0 or num_racks == 0:
+        return pool
+    member_rack = racks.member_rack.tolist()
+    wanted_by = deficits.tolist()
+    takers = [i for i, short in enumerate(wanted_by) if short > 0 and member_rack[i] >= 0]
+    if not takers:
+        return pool
+    demand = [0] * num_racks
+    for member in takers:
+        demand[member_rack[member]] += wanted_by[member]
+    assert racks.codes is not None
+    codes = racks.codes[pool].tolist()
+    class_codes = sorted(set(codes))
+    class_index = {code: c for c, code in enumerate(class_codes)}
+    class_of = [class_index[code] for code in codes]
+    class_sizes = [0] * len(class_codes)
+    for c in class_of:
+        class_sizes[c] += 1
+    useful = [c for c, code in enumerate(class_codes) if code]
+    if not useful:
+        return pool
+
+    # the arcs of :func:`_deal_local`: source -> each useful class, each useful class -> each
+    # of its racks (racks ascending), each rack -> sink
+    rack_node = 2 + len(class_codes)
+    arc_class: list[int] = []
+    arc_rack: list[int] = []
+    for c in useful:
+        code = class_codes[c]
+        for rack in range(num_racks):
+            if code >> (num_racks - 1 - rack) & 1:
+                arc_class.append(c)
+                arc_rack.append(rack)
+    flow = max_flow.SimpleMaxFlow()
+    rack_nodes = [rack_node + rack for rack in range(num_racks)]
+    tails = [0] * len(useful) + [2 + c for c in arc_class] + rack_nodes
+    heads = [2 + c for c in useful] + [rack_node + rack for rack in arc_rack] + [1] * num_racks
+    capacities = [class_sizes[c] for c in useful] + [class_sizes[c] for c in arc_class] + demand
+    arcs = flow.add_arcs_with_capacity(
+        np.asarray(tails, dtype=_INDEX),
+        np.asarray(heads, dtype=_INDEX),
+        np.asarray(capacities, dtype=_INDEX),
+    )
+    if flow.solve(0, 1) != flow.OPTIMAL:
+        return pool
+    shares = flow.flows(arcs)[len(useful) : len(useful) + len(arc_class)].tolist()
+    given = [k for k, units in enumerate(shares) if units > 0]
+    if not given:
+        return pool.copy()
+    # unit j of a share of u units sits at (j + 0.5) / u; a class's units are taken in that
+    # order (ties: share order), the i-th of them getting the class's i-th partition
+    units_by_class = sorted(
+        (arc_class[k], (j + 0.5) / shares[k], share, arc_rack[k])
+        for share, k in enumerate(given)
+        for j in range(shares[k])
+    )
+    members_of_class: list[list[int]] = [[] for _ in class_codes]
+    for position, c in enumerate(class_of):
+        members_of_class[c].append(position)
+    taken_so_far = [0] * len(class_codes)
+    chosen_by_rack: list[list[int]] = [[] for _ in range(num_racks)]
+    for c, _, _, rack in units_by_class:
+        chosen_by_rack[rack].append(members_of_class[c][taken_so_far[c]])
+        taken_so_far[c] += 1
+    # per rack, its partitions in pool order dealt round-robin to its short members by rank
+    ranks = rank.tolist()
+    takers_by_rack: list[list[tuple[int, int, int]]] = [[] for _ in range(num_racks)]
+    for member in takers:
+        for round_number in range(wanted_by[member]):
+            takers_by_rack[member_rack[member]].append((round_number, ranks[member], member))
+    given_to: list[int] = []
+    positions: list[int] = []
+    for rack in range(num_racks):
+        chosen = sorted(chosen_by_rack[rack])
+        receivers = sorted(takers_by_rack[rack])[: len(chosen)]
+        positions += chosen
+        given_to += [member for _, _, member in receivers]
+    chosen_positions = np.asarray(positions, dtype=_INDEX)
+    receivers_array = np.asarray(given_to, dtype=_INDEX)
+    owner[pool[chosen_positions]] = receivers_array
+    deficits -= np.bincount(receivers_array, minlength=deficits.size)
+    taken = np.zeros(pool.size, dtype=bool)
+    taken[chosen_positions] = True
+    return pool[~taken]
+
+
 # --------------------------------------------------------------------------- racks and realization
 
 
@@ -1795,7 +1888,8 @@ def _deal_with_racks(
         deficits[needy[0]] -= pool.size
         return
     if racks is not None:
-        pool = _deal_local(pool, deficits, rank, racks, owner)
+        small = pool.size <= 4 * _SMALL and racks.codes is not None
+        pool = (_deal_local_lists if small else _deal_local)(pool, deficits, rank, racks, owner)
     _deal(pool, deficits, rank, owner)
 
 

@@ -121,3 +121,27 @@ def test_flow_arcs_on_lists_are_the_array_built_arcs(problem):
     for on_lists, on_arrays in zip(lists, arrays, strict=True):
         assert on_lists.dtype == on_arrays.dtype
         assert on_lists.tolist() == on_arrays.tolist()
+
+
+@SETTINGS
+@given(st.data())
+def test_rack_local_dealing_on_lists_is_the_array_dealing(data):
+    num_members = data.draw(st.integers(1, 10))
+    size = data.draw(st.integers(1, 60))
+    racks = draw_racks(data, size, num_members) or sticky._RackMap(
+        np.ones((size, 1), dtype=bool), np.zeros(num_members, dtype=np.int64)
+    )
+    pool = np.asarray(sorted(data.draw(st.sets(st.integers(0, size - 1)))), dtype=np.int64)
+    deficits = np.asarray(
+        data.draw(st.lists(st.integers(-1, 15), min_size=num_members, max_size=num_members)),
+        dtype=np.int64,
+    )
+    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+    array_owner, list_owner = np.full(size, -1), np.full(size, -1)
+    array_deficits, list_deficits = deficits.copy(), deficits.copy()
+    array_left = sticky._deal_local(pool, array_deficits, rank, racks, array_owner)
+    list_left = sticky._deal_local_lists(pool, list_deficits, rank, racks, list_owner)
+    assert list_left.dtype == array_left.dtype
+    assert list_left.tolist() == array_left.tolist()
+    assert list_owner.tolist() == array_owner.tolist()
+    assert list_deficits.tolist() == array_deficits.tolist()
