@@ -881,7 +881,7 @@ def _spread_free_small(
     improved = True
     while improved:
         improved = False
-        ties = _tie_order_list(members_of, held_of, placed_of, load, ranks)
+        ties = None  # the sweep's tie order, made when a topic first needs it
         for position in order:
             placed = placed_of[position]
             units = sum(placed)
@@ -889,6 +889,16 @@ def _spread_free_small(
                 continue
             members = members_of[position]
             current = list(map(load.__getitem__, members))
+            # water-filling gives the least sum of squares, which the placement already has
+            # when no free unit sits two or more above the topic's emptiest subscriber (moving
+            # one unit between loads x and y changes the sum by 2 (y - x) + 2)
+            if (
+                max(now for now, mine in zip(current, placed, strict=True) if mine) - min(current)
+                < 2
+            ):
+                continue
+            if ties is None:
+                ties = _tie_order_list(members_of, held_of, placed_of, load, ranks)
             base = [now - mine for now, mine in zip(current, placed, strict=True)]
             refilled = _water_fill_list(base, units, [ties[m] for m in members])
             after = [below + added for below, added in zip(base, refilled, strict=True)]
@@ -1001,6 +1011,8 @@ def _move_topic_claims_small(
     held = holding.tolist()
     if not any(held):
         return False
+    if max(now for now, mine in zip(load, held, strict=True) if mine > 0) - min(load) < 2:
+        return False  # the first step's fullest holder is within one of the emptiest
     ranks = rank[members].tolist()
     everyone = range(len(load))
     put = placed.tolist()

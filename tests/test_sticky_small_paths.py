@@ -145,3 +145,59 @@ def test_rack_local_dealing_on_lists_is_the_array_dealing(data):
     assert list_left.tolist() == array_left.tolist()
     assert list_owner.tolist() == array_owner.tolist()
     assert list_deficits.tolist() == array_deficits.tolist()
+
+
+@SETTINGS
+@given(st.data())
+def test_spreading_skips_only_topics_water_filling_cannot_improve(data):
+    """Nearly even loads, so many topics' free units already sit within one of their
+    emptiest subscriber (skipped on lists) and some do not: the list sweeps must leave
+    every placement and load as the array sweeps (which water-fill every topic) do."""
+    num_members = data.draw(st.integers(2, 10))
+    num_topics = data.draw(st.integers(1, 5))
+    subscribers, kept, free = [], [], []
+    for _ in range(num_topics):
+        members = sorted(data.draw(st.sets(st.integers(0, num_members - 1), min_size=1)))
+        subscribers.append(np.asarray(members, dtype=np.int64))
+        kept.append(np.asarray([data.draw(st.integers(0, 2)) for _ in members], dtype=np.int64))
+        free.append(np.asarray([data.draw(st.integers(0, 2)) for _ in members], dtype=np.int64))
+    loads = np.zeros(num_members, dtype=np.int64)
+    for members, held, placed in zip(subscribers, kept, free, strict=True):
+        np.add.at(loads, members, held + placed)
+    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+    order = sorted(range(num_topics), key=lambda p: (subscribers[p].size, p))
+    on_arrays = ([placed.copy() for placed in free], loads.copy())
+    on_lists = ([placed.copy() for placed in free], loads.copy())
+    sticky._spread_free_arrays(order, subscribers, kept, *on_arrays, rank)
+    sticky._spread_free_small(order, subscribers, kept, *on_lists, rank)
+    assert [placed.tolist() for placed in on_lists[0]] == [p.tolist() for p in on_arrays[0]]
+    assert on_lists[1].tolist() == on_arrays[1].tolist()
+
+
+@SETTINGS
+@given(st.data())
+def test_moving_claims_stops_at_once_when_the_fullest_holder_is_within_one(data):
+    num_members = data.draw(st.integers(1, 10))
+    loads = np.asarray(
+        data.draw(st.lists(st.integers(3, 6), min_size=num_members, max_size=num_members)),
+        dtype=np.int64,
+    )
+    members = np.asarray(
+        sorted(data.draw(st.sets(st.integers(0, num_members - 1), min_size=1))), dtype=np.int64
+    )
+    holding = np.asarray(
+        [data.draw(st.integers(0, int(loads[m]))) for m in members.tolist()], dtype=np.int64
+    )
+    placed = np.asarray(
+        [
+            data.draw(st.integers(0, int(loads[m] - h)))
+            for m, h in zip(members, holding, strict=True)
+        ],
+        dtype=np.int64,
+    )
+    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+    on_arrays = (holding.copy(), placed.copy(), loads.copy())
+    on_lists = (holding.copy(), placed.copy(), loads.copy())
+    moved = sticky._move_topic_claims(members, *on_arrays, rank)
+    assert sticky._move_topic_claims_small(members, *on_lists, rank) == moved
+    assert [a.tolist() for a in on_lists] == [a.tolist() for a in on_arrays]
