@@ -368,6 +368,20 @@ def follow_up_arrays(
 
 def _subscribers(subscriptions: Sequence[tuple[int, ...]], num_topics: int) -> list[np.ndarray]:
     """Per topic position, its subscribers (member indexes, ascending)."""
+    if len(subscriptions) <= 4 * _SMALL:
+        # a few hundred members: one pass over their subscriptions, in member order
+        listed: list[list[int]] = [[] for _ in range(num_topics)]
+        for member, subscription in enumerate(subscriptions):
+            for position in subscription:
+                listed[position].append(member)
+        return [np.asarray(members, dtype=_INDEX) for members in listed]
+    return _subscribers_arrays(subscriptions, num_topics)
+
+
+def _subscribers_arrays(
+    subscriptions: Sequence[tuple[int, ...]], num_topics: int
+) -> list[np.ndarray]:
+    """:func:`_subscribers` for large groups: one array step per distinct subscription."""
     # members sharing a subscription join each of its topics' subscriber lists in one step
     members_by_subscription: dict[tuple[int, ...], list[int]] = {}
     for i, subscription in enumerate(subscriptions):
@@ -805,7 +819,28 @@ def _tie_order(
 ) -> np.ndarray:
     """Tie-break rank per member: members whose held topics allow the most extra load first
     (a member may hold a topic only while at most one above the topic's emptiest subscriber),
-    then by ``rank``. O(E)."""
+    then by ``rank``. O(E). Small groups (as :func:`_spread_free` picks its list sweeps) take
+    :func:`_tie_order_list`."""
+    if _small_topics(subscribers, loads):
+        ties = _tie_order_list(
+            [members.tolist() for members in subscribers],
+            [held.tolist() for held in kept],
+            [placed.tolist() for placed in free],
+            loads.tolist(),
+            rank.tolist(),
+        )
+        return np.asarray(ties, dtype=_INDEX)
+    return _tie_order_arrays(subscribers, kept, free, loads, rank)
+
+
+def _tie_order_arrays(
+    subscribers: list[np.ndarray],
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> np.ndarray:
+    """:func:`_tie_order` on arrays, for large groups."""
     unlimited = int(loads.sum()) + 2
     cap = np.full(loads.size, unlimited, dtype=_INDEX)
     for members, held, placed in zip(subscribers, kept, free, strict=True):
@@ -827,10 +862,16 @@ def _spread_free(
 ) -> None:
     """Re-water-fill each topic's freely placed partitions while that lowers the sum of squared
     loads; at the fixed point no free partition can fix a pair that breaks Kafka's rule."""
-    if loads.size <= 4 * _SMALL and max(members.size for members in subscribers) <= _SMALL:
+    if _small_topics(subscribers, loads):
         _spread_free_small(order, subscribers, kept, free, loads, rank)
     else:
         _spread_free_arrays(order, subscribers, kept, free, loads, rank)
+
+
+def _small_topics(subscribers: list[np.ndarray], loads: np.ndarray) -> bool:
+    """Whether a group is small enough for the list sweeps: a few hundred members at most and
+    topics of a few dozen subscribers."""
+    return loads.size <= 4 * _SMALL and max(members.size for members in subscribers) <= _SMALL
 
 
 def _spread_free_arrays(

@@ -201,3 +201,37 @@ def test_moving_claims_stops_at_once_when_the_fullest_holder_is_within_one(data)
     moved = sticky._move_topic_claims(members, *on_arrays, rank)
     assert sticky._move_topic_claims_small(members, *on_lists, rank) == moved
     assert [a.tolist() for a in on_lists] == [a.tolist() for a in on_arrays]
+
+
+@SETTINGS
+@given(st.data())
+def test_subscribers_on_lists_are_the_array_built_subscribers(data):
+    num_topics = data.draw(st.integers(1, 6))
+    subscriptions = [
+        tuple(sorted(data.draw(st.sets(st.integers(0, num_topics - 1)))))
+        for _ in range(data.draw(st.integers(1, 12)))
+    ]
+    on_lists = sticky._subscribers(subscriptions, num_topics)
+    on_arrays = sticky._subscribers_arrays(subscriptions, num_topics)
+    assert len(on_lists) == len(on_arrays) == num_topics
+    for listed, built in zip(on_lists, on_arrays, strict=True):
+        assert listed.dtype == built.dtype
+        assert listed.tolist() == built.tolist()
+
+
+@SETTINGS
+@given(flow_inputs(), st.data())
+def test_tie_order_on_lists_is_the_array_tie_order(problem, data):
+    subscribers, claims, _, loads, _ = problem
+    if not any(members.size for members in subscribers):
+        subscribers = [np.arange(loads.size, dtype=np.int64)]
+        claims = [np.zeros(loads.size, dtype=np.int64)]
+    free = [
+        np.asarray([data.draw(st.integers(0, 2)) for _ in range(m.size)], dtype=np.int64)
+        for m in subscribers
+    ]
+    rank = np.asarray(data.draw(st.permutations(range(loads.size))), dtype=np.int64)
+    on_lists = sticky._tie_order(subscribers, claims, free, loads, rank)
+    on_arrays = sticky._tie_order_arrays(subscribers, claims, free, loads, rank)
+    assert on_lists.dtype == on_arrays.dtype
+    assert on_lists.tolist() == on_arrays.tolist()
