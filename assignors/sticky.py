@@ -196,13 +196,58 @@ class _Shape:
     own: the members with a subscription, each topic's subscribers (None when subscriptions are
     uniform) and, once asked for, the rack map. A follow-up round reuses it."""
 
-    __slots__ = ("active", "racks", "racks_built", "subscribers")
+    __slots__ = (
+        "_edges",
+        "_local_by_rack",
+        "_window",
+        "active",
+        "racks",
+        "racks_built",
+        "subscribers",
+    )
 
     def __init__(self, active: np.ndarray, subscribers: list[np.ndarray] | None) -> None:
         self.active = active
         self.subscribers = subscribers
         self.racks: _RackMap | None = None
         self.racks_built = False
+        self._window: tuple[int, int] | None = None
+        self._edges: tuple[np.ndarray, np.ndarray, np.ndarray, list[int]] | None = None
+        self._local_by_rack: np.ndarray | None = None
+
+    def window(self, counts: np.ndarray, num_members: int) -> tuple[int, int]:
+        """:func:`_window_of` the subscribers (``counts``: the topic sizes of the shape's
+        space), made once."""
+        if self._window is None:
+            assert self.subscribers is not None
+            self._window = _window_of(self.subscribers, counts, num_members, self.active)
+        return self._window
+
+    def edges(self, num_members: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+        """(subscribers per topic, first edge of each topic and the end, each edge's
+        ``topic x members + member`` key, topics by fewest subscribers): the subscription edges
+        in (topic, member) order, made once."""
+        if self._edges is None:
+            subscribers = self.subscribers
+            assert subscribers is not None
+            sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
+            edge_offsets = np.concatenate(([0], np.cumsum(sizes)))
+            edge_keys = np.repeat(np.arange(sizes.size, dtype=_INDEX), sizes) * num_members
+            edge_keys += np.concatenate(subscribers)
+            by_choice = sorted(range(sizes.size), key=lambda p: (subscribers[p].size, p))
+            self._edges = (sizes, edge_offsets, edge_keys, by_choice)
+        return self._edges
+
+    def local_by_rack(self, offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Per topic and consumer rack, the topic's partitions with a replica there (the
+        shape's rack map must exist), made once."""
+        if self._local_by_rack is None:
+            racks = self.racks
+            assert racks is not None
+            running = np.zeros((racks.local.shape[0] + 1, racks.local.shape[1]), dtype=_INDEX)
+            np.cumsum(racks.local, axis=0, out=running[1:])
+            self._local_by_rack = running[offsets + counts] - running[offsets]
+        return self._local_by_rack
 
     @classmethod
     def of(cls, arrays: GroupArrays) -> _Shape:
@@ -241,7 +286,7 @@ def _plan(group: Group, arrays: GroupArrays, shape: _Shape | None) -> tuple[Stic
     if (
         num_partitions
         and int(claimant.min()) >= 0
-        and _settled(claimant, active, subscribers, counts, offsets)
+        and _settled(claimant, active, subscribers, counts, offsets, shape)
     ):
         # every partition is validly claimed and the claims are already the answer
         owner = claimant.copy()
@@ -260,7 +305,7 @@ def _plan(group: Group, arrays: GroupArrays, shape: _Shape | None) -> tuple[Stic
         targets = _uniform_targets(num_partitions, active, claimant, rank, num_members)
         _realize(state, np.arange(num_partitions, dtype=_INDEX), targets)
     elif num_partitions and subscribers is not None:
-        _assign_heterogeneous(state, subscribers, counts, offsets)
+        _assign_heterogeneous(state, shape, counts, offsets)
     plan = StickyPlan(
         space, member_ids, state.owner, claimant, contested, objects, arrays.unsubscribed_owner
     )
@@ -403,6 +448,7 @@ def _settled(
     subscribers: list[np.ndarray] | None,
     counts: np.ndarray,
     offsets: np.ndarray,
+    shape: _Shape | None = None,
 ) -> bool:
     """Whether claims on every partition (``claimant``, no -1) are already the engine's answer:
     with uniform subscriptions (``subscribers`` None), when the claimed counts spread by at most
@@ -428,7 +474,7 @@ def _settled(
         return False
     if high - low <= 1:
         return True
-    window_low, window_high = _optimal_window(subscribers, counts, loads, active)
+    window_low, window_high = _optimal_window(subscribers, counts, loads, active, shape)
     return window_low <= low and high <= window_high
 
 
@@ -500,20 +546,19 @@ def _water_fill_list(values: list[int], units: int, ranks: list[int]) -> list[in
 
 def _assign_heterogeneous(
     state: _State,
-    subscribers: list[np.ndarray],
+    shape: _Shape,
     counts: np.ndarray,
     offsets: np.ndarray,
 ) -> None:
     claimant, rank = state.claimant, state.rank
     num_members = rank.size
     num_topics = counts.size
+    subscribers = shape.subscribers
+    assert subscribers is not None
 
     # claims per (topic, subscriber) edge; edges are in (topic, member) order, so a claim's
     # edge is found by binary search (a valid claim's holder subscribes to the topic)
-    sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
-    edge_offsets = np.concatenate(([0], np.cumsum(sizes)))
-    edge_keys = np.repeat(np.arange(num_topics, dtype=_INDEX), sizes) * num_members
-    edge_keys += np.concatenate(subscribers)
+    sizes, edge_offsets, edge_keys, by_choice = shape.edges(num_members)
     claimed_partitions = np.flatnonzero(claimant >= 0)
     holders = claimant[claimed_partitions]
     loads = np.bincount(holders, minlength=num_members)
@@ -526,7 +571,6 @@ def _assign_heterogeneous(
     kept = [per_edge[cuts[p] : cuts[p + 1]].copy() for p in range(num_topics)]
     free = [np.zeros(size, dtype=_INDEX) for size in sizes.tolist()]
 
-    by_choice = sorted(range(num_topics), key=lambda p: (subscribers[p].size, p))
     # among equally loaded subscribers, new partitions go first to the least constrained
     ties = _tie_order(subscribers, kept, free, loads, rank)
     for position in by_choice:
@@ -542,8 +586,8 @@ def _assign_heterogeneous(
     moved_claims = _balance_by_kafkas_rule(by_choice, subscribers, kept, free, loads, rank)
     # Kafka's rule allows a spread an exchange along a chain of members could still shrink;
     # the smallest spread any valid assignment has is the goal, kept claims come after it
-    active = np.flatnonzero(np.bincount(np.concatenate(subscribers), minlength=num_members))
-    low, high = _optimal_window(subscribers, counts, loads, active)
+    active = shape.active  # the members subscribing to some topic with partitions
+    low, high = _optimal_window(subscribers, counts, loads, active, shape)
     if int(loads[active].min()) < low or int(loads[active].max()) > high:
         windowed = _window_flow(subscribers, claims, counts, num_members, active, low, high)
         for position, held in enumerate(windowed):
@@ -565,11 +609,7 @@ def _assign_heterogeneous(
             holdings = _search_loads(subscribers, claims, counts, loads, holdings, (low, high))
     if state.racks is not None:
         # same loads and claims kept; the counts per topic now also follow replica racks
-        running = np.zeros(
-            (state.racks.local.shape[0] + 1, state.racks.local.shape[1]), dtype=_INDEX
-        )
-        np.cumsum(state.racks.local, axis=0, out=running[1:])
-        local_by_rack = running[offsets + counts] - running[offsets]
+        local_by_rack = shape.local_by_rack(offsets, counts)
         located = _fewest_moves(
             subscribers, claims, counts, loads, (local_by_rack, state.racks.member_rack)
         )
@@ -673,7 +713,11 @@ def _balance_by_kafkas_rule(
 
 
 def _optimal_window(
-    subscribers: list[np.ndarray], counts: np.ndarray, loads: np.ndarray, active: np.ndarray
+    subscribers: list[np.ndarray],
+    counts: np.ndarray,
+    loads: np.ndarray,
+    active: np.ndarray,
+    shape: _Shape | None = None,
 ) -> tuple[int, int]:
     """(largest min load, smallest max load) any valid assignment reaches: scoring's exact
     references, on topics merged by subscriber set. A spread of at most one is already both
@@ -685,6 +729,16 @@ def _optimal_window(
     low, high = int(current.min()), int(current.max())
     if high - low <= 1:
         return low, high
+    if shape is not None:
+        return shape.window(counts, loads.size)
+    return _window_of(subscribers, counts, loads.size, active)
+
+
+def _window_of(
+    subscribers: list[np.ndarray], counts: np.ndarray, num_members: int, active: np.ndarray
+) -> tuple[int, int]:
+    """:func:`_optimal_window` when the loads spread by two or more: it depends on the
+    subscribers and topic sizes alone."""
     merged: dict[bytes, int] = {}
     class_subscribers: list[np.ndarray] = []
     sizes: list[int] = []
@@ -699,7 +753,7 @@ def _optimal_window(
             sizes.append(0)
         sizes[index] += int(counts[position])
     if len(sizes) <= WINDOW_SUBSETS_CLASSES and active.size << len(sizes) <= WINDOW_SUBSETS_CELLS:
-        return _window_by_subsets(class_subscribers, sizes, loads.size, active)
+        return _window_by_subsets(class_subscribers, sizes, num_members, active)
     # imported here: scoring brings pyarrow, which only groups with many classes need
     from assignors.traces.scoring import (
         SubscriptionClasses,

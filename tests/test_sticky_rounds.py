@@ -140,3 +140,29 @@ def test_follow_up_is_read_from_the_round_before():
         "c1": [2],
         "c2": [3],
     }
+
+
+@SETTINGS
+@given(
+    groups(
+        max_members=8,
+        max_topics=5,
+        max_partitions=12,
+        owned=True,
+        subscription="heterogeneous",
+        racks=True,
+    ),
+    st.integers(1, 3),
+)
+def test_follow_ups_reuse_the_shape_of_a_heterogeneous_rack_aware_group(group, rounds):
+    """The follow-up reuses the round's subscribers, edges, load window, rack map and
+    replicas per rack: each round's answer is a fresh assignor's."""
+    assignor = CooperativeStickyAssignor()
+    for _ in range(rounds):
+        answer = assignor.assign(group)
+        assert_same_answer(answer, CooperativeStickyAssignor().assign(group))
+        group = next_round(group, answer)
+    last = assignor._rounds._last
+    assert_same_answer(assignor.assign(group), CooperativeStickyAssignor().assign(group))
+    # the last group was the follow-up of the round before: its shape was reused
+    assert assignor._rounds._last.shape is last.shape
