@@ -88,6 +88,7 @@ from assignors.model import (
     Group,
     OwnedPartitions,
     PartitionSpace,
+    Topic,
     TopicPartition,
     member_runs,
 )
@@ -1866,27 +1867,18 @@ class _RackMap:
         distinct set of replica racks, looked up per partition."""
         rack_names = sorted({m.rack for m in group.members if m.rack is not None})
         column = {name: c for c, name in enumerate(rack_names)}
-        row_of: dict[frozenset[str], int] = {frozenset(): 0}
-        rows: list[list[bool]] = [[False] * len(rack_names)]
-        parts = []
-        for name, count in zip(space.topic_names, space.partition_counts, strict=True):
-            topic = group.topic(name)
-            if topic is None or topic.replica_racks is None:
-                parts.append(np.zeros(count, dtype=_INDEX))
-                continue
-            for replica_racks in set(topic.replica_racks) - row_of.keys():
-                row_of[replica_racks] = len(rows)
-                rows.append([rack in replica_racks for rack in rack_names])
-            parts.append(np.fromiter(map(row_of.__getitem__, topic.replica_racks), _INDEX, count))
-        table = np.asarray(rows, dtype=bool).reshape(len(rows), len(rack_names))
-        row = np.concatenate(parts) if parts else np.zeros(0, dtype=_INDEX)
-        local = table[row]
+        local, codes, local_counts = _rack_table(
+            tuple(map(group.topic, space.topic_names)), rack_names, space
+        )
         member_rack = np.asarray(
             [column[m.rack] if m.rack is not None else -1 for m in group.members], dtype=_INDEX
         )
-        if _indifferent(local, space, member_rack, subscriptions):
+        if _indifferent(local_counts, space, member_rack, subscriptions):
             return None
-        return cls(local, member_rack)
+        made = cls.__new__(cls)
+        for name, value in (("local", local), ("member_rack", member_rack), ("codes", codes)):
+            object.__setattr__(made, name, value)
+        return made
 
     def is_local(self, partitions: np.ndarray, members: np.ndarray) -> np.ndarray:
         rack_of = self.member_rack[members]
@@ -1896,21 +1888,72 @@ class _RackMap:
         return result
 
 
+_RackTable = tuple[np.ndarray, np.ndarray | None, np.ndarray]
+# the last rack table made, with the topic objects and rack names it was made of: an eager
+# replay's generations share their topics, so one entry serves a whole trace
+_last_rack_table: tuple[tuple[Topic | None, ...], list[str], _RackTable] | None = None
+
+
+def _rack_table(
+    topics: tuple[Topic | None, ...], rack_names: list[str], space: PartitionSpace
+) -> _RackTable:
+    """(``local``, ``codes``, partitions per topic with a replica on each rack) of the
+    :class:`_RackMap` of ``topics`` (the group's topic of each of ``space``'s names) and
+    consumer racks ``rack_names``. Remembers the last one: topics are immutable and their
+    objects are held, so the same objects (``is``) and rack names give the same table."""
+    global _last_rack_table
+    last = _last_rack_table
+    if (
+        last is not None
+        and last[1] == rack_names
+        and len(last[0]) == len(topics)
+        and all(held is topic for held, topic in zip(last[0], topics, strict=True))
+    ):
+        return last[2]
+    row_of: dict[frozenset[str], int] = {frozenset(): 0}
+    rows: list[list[bool]] = [[False] * len(rack_names)]
+    parts = []
+    for topic, count in zip(topics, space.partition_counts, strict=True):
+        if topic is None or topic.replica_racks is None:
+            parts.append(np.zeros(count, dtype=_INDEX))
+            continue
+        for replica_racks in set(topic.replica_racks) - row_of.keys():
+            row_of[replica_racks] = len(rows)
+            rows.append([rack in replica_racks for rack in rack_names])
+        parts.append(np.fromiter(map(row_of.__getitem__, topic.replica_racks), _INDEX, count))
+    table = np.asarray(rows, dtype=bool).reshape(len(rows), len(rack_names))
+    row = np.concatenate(parts) if parts else np.zeros(0, dtype=_INDEX)
+    local = table[row]
+    num_racks = len(rack_names)
+    codes = None
+    if num_racks <= _RACK_CODE_BITS:
+        shifts = np.arange(num_racks - 1, -1, -1, dtype=_INDEX)
+        codes = (local.astype(_INDEX) << shifts).sum(axis=1)
+    starts = np.asarray(space.offsets, dtype=_INDEX)
+    counts = np.asarray(space.partition_counts, dtype=_INDEX)
+    running = np.zeros((local.shape[0] + 1, num_racks), dtype=_INDEX)
+    np.cumsum(local, axis=0, out=running[1:])
+    local_counts = running[starts + counts] - running[starts]  # topic x rack
+    for array in (local, codes, local_counts):
+        if array is not None:
+            array.flags.writeable = False  # shared by every map made from this table
+    made = (local, codes, local_counts)
+    _last_rack_table = (topics, list(rack_names), made)
+    return made
+
+
 def _indifferent(
-    local: np.ndarray,
+    local_counts: np.ndarray,
     space: PartitionSpace,
     member_rack: np.ndarray,
     subscriptions: Sequence[tuple[int, ...]],
 ) -> bool:
     """True when every member with a rack finds all of its subscribed partitions equally
-    close: its rack holds a replica of each of them, or of none. O(P x R + E)."""
+    close: its rack holds a replica of each of them, or of none (``local_counts``: each
+    topic's partitions with a replica on each rack). O(T x R + E)."""
     counts = np.asarray(space.partition_counts, dtype=_INDEX)
-    if local.shape[1] == 0 or counts.size == 0:
+    if local_counts.shape[1] == 0 or counts.size == 0:
         return True
-    starts = np.asarray(space.offsets, dtype=_INDEX)
-    running = np.zeros((local.shape[0] + 1, local.shape[1]), dtype=_INDEX)
-    np.cumsum(local, axis=0, out=running[1:])
-    local_counts = running[starts + counts] - running[starts]  # topic x rack
     everywhere = local_counts == counts[:, None]
     nowhere = local_counts == 0
     seen: set[tuple[int, tuple[int, ...]]] = set()

@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import groups
 
 from assignors import sticky
+from assignors.arrays import GroupArrays
 
 SETTINGS = settings(
     max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -235,3 +237,56 @@ def test_tie_order_on_lists_is_the_array_tie_order(problem, data):
     on_arrays = sticky._tie_order_arrays(subscribers, claims, free, loads, rank)
     assert on_lists.dtype == on_arrays.dtype
     assert on_lists.tolist() == on_arrays.tolist()
+
+
+def _fresh_rack_map(group, subscriptions):
+    saved = sticky._last_rack_table
+    sticky._last_rack_table = None
+    try:
+        return sticky._RackMap.build(group, group.partition_space(), subscriptions)
+    finally:
+        sticky._last_rack_table = saved
+
+
+def _same_rack_map(made, fresh) -> None:
+    assert (made is None) == (fresh is None)
+    if made is not None:
+        assert made.local.tolist() == fresh.local.tolist()
+        assert made.member_rack.tolist() == fresh.member_rack.tolist()
+        assert (made.codes is None) == (fresh.codes is None)
+        if made.codes is not None:
+            assert made.codes.tolist() == fresh.codes.tolist()
+
+
+@SETTINGS
+@given(
+    groups(max_members=8, max_topics=4, max_partitions=10, racks=True),
+    groups(max_members=8, max_topics=4, max_partitions=10, racks=True),
+    st.booleans(),
+    st.data(),
+)
+def test_a_remembered_rack_table_serves_only_the_same_topics_and_racks(
+    first, second, share_topics, data
+):
+    """The rack map of ``second`` made right after ``first`` (whose table is remembered) is
+    the map made from nothing: when ``second`` reuses ``first``'s topic objects (as a replay's
+    generations do) and its consumer racks, the table is reused, else it is made again."""
+    from assignors.model import Group, Member
+
+    if share_topics:
+        # same topic objects, members re-drawn from the second group with racks of either
+        racks = sorted({m.rack for m in first.members if m.rack is not None}) or [None]
+        second = Group(
+            first.topics,
+            tuple(
+                Member(m.member_id, m.topics, rack=data.draw(st.sampled_from([*racks, "r-new"])))
+                for m in second.members
+            ),
+        )
+    sticky._RackMap.build(first, first.partition_space(), GroupArrays.of(first).subscriptions)
+    subscriptions = GroupArrays.of(second).subscriptions
+    made = sticky._RackMap.build(second, second.partition_space(), subscriptions)
+    _same_rack_map(made, _fresh_rack_map(second, subscriptions))
+    # and again, now certainly from the remembered table
+    again = sticky._RackMap.build(second, second.partition_space(), subscriptions)
+    _same_rack_map(again, _fresh_rack_map(second, subscriptions))
