@@ -321,7 +321,9 @@ class StickyRounds:
     reading every claim again: the arrays are those :meth:`GroupArrays.of` makes (checked
     field by field in the tests), so the plan is the same. Any other group is read in full.
 
-    Not safe to share between threads (each call replaces what the last one remembered).
+    Each call replaces what the last one remembered; one assignor shared by threads stays
+    correct (every reuse is checked against the group at hand), their follow-ups are just read
+    in full more often.
     """
 
     __slots__ = ("_last",)
