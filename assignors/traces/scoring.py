@@ -1041,7 +1041,9 @@ class GenerationShape:
     of ``space``; ``topics_with_partitions``: positions of the topics with partitions;
     ``hall``: :func:`_hall_sets` of the classes when there are several and at most
     :data:`_HALL_MAX_CLASSES`, else None; ``considered_subscribed``: ``subscribed``'s rows of
-    the considered members.
+    the considered members; ``all_considered``: every member is considered;
+    ``class_of_partition[p]``: ``class_of_topic[topic_of[p]]``; ``partition_indexes``: every
+    partition's index, ascending.
     """
 
     group: Group
@@ -1062,6 +1064,9 @@ class GenerationShape:
     topics_with_partitions: np.ndarray
     hall: HallSets | None
     considered_subscribed: np.ndarray
+    all_considered: bool
+    class_of_partition: np.ndarray
+    partition_indexes: np.ndarray
 
     @classmethod
     def of(
@@ -1140,6 +1145,9 @@ class GenerationShape:
             topics_with_partitions=np.flatnonzero(class_of_topic >= 0),
             hall=hall,
             considered_subscribed=subscribed[considered],
+            all_considered=int(considered.size) == len(group.members),
+            class_of_partition=class_of_topic[parts.topic_of],
+            partition_indexes=np.arange(int(parts.topic_of.size)),
         )
 
     def owners_of(self, assignment: Assignment) -> np.ndarray | None:
@@ -1336,6 +1344,8 @@ class PreviousOwners(NamedTuple):
 
 
 _least, _most = np.minimum.reduce, np.maximum.reduce
+_NO_LOAD = np.iinfo(np.int64).max
+"""Above every load: the identity of a minimum over loads."""
 
 _CHURN_COUNTS = np.array(
     [
@@ -1352,6 +1362,10 @@ _CHURN_COUNTS = np.array(
 )
 """Row ``code`` (bits: 1 the owner is present, 2 the partition exists, 4 the owner still holds
 it, 8 the owner subscribes to it) -> which churn counts a partition of that code adds to."""
+
+
+_EMPTY_INDEXES = np.zeros(0, dtype=np.int64)
+_EMPTY_INDEXES.flags.writeable = False
 
 
 def score_owners(
@@ -1399,24 +1413,31 @@ def score_owners(
     max_load = max(considered_loads, default=0)
     balanced = True
     if max_load - min_load > 1:
-        in_considered = np.zeros(num_members, dtype=bool)
-        in_considered[shape.considered] = True
         least = np.where(
-            shape.considered_subscribed,
-            loads[shape.considered][:, None],
-            np.iinfo(np.int64).max,
+            shape.considered_subscribed, loads[shape.considered][:, None], _NO_LOAD
         ).min(axis=0)
-        checked = in_considered[holders]
-        balanced = not bool((least[held_topics[checked]] < loads[holders[checked]] - 1).any())
+        if shape.all_considered:
+            balanced = not bool((least[held_topics] < loads[holders] - 1).any())
+        else:
+            in_considered = np.zeros(num_members, dtype=bool)
+            in_considered[shape.considered] = True
+            checked = in_considered[holders]
+            balanced = not bool((least[held_topics[checked]] < loads[holders[checked]] - 1).any())
     capacity = shape.capacity
 
     moved = forced = revoked = minimum_moved = minimum_moved_own = 0
     weighted = shape.revoke_weight is not None
     revoked_weight = moved_weight = 0.0
-    held_before = None if previous is None else (previous.identity >= 0).nonzero()[0]
-    if previous is not None and held_before is not None and held_before.size:
-        codes = previous.identity[held_before]
-        current = previous.current[held_before]
+    # the previous partitions someone held: None when that is every one of them
+    held_before: np.ndarray | None = None
+    codes = current = _EMPTY_INDEXES
+    if previous is not None:
+        if previous.identity.size and _least(previous.identity) >= 0:
+            codes, current = previous.identity, previous.current
+        else:
+            held_before = (previous.identity >= 0).nonzero()[0]
+            codes, current = previous.identity[held_before], previous.current[held_before]
+    if previous is not None and codes.size:
         speakers = previous.speaker[codes]
         present = speakers >= 0
         exists = current >= 0
@@ -1425,7 +1446,7 @@ def score_owners(
             still = owners[current] == speakers
             subscribes = shape.subscribed[speakers, shape.topic_of[current]]
         else:
-            still = subscribes = np.zeros(held_before.size, dtype=bool)
+            still = subscribes = np.zeros(codes.size, dtype=bool)
         code = present | (exists << 1) | (still << 2) | (subscribes << 3)
         counts = (np.bincount(code, minlength=16) @ _CHURN_COUNTS).tolist()
         forced = counts[0] + counts[3]
@@ -1436,8 +1457,9 @@ def score_owners(
             still_held = present & exists & still
             is_revoked = present & ~still_held if protocol != "eager" else present
             moved_mask = keepable & ~still
-            in_order = np.argsort(previous.order[held_before], kind="stable")
-            weights = previous.weight[held_before]
+            order = previous.order if held_before is None else previous.order[held_before]
+            in_order = np.argsort(order, kind="stable")
+            weights = previous.weight if held_before is None else previous.weight[held_before]
             revoked_weight = _sequential_sum(weights[in_order][is_revoked[in_order]])
             moved_weight = _sequential_sum(weights[in_order][moved_mask[in_order]])
         keepers = speakers[keepable]
@@ -1457,10 +1479,7 @@ def score_owners(
             if not keys:
                 # keepable partitions counted by (class, keeper)
                 num_members_plus = num_members + 1
-                key_codes = (
-                    shape.class_of_topic[shape.topic_of[current[keepable]]] * num_members_plus
-                    + keepers
-                )
+                key_codes = shape.class_of_partition[current[keepable]] * num_members_plus + keepers
                 by_key = np.bincount(
                     key_codes, minlength=len(shape.classes.sizes) * num_members_plus
                 )
@@ -1498,12 +1517,12 @@ def score_owners(
             spreads = _most(per_topic, axis=0) - _least(per_topic, axis=0)
         else:
             spreads = _most(per_topic, axis=0) - _least(
-                np.where(shape.subscribed, per_topic, np.iinfo(np.int64).max), axis=0
+                np.where(shape.subscribed, per_topic, _NO_LOAD), axis=0
             )
         topic_spread = max(0, int(_most(spreads[shape.topics_with_partitions])))
     rack_mismatch = None
     if shape.mismatched is not None:
-        partitions = np.arange(num_partitions) if assigned is None else assigned
+        partitions = shape.partition_indexes if assigned is None else assigned
         rack_mismatch = int(np.count_nonzero(shape.mismatched[holders, partitions]))
 
     return ScoreRow(

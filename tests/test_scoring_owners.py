@@ -1,0 +1,108 @@
+"""score_owners' shortcuts give the row of the path each one skips, bit for bit, on the
+generations of replayed traces."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+
+from assignors import registry
+from assignors.traces import replay as replay_module
+from assignors.traces.format import Generation, Trace, build_trace, parse_generation
+from assignors.traces.generate import generate_rows
+from assignors.traces.replay import prepare, replay_with
+from assignors.traces.scoring import GenerationShape, PreviousOwners, score_owners
+
+
+def _traces(scenario: str, seed: int) -> list[Trace]:
+    by_trace: dict[str, list[Generation]] = collections.defaultdict(list)
+    rows = generate_rows(scenario, 4, seed, members=(3, 9), partitions=(6, 60), max_generations=8)
+    for line, row in enumerate(rows, 1):
+        by_trace[row["trace_id"]].append(parse_generation(row, "g.jsonl", line))
+    return [build_trace(trace_id, found) for trace_id, found in sorted(by_trace.items())]
+
+
+def _scored_calls(
+    monkeypatch: pytest.MonkeyPatch, scenario: str, assignor: str
+) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Every (arguments, keywords) a replay of ``scenario``'s traces passes to score_owners."""
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        calls.append((args, kwargs))
+        return score_owners(*args, **kwargs)
+
+    monkeypatch.setattr(replay_module, "score_owners", recording)
+    for seed in (1, 2):
+        for trace in _traces(scenario, seed):
+            replay_with(trace, registry.get(assignor), timings=False, prepared=prepare(trace))
+    monkeypatch.undo()
+    return calls
+
+
+def _with_one_unheld_partition(previous: PreviousOwners) -> PreviousOwners:
+    """``previous`` and one more previous partition that nobody held and that is gone."""
+
+    def more(values: np.ndarray | None, value: float) -> np.ndarray | None:
+        return None if values is None else np.append(values, np.asarray([value], values.dtype))
+
+    identity = more(previous.identity, -1)
+    current = more(previous.current, -1)
+    assert identity is not None and current is not None
+    return previous._replace(
+        identity=identity,
+        current=current,
+        weight=more(previous.weight, 0.0),
+        order=more(previous.order, 0),
+    )
+
+
+SCENARIOS = ["mixed", "skewed-weights", "rack-outage", "subscription-change", "scale-in"]
+ASSIGNORS = ["range", "roundrobin", "sticky", "cooperative-sticky"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+def test_score_owners_when_every_previous_partition_was_held_equals_the_held_subset_path(
+    monkeypatch: pytest.MonkeyPatch, scenario: str, assignor: str
+) -> None:
+    calls = _scored_calls(monkeypatch, scenario, assignor)
+    every_one_held = 0
+    for args, kwargs in calls:
+        shape, owners, previous = args
+        if previous is None:
+            continue
+        every_one_held += bool(previous.identity.size and previous.identity.min() >= 0)
+        assert score_owners(shape, owners, previous, **kwargs) == score_owners(
+            shape, owners, _with_one_unheld_partition(previous), **kwargs
+        )
+    assert every_one_held  # the shortcut was taken
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+def test_score_owners_balance_check_when_every_member_is_considered_equals_the_masked_one(
+    monkeypatch: pytest.MonkeyPatch, scenario: str, assignor: str
+) -> None:
+    calls = _scored_calls(monkeypatch, scenario, assignor)
+    for args, kwargs in calls:
+        shape, owners, previous = args
+        masked: GenerationShape = dataclasses.replace(shape, all_considered=False)
+        assert score_owners(shape, owners, previous, **kwargs) == score_owners(
+            masked, owners, previous, **kwargs
+        )
+
+
+@pytest.mark.parametrize("scenario", ["mixed", "skewed-weights", "rack-outage"])
+def test_generation_shape_keeps_each_partitions_class_and_index(
+    monkeypatch: pytest.MonkeyPatch, scenario: str
+) -> None:
+    for args, _ in _scored_calls(monkeypatch, scenario, "range"):
+        shape = args[0]
+        assert shape.class_of_partition.tolist() == shape.class_of_topic[shape.topic_of].tolist()
+        assert shape.partition_indexes.tolist() == list(range(shape.topic_of.size))
+        assert shape.all_considered == (shape.considered.size == len(shape.member_ids))
