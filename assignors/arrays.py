@@ -249,19 +249,25 @@ def _valid_claims(
     """(claimant, contested, unsubscribed_owner, objects) of :class:`GroupArrays`, by the claim
     rule of :func:`resolve_claims`."""
     space = layout.space
-    objects = np.full(space.size, None, dtype=object)
-    claimant = np.full(space.size, NOBODY, dtype=_INDEX)
-    contested = np.zeros(space.size, dtype=bool)
-    unsubscribed_owner = np.zeros(space.size, dtype=bool)
+    size = space.size
+    objects = np.full(size, None, dtype=object)
+    claimant = np.full(size, NOBODY, dtype=_INDEX)
+    contested = np.zeros(size, dtype=bool)
+    unsubscribed_owner = np.zeros(size, dtype=bool)
     claims = owned_claims(group, space, with_objects=True)
     if not claims.index.size:
         return claimant, contested, unsubscribed_owner, objects
-    subscribed = layout.subscribed.of_claims(claims, space)
-    if not subscribed.all():
-        unsubscribed_owner[claims.index[~subscribed]] = True
-        claims = claims.subset(subscribed)
+    if not layout.subscribed.everything:
+        subscribed = layout.subscribed.of_claims(claims, space)
+        if not subscribed.all():
+            unsubscribed_owner[claims.index[~subscribed]] = True
+            claims = claims.subset(subscribed)
     if claims.objects is not None:
         objects[claims.index] = claims.objects
+    if claims.index.size and np.bincount(claims.index).max() <= 1:
+        # no partition claimed twice: every claim wins, whatever the generations
+        claimant[claims.index] = claims.member
+        return claimant, contested, unsubscribed_owner, objects
     generations = member_generations(group)
     keep, tied = resolve_claims(claims.member, claims.index, generations)
     claimant[claims.index[keep]] = claims.member[keep]
@@ -413,7 +419,10 @@ def _object_indexes(
 def member_generations(group: Group) -> np.ndarray:
     """Each member's generation, in the group's member order."""
     members = group.members
-    return np.fromiter((member.generation for member in members), _INDEX, len(members))
+    return np.fromiter(map(_generation_of, members), _INDEX, len(members))
+
+
+_generation_of = operator.attrgetter("generation")
 
 
 def resolve_claims(

@@ -163,3 +163,56 @@ def test_owned_claims_of_members_all_owning_arrays_of_one_space_match_their_obje
 def _in(space: PartitionSpace, tp: TopicPartition) -> bool:
     counts = dict(zip(space.topic_names, space.partition_counts, strict=True))
     return 0 <= tp.partition < counts.get(tp.topic, 0)
+
+
+def _claim_rule_reference(group: Group) -> tuple[list[int], list[bool], list[bool]]:
+    """(claimant, contested, unsubscribed_owner) by the claim rule on every claim, with the
+    members' generations read whether or not a partition is claimed twice."""
+    space = group.partition_space()
+    claims = owned_claims(group, space)
+    layout = arrays._Layout.of(group)
+    subscribed = arrays.claims_subscribed(claims, space, layout.subscriptions)
+    claimant = np.full(space.size, arrays.NOBODY, dtype=np.int64)
+    contested = np.zeros(space.size, dtype=bool)
+    unsubscribed_owner = np.zeros(space.size, dtype=bool)
+    unsubscribed_owner[claims.index[~subscribed]] = True
+    claims = claims.subset(subscribed)
+    keep, tied = arrays.resolve_claims(
+        claims.member, claims.index, arrays.member_generations(group)
+    )
+    claimant[claims.index[keep]] = claims.member[keep]
+    contested[tied] = True
+    return claimant.tolist(), contested.tolist(), unsubscribed_owner.tolist()
+
+
+@SETTINGS
+@given(groups(owned=True))
+def test_group_arrays_claims_equal_the_claim_rule_read_on_every_claim(
+    group: Group,
+) -> None:
+    made = GroupArrays.of(group)
+    assert (
+        made.claimant.tolist(),
+        made.contested.tolist(),
+        made.unsubscribed_owner.tolist(),
+    ) == _claim_rule_reference(group)
+
+
+def test_group_arrays_claims_of_one_partition_claimed_twice_follow_the_generations() -> None:
+    members = (
+        Member("c0", frozenset("ab"), (TP("a", 0), TP("b", 1)), generation=3),
+        Member("c1", frozenset("ab"), (TP("a", 0), TP("a", 2)), generation=5),
+        Member("c2", frozenset("a"), (TP("a", 2), TP("b", 0)), generation=5),
+    )
+    group = _group(members)
+    made = GroupArrays.of(group)
+    # a-0: c1's newer claim wins; a-2: two claims of generation 5 void it; b-0: c2 does not
+    # subscribe to b; b-1: c0 alone
+    assert made.claimant.tolist() == [1, -1, -1, -1, 0]
+    assert made.contested.tolist() == [False, False, True, False, False]
+    assert made.unsubscribed_owner.tolist() == [False, False, False, True, False]
+    assert (
+        made.claimant.tolist(),
+        made.contested.tolist(),
+        made.unsubscribed_owner.tolist(),
+    ) == _claim_rule_reference(group)
