@@ -42,11 +42,12 @@ from __future__ import annotations
 import bisect
 import gc
 import itertools
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import NamedTuple, NoReturn, overload
 
 import numpy as np
@@ -236,6 +237,42 @@ class Member:
         _set_instance_id(made, instance_id)
         return made
 
+    @classmethod
+    def all_checked(
+        cls,
+        member_ids: Sequence[str],
+        topics: Sequence[frozenset[str]],
+        owned_partitions: Sequence[tuple[TopicPartition, ...] | OwnedPartitions],
+        generations: Sequence[int],
+        racks: Sequence[str | None],
+        instance_ids: Sequence[str | None],
+    ) -> tuple[Member, ...]:
+        """:meth:`checked` of every row of these columns (all of one length), each slot set
+        over all the members in one C-level pass: a replay makes a group's members this way
+        every generation.
+
+        >>> made = Member.all_checked(("c0", "c1"), (frozenset("t"),) * 2, ((), ()), (3, 4),
+        ...                           ("r", None), (None, "i"))
+        >>> made == (Member("c0", frozenset("t"), (), 3, "r"),
+        ...          Member("c1", frozenset("t"), (), 4, instance_id="i"))
+        True
+        """
+        count = len(member_ids)
+        columns = (topics, owned_partitions, generations, racks, instance_ids)
+        if any(len(column) != count for column in columns):
+            raise ValueError(f"columns of {[count, *map(len, columns)]} values: one length needed")
+        made = tuple(map(object.__new__, repeat(cls, count)))
+        for setter, column in (
+            (_set_member_id, member_ids),
+            (_set_topics, topics),
+            (_set_owned_partitions, owned_partitions),
+            (_set_generation, generations),
+            (_set_rack, racks),
+            (_set_instance_id, instance_ids),
+        ):
+            _consume(map(setter, made, column))
+        return made
+
     @property
     def identity(self) -> str:
         """Who this member is across rebalances: the static instance id, else the member id.
@@ -255,6 +292,8 @@ def _slot_setter(cls: type, name: str) -> Callable[[object, object], None]:
     return setter
 
 
+_consume: Callable[[Iterable[object]], None] = deque[object](maxlen=0).extend
+"""Runs an iterator to its end, keeping nothing."""
 _set_member_id = _slot_setter(Member, "member_id")
 _set_topics = _slot_setter(Member, "topics")
 _set_owned_partitions = _slot_setter(Member, "owned_partitions")
@@ -848,6 +887,12 @@ def member_runs(owners: np.ndarray, num_members: int) -> tuple[np.ndarray, np.nd
     return order, bounds
 
 
+_member_id_of = attrgetter("member_id")
+_topics_of = attrgetter("topics")
+_rack_of = attrgetter("rack")
+_instance_id_of = attrgetter("instance_id")
+
+
 def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
     """The next rebalance of ``group`` with unchanged membership: every member owns what
     ``assignment`` handed it (nothing when it got nothing; withheld partitions are owned by
@@ -865,7 +910,7 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
         type(generation) is int
         and generation >= NO_GENERATION
         and owners is not None
-        and assignment.member_ids == tuple(member.member_id for member in group.members)
+        and assignment.member_ids == (member_ids := tuple(map(_member_id_of, group.members)))
     ):
         # an array assignment hands out sorted, distinct partitions: nothing to check again
         space = group.partition_space()
@@ -879,18 +924,20 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
             claimers = owners[claimed]  # ascending: the runs are by owner
             claimers.flags.writeable = False
             nothing = OwnedPartitions.checked(space, runs[:0])
+            owned_partitions = OwnedPartitions.checked
+            members = group.members
             return Group.checked(
                 group.topics,
-                tuple(
-                    Member.checked(
-                        member.member_id,
-                        member.topics,
-                        OwnedPartitions.checked(space, runs[start:end]) if end > start else nothing,
-                        generation,
-                        member.rack,
-                        member.instance_id,
-                    )
-                    for member, start, end in zip(group.members, limits, limits[1:], strict=False)
+                Member.all_checked(
+                    member_ids,
+                    tuple(map(_topics_of, members)),
+                    [
+                        owned_partitions(space, runs[start:end]) if end > start else nothing
+                        for start, end in itertools.pairwise(limits)
+                    ],
+                    (generation,) * len(members),
+                    tuple(map(_rack_of, members)),
+                    tuple(map(_instance_id_of, members)),
                 ),
                 group._topic_by_name,
                 space,

@@ -497,16 +497,8 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: 
             for start, end in itertools.pairwise(limits)
         ]
         member_ids, topics, racks, instance_ids = parts.member_columns
-        members = tuple(
-            map(
-                Member.checked,
-                member_ids,
-                topics,
-                owned,
-                parts.generations,
-                racks,
-                instance_ids,
-            )
+        members = Member.all_checked(
+            member_ids, topics, owned, parts.generations, racks, instance_ids
         )
         return Group.checked(
             step.topics,
@@ -532,9 +524,7 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: 
         for code in parts.rejoining
     ]
     member_ids, topics, racks, instance_ids = parts.member_columns
-    members = tuple(
-        map(Member.checked, member_ids, topics, owned, parts.generations, racks, instance_ids)
-    )
+    members = Member.all_checked(member_ids, topics, owned, parts.generations, racks, instance_ids)
     return Group.checked(
         step.topics, members, step.topic_by_name, space, step.shape.group.derived()
     )
