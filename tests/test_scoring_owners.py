@@ -106,3 +106,29 @@ def test_generation_shape_keeps_each_partitions_class_and_index(
         assert shape.class_of_partition.tolist() == shape.class_of_topic[shape.topic_of].tolist()
         assert shape.partition_indexes.tolist() == list(range(shape.topic_of.size))
         assert shape.all_considered == (shape.considered.size == len(shape.member_ids))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("assignor", ["range", "sticky", "cooperative-sticky"])
+def test_score_owners_reading_the_carried_partitions_a_replay_keeps_equals_working_them_out(
+    monkeypatch: pytest.MonkeyPatch, scenario: str, assignor: str
+) -> None:
+    kept = 0
+    for args, kwargs in _scored_calls(monkeypatch, scenario, assignor):
+        shape, owners, previous = args
+        if previous is None:
+            continue
+        assert previous.carried is not None
+        kept += 1
+        carried = previous.carried
+        assert carried.exists.tolist() == (previous.current >= 0).tolist()
+        exists = carried.exists
+        assert carried.topic[exists].tolist() == shape.topic_of[previous.current[exists]].tolist()
+        assert (
+            carried.class_of[exists].tolist()
+            == shape.class_of_partition[previous.current[exists]].tolist()
+        )
+        assert score_owners(shape, owners, previous, **kwargs) == score_owners(
+            shape, owners, previous._replace(carried=None), **kwargs
+        )
+    assert kept

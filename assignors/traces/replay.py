@@ -55,6 +55,7 @@ from assignors.traces.reconcile import (
     with_reconciliation,
 )
 from assignors.traces.scoring import (
+    CarriedInto,
     GenerationShape,
     PreviousOwners,
     ScoreRow,
@@ -146,7 +147,9 @@ class _Step(NamedTuple):
     nobody subscribes to any more), None when there are none;
     ``kept_topics``: every topic of the previous generation is still here, so nothing it owned
     stopped existing; ``current``/``weight``: each partition of the previous generation's
-    partition space as an index of this one's (-1 gone) and its weight here.
+    partition space as an index of this one's (-1 gone) and its weight here; ``carried``:
+    what scoring reads of ``current`` (:class:`~assignors.traces.scoring.CarriedInto`), made
+    once for every assignor.
     """
 
     generation: Generation
@@ -166,6 +169,7 @@ class _Step(NamedTuple):
     current: np.ndarray | None
     weight: np.ndarray | None
     dropped: np.ndarray | None
+    carried: CarriedInto | None
 
 
 class Prepared(NamedTuple):
@@ -266,6 +270,7 @@ def prepare(trace: Trace) -> Prepared:
                 current=current,
                 weight=weight,
                 dropped=dropped,
+                carried=None if current is None else CarriedInto.of(shape, current),
             )
         )
         previous, previous_timestamp = steps[-1], generation.timestamp_ms
@@ -619,6 +624,7 @@ def replay_with(
                     identity=carried,
                     current=step.current,
                     weight=step.weight,
+                    carried=step.carried,
                     order=None if step.weight is None else previous_step.first_of_code[carried],
                     speaker=step.speaker_of_code,
                     identities=prepared.identities,

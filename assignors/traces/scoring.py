@@ -1321,6 +1321,25 @@ def _per_partition(weights: Sequence[tuple[float, ...] | None], counts: np.ndarr
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
+class CarriedInto(NamedTuple):
+    """Over the previous generation's partitions, what :func:`score_owners` reads of where each
+    one is in this generation (the same for every assignor, so a replay makes it once per
+    generation): ``exists[q]``, ``current[q] >= 0``; ``topic[q]`` and ``class_of[q]``, the
+    topic position and subscription class of ``current[q]`` (read at -1 too, where ``exists``
+    masks them)."""
+
+    exists: np.ndarray
+    topic: np.ndarray
+    class_of: np.ndarray
+
+    @classmethod
+    def of(cls, shape: GenerationShape, current: np.ndarray) -> CarriedInto:
+        if not shape.topic_of.size:  # no partition here: nothing is read at them
+            nothing = np.zeros(current.size, dtype=np.int64)
+            return cls(current >= 0, nothing, nothing)
+        return cls(current >= 0, shape.topic_of[current], shape.class_of_partition[current])
+
+
 class PreviousOwners(NamedTuple):
     """The previous final assignment of one assignor as arrays, for :func:`score_owners`.
 
@@ -1332,7 +1351,8 @@ class PreviousOwners(NamedTuple):
     :func:`score_generation` (whose order the weight sums follow: identities in that order,
     each one's partitions in partition order), None when ``weight`` is. ``speaker[c]``: the
     index of the member speaking for identity ``identities[c]`` in this generation, -1 when
-    none is present.
+    none is present. ``carried``: :class:`CarriedInto` of ``current``, when the caller keeps
+    it (None: worked out here).
     """
 
     identity: np.ndarray
@@ -1341,6 +1361,7 @@ class PreviousOwners(NamedTuple):
     order: np.ndarray | None
     speaker: np.ndarray
     identities: tuple[str, ...]
+    carried: CarriedInto | None = None
 
 
 _least, _most = np.minimum.reduce, np.maximum.reduce
@@ -1408,7 +1429,11 @@ def score_owners(
 
     loads = np.bincount(holders, minlength=num_members)
     all_loads = loads.tolist()
-    considered_loads = [all_loads[index] for index in shape.classes.considered]
+    considered_loads = (
+        all_loads
+        if shape.all_considered
+        else [all_loads[index] for index in shape.classes.considered]
+    )
     min_load = min(considered_loads, default=0)
     max_load = max(considered_loads, default=0)
     balanced = True
@@ -1431,20 +1456,24 @@ def score_owners(
     # the previous partitions someone held: None when that is every one of them
     held_before: np.ndarray | None = None
     codes = current = _EMPTY_INDEXES
+    into = None  # CarriedInto of `current`, when the caller's covers it
     if previous is not None:
         if previous.identity.size and _least(previous.identity) >= 0:
             codes, current = previous.identity, previous.current
+            into = previous.carried
         else:
             held_before = (previous.identity >= 0).nonzero()[0]
             codes, current = previous.identity[held_before], previous.current[held_before]
     if previous is not None and codes.size:
         speakers = previous.speaker[codes]
         present = speakers >= 0
-        exists = current >= 0
+        exists = current >= 0 if into is None else into.exists
         if num_partitions and num_members:
             # a -1 (no owner, no partition) picks the last row: `present`/`exists` mask it
             still = owners[current] == speakers
-            subscribes = shape.subscribed[speakers, shape.topic_of[current]]
+            subscribes = shape.subscribed[
+                speakers, shape.topic_of[current] if into is None else into.topic
+            ]
         else:
             still = subscribes = np.zeros(codes.size, dtype=bool)
         code = present | (exists << 1) | (still << 2) | (subscribes << 3)
@@ -1479,7 +1508,12 @@ def score_owners(
             if not keys:
                 # keepable partitions counted by (class, keeper)
                 num_members_plus = num_members + 1
-                key_codes = shape.class_of_partition[current[keepable]] * num_members_plus + keepers
+                of_keepable = (
+                    shape.class_of_partition[current[keepable]]
+                    if into is None
+                    else into.class_of[keepable]
+                )
+                key_codes = of_keepable * num_members_plus + keepers
                 by_key = np.bincount(
                     key_codes, minlength=len(shape.classes.sizes) * num_members_plus
                 )
