@@ -25,7 +25,10 @@ does (:func:`assignors.traces.job.replay_trace`), timed in CPU seconds of this p
 ``--repeat`` runs, each starting with the process-wide caches emptied
 (:func:`clear_process_caches`); "in a job" is the same assignor with each generation's shared
 parts (its group, scoring shape and what the array assignors share of it) made beforehand,
-and timed apart (a job replaying several assignors makes them once per trace).
+and timed apart (a job replaying several assignors makes them once per trace); "share of a
+job" charges each assignor its equal share of those parts in a job of the assignors listed
+(all nine built-ins by default, as ``ktk replay`` runs them), what the job really spends per
+assignor.
 ``--check`` exits 1 when an assignor alone falls below its floor in :data:`THROUGHPUT_FLOORS`,
 or in a job below its floor in :data:`JOB_FLOORS`: the floors are about half the figures
 measured on a loaded 2-core machine, so only a bad regression trips them.
@@ -387,19 +390,23 @@ def report_throughput(names: list[str], repeat: int, check: bool) -> bool:
         f"members x {shape['partitions'][0]}-{shape['partitions'][1]} partitions, seed {SEED}, "
         f"best of {repeat} (CPU time of this process)"
     )
-    started = time.process_time()
-    shared = [prepare(trace) for trace in traces]
-    for prepared in shared:
-        # what the array assignors share (in a job the first of them makes it)
-        share_owned_parts(prepared)
-    preparing = time.process_time() - started
+    preparing = float("inf")
+    for _ in range(repeat):
+        clear_process_caches()
+        started = time.process_time()
+        shared = [prepare(trace) for trace in traces]
+        for prepared in shared:
+            # what the array assignors share (in a job the first of them makes it)
+            share_owned_parts(prepared)
+        preparing = min(preparing, time.process_time() - started)
     print(
         f"shared parts of every generation (group, optimal balance, scoring shape, array "
-        f"layout): {preparing:.3f} CPU s, made once per trace for all assignors"
+        f"layout): {preparing:.3f} CPU s, made once per trace for all assignors; in a job "
+        f"of these {len(names)} each is charged {preparing / len(names):.3f} s"
     )
     header = (
         f"{'assignor':<24} {'gens':>5} {'CPU s':>7} {'gens/s CPU':>11} {'gens/s wall':>12} "
-        f"{'in a job':>9}"
+        f"{'in a job':>9} {'share of a job':>15}"
     )
     if check:
         header += f" {'floor':>7} {'job floor':>9}"
@@ -412,7 +419,8 @@ def report_throughput(names: list[str], repeat: int, check: bool) -> bool:
         _, shared_cpu, _ = throughput(traces, name, repeat, shared)
         line = (
             f"{name:<24} {generations:>5} {cpu:>7.3f} {rate:>11.0f} {generations / wall:>12.0f} "
-            f"{generations / shared_cpu if shared_cpu > 0 else float('inf'):>9.0f}"
+            f"{generations / shared_cpu if shared_cpu > 0 else float('inf'):>9.0f} "
+            f"{generations / (shared_cpu + preparing / len(names)):>15.0f}"
         )
         if check:
             job_rate = generations / shared_cpu if shared_cpu > 0 else float("inf")
