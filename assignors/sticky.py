@@ -1171,8 +1171,48 @@ def _fewest_moves(
     edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(_INDEX)
     topic_nodes = 1 + np.arange(num_topics, dtype=_INDEX)
     member_nodes = 1 + num_topics + np.arange(num_members, dtype=_INDEX)
-    # arcs: the subscription arcs, then source -> each topic, then each member -> sink;
-    # ``edges``: the subscription edge each arc feeds, -1 for the others
+    arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
+    small = 0 < edge_offsets[-1] <= _SMALL_ARCS
+    if small:
+        # the same arcs in the same order, the ends included, on Python lists
+        tails, heads, capacities, costs, edges = _arcs_on_lists(*arguments, locality, ends=True)
+    else:
+        tails, heads, capacities, costs, edges = _network_on_arrays(
+            arguments, locality, topic_nodes, member_nodes, sink
+        )
+    flow = min_cost_flow.SimpleMinCostFlow()
+    arcs = flow.add_arcs_with_capacity_and_unit_cost(tails, heads, capacities, costs)
+    num_nodes = rack_base + num_topics * num_racks
+    supplies = np.zeros(num_nodes, dtype=_INDEX)
+    supplies[source], supplies[sink] = int(counts.sum()), -int(counts.sum())
+    flow.set_nodes_supplies(np.arange(num_nodes, dtype=_INDEX), supplies)
+    if flow.solve() != flow.OPTIMAL:
+        return None
+    flows = flow.flows(arcs)
+    feeding = edges >= 0
+    if small:
+        # exact: a sum of at most three flows of at most the partitions, as float64
+        held = np.bincount(
+            edges[feeding], weights=flows[feeding], minlength=int(edge_offsets[-1])
+        ).astype(_INDEX)
+    else:
+        held = np.zeros(int(edge_offsets[-1]), dtype=_INDEX)
+        np.add.at(held, edges[feeding], flows[feeding])
+    return [held[edge_offsets[p] : edge_offsets[p + 1]] for p in range(num_topics)]
+
+
+def _network_on_arrays(
+    arguments: tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray, np.ndarray, int],
+    locality: tuple[np.ndarray, np.ndarray] | None,
+    topic_nodes: np.ndarray,
+    member_nodes: np.ndarray,
+    sink: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(tails, heads, capacities, costs, edges) of every arc of :func:`_fewest_moves`, built
+    on arrays: the subscription arcs, then source -> each topic, then each member -> sink;
+    ``edges``: the subscription edge each arc feeds, -1 for the others."""
+    subscribers, _, counts, loads, edge_offsets, _ = arguments
+    num_topics, num_members = len(subscribers), loads.size
     made = [
         (np.zeros(num_topics, dtype=_INDEX), member_nodes),
         (topic_nodes, np.full(num_members, sink, dtype=_INDEX)),
@@ -1181,7 +1221,6 @@ def _fewest_moves(
         (np.full(num_topics + num_members, -1, dtype=_INDEX),),
     ]
     if edge_offsets[-1] > 0:
-        arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
         if locality is not None and edge_offsets[-1] > RACK_ARCS_AT_ONCE:
             # one topic at a time, the pieces concatenated once with the arcs above
             pieces = _rack_arc_pieces(*arguments, locality)
@@ -1196,20 +1235,7 @@ def _fewest_moves(
             pieces = [[column] for column in whole]
         made = [(*parts, *rest) for parts, rest in zip(pieces, made, strict=True)]
     tails, heads, capacities, costs, edges = (np.concatenate(parts) for parts in made)
-
-    flow = min_cost_flow.SimpleMinCostFlow()
-    arcs = flow.add_arcs_with_capacity_and_unit_cost(tails, heads, capacities, costs)
-    num_nodes = rack_base + num_topics * num_racks
-    supplies = np.zeros(num_nodes, dtype=_INDEX)
-    supplies[source], supplies[sink] = int(counts.sum()), -int(counts.sum())
-    flow.set_nodes_supplies(np.arange(num_nodes, dtype=_INDEX), supplies)
-    if flow.solve() != flow.OPTIMAL:
-        return None
-    flows = flow.flows(arcs)
-    feeding = edges >= 0
-    held = np.zeros(int(edge_offsets[-1]), dtype=_INDEX)
-    np.add.at(held, edges[feeding], flows[feeding])
-    return [held[edge_offsets[p] : edge_offsets[p + 1]] for p in range(num_topics)]
+    return tails, heads, capacities, costs, edges
 
 
 def _plain_arcs(
@@ -1265,9 +1291,13 @@ def _arcs_on_lists(
     edge_offsets: np.ndarray,
     new_cost: int,
     locality: tuple[np.ndarray, np.ndarray] | None,
+    *,
+    ends: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_plain_arcs` (``locality`` None) or :func:`_rack_arcs`, built topic by topic on
-    Python lists: for a few hundred edges, numpy's per-call cost is most of the work."""
+    Python lists: for a few hundred edges, numpy's per-call cost is most of the work. With
+    ``ends``, followed by the other arcs of :func:`_fewest_moves` as
+    :func:`_network_on_arrays` adds them (source -> each topic, each member -> sink)."""
     num_topics = len(subscribers)
     load = loads.tolist()
     sizes = counts.tolist()
@@ -1332,6 +1362,17 @@ def _arcs_on_lists(
             capacities += [size] * len(chosen)
             costs += [0] * len(chosen)
             edges += [fed[at] for at in chosen]
+    if ends:
+        num_members = len(load)
+        sink = member_base + num_members
+        tails += [0] * num_topics
+        tails += range(member_base, sink)
+        heads += range(1, member_base)
+        heads += [sink] * num_members
+        capacities += sizes
+        capacities += load
+        costs += [0] * (num_topics + num_members)
+        edges += [-1] * (num_topics + num_members)
     return (
         np.asarray(tails, dtype=_INDEX),
         np.asarray(heads, dtype=_INDEX),
@@ -1613,6 +1654,9 @@ class _LoadTrials:
     edge_members: np.ndarray
     member_position: np.ndarray
     unreachable: bool
+    networks: dict[int, min_cost_flow.SimpleMinCostFlow] = field(
+        default_factory=dict, compare=False
+    )
 
     @classmethod
     def of(
@@ -1694,7 +1738,63 @@ class _LoadTrials:
         """The claims :func:`_fewest_moves` loses at ``loads`` (``allowed``: its edges), from
         the cost of the same flow (a disallowed arc has capacity 0 instead of being absent);
         None when no assignment has these loads. Every unit crossing a cost-1 arc is a unit
-        the claims did not cover, so claims kept = partitions - cost."""
+        the claims did not cover, so claims kept = partitions - cost.
+
+        Only the capacities change from one trial to the next, so the network is built once
+        (per member count) and each trial sets its capacities and solves it again: the
+        optimal cost is the same whichever optimal flow a solve finds."""
+        num_members = loads.size
+        flow = self.networks.get(num_members)
+        if flow is None:
+            flow = self.networks[num_members] = self.network(num_members)
+        capacities = np.concatenate(
+            (
+                self.counts,
+                np.where(allowed, self.claimed, 0),
+                np.where(allowed, self.size, 0),
+                loads.astype(_INDEX),
+            )
+        )
+        flow.set_arc_capacities(np.arange(capacities.size, dtype=_INDEX), capacities)
+        if flow.solve() != flow.OPTIMAL:
+            return None
+        total = int(self.counts.sum())
+        return int(self.claimed.sum()) - (total - int(flow.optimal_cost()))
+
+    def network(self, num_members: int) -> min_cost_flow.SimpleMinCostFlow:
+        """The network of :meth:`fewest_moves` for ``num_members`` members, with its costs and
+        supplies (source 0, then topics, members and the sink); capacities are set per trial."""
+        num_topics = self.counts.size
+        sink = 1 + num_topics + num_members
+        topic_nodes = 1 + np.arange(num_topics, dtype=_INDEX)
+        member_nodes = 1 + num_topics + self.member
+        tails = np.concatenate(
+            (
+                np.zeros(num_topics, dtype=_INDEX),
+                1 + self.topic,
+                1 + self.topic,
+                1 + num_topics + np.arange(num_members, dtype=_INDEX),
+            )
+        )
+        heads = np.concatenate(
+            (topic_nodes, member_nodes, member_nodes, np.full(num_members, sink, dtype=_INDEX))
+        )
+        num_edges = self.member.size
+        costs = np.zeros(tails.size, dtype=_INDEX)
+        costs[num_topics + num_edges : num_topics + 2 * num_edges] = 1
+        flow = min_cost_flow.SimpleMinCostFlow()
+        flow.add_arcs_with_capacity_and_unit_cost(
+            tails, heads, np.zeros(tails.size, dtype=_INDEX), costs
+        )
+        total = int(self.counts.sum())
+        supplies = np.zeros(sink + 1, dtype=_INDEX)
+        supplies[0], supplies[sink] = total, -total
+        flow.set_nodes_supplies(np.arange(sink + 1, dtype=_INDEX), supplies)
+        return flow
+
+    def fewest_moves_fresh(self, loads: np.ndarray, allowed: np.ndarray) -> int | None:
+        """:meth:`fewest_moves` on a network built for this trial alone (the reference the
+        reused network is checked against)."""
         num_topics, num_members = self.counts.size, loads.size
         num_edges = self.member.size
         sink = 1 + num_topics + num_members

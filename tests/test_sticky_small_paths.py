@@ -7,7 +7,7 @@ deficits, holdings) must equal the full step's bit for bit.
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import groups
 
@@ -290,3 +290,82 @@ def test_a_remembered_rack_table_serves_only_the_same_topics_and_racks(
     # and again, now certainly from the remembered table
     again = sticky._RackMap.build(second, second.partition_space(), subscriptions)
     _same_rack_map(again, _fresh_rack_map(second, subscriptions))
+
+
+@SETTINGS
+@given(flow_inputs())
+def test_flow_network_on_lists_is_the_array_built_network(problem):
+    subscribers, claims, counts, loads, locality = problem
+    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(np.int64)
+    new_cost = 1 if locality is None else int(counts.sum()) + 1
+    arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
+    num_topics, num_members = len(subscribers), loads.size
+    topic_nodes = 1 + np.arange(num_topics, dtype=np.int64)
+    member_nodes = 1 + num_topics + np.arange(num_members, dtype=np.int64)
+    sink = 1 + num_topics + num_members
+    arrays = sticky._network_on_arrays(arguments, locality, topic_nodes, member_nodes, sink)
+    lists = sticky._arcs_on_lists(*arguments, locality, ends=True)
+    for on_lists, on_arrays in zip(lists, arrays, strict=True):
+        assert on_lists.dtype == on_arrays.dtype
+        assert on_lists.tolist() == on_arrays.tolist()
+
+
+def fewest_moves_on_arrays(subscribers, claims, counts, loads, locality):
+    """:func:`sticky._fewest_moves` with the network built on arrays and the flows summed per
+    edge with ``np.add.at``, as it was before small networks were built on lists."""
+    num_topics, num_members = len(subscribers), loads.size
+    sink = 1 + num_topics + num_members
+    num_racks = locality[0].shape[1] if locality is not None else 0
+    new_cost = 1 if locality is None else int(counts.sum()) + 1
+    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(np.int64)
+    arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
+    tails, heads, capacities, costs, edges = sticky._network_on_arrays(
+        arguments,
+        locality,
+        1 + np.arange(num_topics, dtype=np.int64),
+        1 + num_topics + np.arange(num_members, dtype=np.int64),
+        sink,
+    )
+    flow = sticky.min_cost_flow.SimpleMinCostFlow()
+    arcs = flow.add_arcs_with_capacity_and_unit_cost(tails, heads, capacities, costs)
+    num_nodes = sink + 1 + num_topics * num_racks
+    supplies = np.zeros(num_nodes, dtype=np.int64)
+    supplies[0], supplies[sink] = int(counts.sum()), -int(counts.sum())
+    flow.set_nodes_supplies(np.arange(num_nodes, dtype=np.int64), supplies)
+    if flow.solve() != flow.OPTIMAL:
+        return None
+    flows = flow.flows(arcs)
+    feeding = edges >= 0
+    held = np.zeros(int(edge_offsets[-1]), dtype=np.int64)
+    np.add.at(held, edges[feeding], flows[feeding])
+    return [held[edge_offsets[p] : edge_offsets[p + 1]] for p in range(num_topics)]
+
+
+@SETTINGS
+@given(flow_inputs())
+def test_fewest_moves_on_a_small_network_is_the_array_built_flow(problem):
+    subscribers, claims, counts, loads, locality = problem
+    found = sticky._fewest_moves(subscribers, claims, counts, loads, locality)
+    reference = fewest_moves_on_arrays(subscribers, claims, counts, loads, locality)
+    assert (found is None) == (reference is None)
+    if found is not None:
+        for held, expected in zip(found, reference, strict=True):
+            assert held.dtype == expected.dtype
+            assert held.tolist() == expected.tolist()
+
+
+@SETTINGS
+@given(flow_inputs(), st.data())
+def test_load_trials_reusing_one_network_give_each_trial_its_own_networks_answer(problem, data):
+    subscribers, claims, counts, loads, _ = problem
+    assume(any(members.size for members in subscribers))
+    trials = sticky._LoadTrials.of(subscribers, claims, counts)
+    others = data.draw(
+        st.lists(st.lists(st.integers(0, 15), min_size=loads.size, max_size=loads.size), max_size=6)
+    )
+    tried = np.asarray([loads.tolist(), *others], dtype=np.int64)
+    _, allowed = trials.bounds(tried)
+    # one after another on the same object: each solve starts from the previous trial's network
+    for row in range(tried.shape[0]):
+        reused = trials.fewest_moves(tried[row], allowed[row])
+        assert reused == trials.fewest_moves_fresh(tried[row], allowed[row])
