@@ -9,9 +9,11 @@ Data flow (docs/spark.md)::
       -> traces planned into buckets, longest-processing-time first (bucket_plan)
       -> rows partitioned by bucket, one task per bucket, 3 buckets per core
       -> each task: assignors.traces.job.replay_trace_rows per trace      (pure Python)
-      -> score, summary and error rows (and the task's CPU seconds) collected to the driver
-      -> scores.parquet, summary.parquet, errors.jsonl written by assignors.traces.results
-         into a staged directory (ktkbase.outputs) that is moved into place
+      -> its score rows as one compressed Arrow stream, its summary and error rows (and its
+         CPU seconds) collected to the driver
+      -> the score streams concatenated, sorted and written with the summary and errors by
+         assignors.traces.results into a staged directory (ktkbase.outputs) that is moved
+         into place
 
 The job only distributes: listing, grouping and writing. Parsing, validation, merging,
 assignment, scoring and the failure of a trace are the domain job's
@@ -34,6 +36,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pyarrow as pa
 
 from assignors.model import no_cycle_collection
 from assignors.traces import files as trace_files
@@ -163,15 +167,48 @@ def bucket_plan(costs: Mapping[str, int], buckets: int) -> BucketPlan:
 
 class TaskOutcome(NamedTuple):
     """What one replay task (a bucket of traces) returns: its rows, and how long it took in
-    its Python worker (CPU and wall seconds, from its first input row to its last output)."""
+    its Python worker (CPU and wall seconds, from its first input row to its last output).
+    ``scores`` is an Arrow IPC stream of its score rows (:func:`scores_stream`): the bulk of
+    the results travels as compressed columns, not as pickled row objects the driver would
+    unpickle one by one."""
 
     bucket: int
     traces: int
     cpu_seconds: float
     wall_seconds: float
-    scores: list[scoring.ScoreRow]
+    scores: bytes
     summary: list[scoring.SummaryRow]
     failures: list[trace_format.TraceFailure]
+
+
+# zstd: a task's score stream is a seventh of its pickled rows' size, and costs less CPU to
+# write than pickling them (docs/spark.md); the JVMs then move a seventh of the bytes. A name,
+# not IpcWriteOptions: under spark-submit this module is __main__, pickled with the tasks
+STREAM_COMPRESSION = "zstd"
+
+
+def scores_stream(rows: Sequence[scoring.ScoreRow]) -> bytes:
+    """Score rows as one Arrow IPC stream (zstd-compressed, the score schema).
+
+    >>> row = scoring.ScoreRow("g", "range", 1, 2, 4, 0, 0, 2, 2, 0, True, 2, None, 0, 0, 0,
+    ...                        0, 1, None, None)
+    >>> score_table([scores_stream([row]), scores_stream([])]).to_pylist()[0]["trace_id"]
+    'g'
+    """
+    sink = pa.BufferOutputStream()
+    table = results.score_columns(rows)
+    options = pa.ipc.IpcWriteOptions(compression=STREAM_COMPRESSION)
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def score_table(streams: Iterable[bytes]) -> pa.Table:
+    """The score rows of every stream in one table (unsorted; the writer sorts)."""
+    tables = [pa.ipc.open_stream(stream).read_all() for stream in streams]
+    if not tables:
+        return scoring.SCORE_SCHEMA.empty_table()
+    return pa.concat_tables(tables)
 
 
 def replay_bucket(
@@ -220,12 +257,13 @@ def replay_bucket(
             else:
                 scores.extend(outcome.scores)
                 summary.extend(outcome.summary)
+        stream = scores_stream(scores)
     return TaskOutcome(
         bucket,
         traces,
         time.process_time() - cpu,
         time.perf_counter() - wall,
-        scores,
+        stream,
         summary,
         failures,
     )
@@ -370,14 +408,14 @@ class TaskTiming(NamedTuple):
 
 def _collected(
     outcomes: Sequence[TaskOutcome],
-) -> tuple[list[scoring.ScoreRow], list[scoring.SummaryRow], list[trace_format.TraceFailure]]:
-    """Score, summary and error rows of every task on the driver (they are small next to the
-    work that made them); logs how the tasks' CPU seconds spread."""
-    scores, summary, failures = [], [], []
+) -> tuple[pa.Table, list[scoring.SummaryRow], list[trace_format.TraceFailure]]:
+    """Scores (one table), summary and error rows of every task on the driver (they are small
+    next to the work that made them); logs how the tasks' CPU seconds spread."""
+    summary, failures = [], []
     for outcome in outcomes:
-        scores.extend(outcome.scores)
         summary.extend(outcome.summary)
         failures.extend(outcome.failures)
+    scores = score_table(outcome.scores for outcome in outcomes)
     if outcomes:
         seconds = sorted(outcome.cpu_seconds for outcome in outcomes)
         log.info(

@@ -4,7 +4,9 @@
 Both engines write the same layout, four single files plus ktk's manifest ``.ktk-output.json``,
 with the same bytes for the same rows: rows are sorted (trace, assignor, generation), Parquet is
 written with fixed settings and carries the result format version under
-:data:`RESULTS_VERSION_KEY`. The directory is written through :mod:`ktkbase.outputs`: staged
+:data:`RESULTS_VERSION_KEY`. The score rows may come as rows or, already columnar, as an Arrow
+table (:func:`score_columns`; the Spark job's tasks send theirs so): the same rows give the
+same bytes either way. The directory is written through :mod:`ktkbase.outputs`: staged
 beside the target and moved into place, refusing to replace a directory ktk did not create, an
 input, or the current directory.
 
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from assignors.traces.cost import CostModel
@@ -37,8 +40,6 @@ from assignors.traces.scoring import (
     SUMMARY_SCHEMA,
     ScoreRow,
     SummaryRow,
-    score_key,
-    scores_table,
     summarize,
     summary_table,
 )
@@ -95,8 +96,43 @@ def errors_jsonl(failures: Iterable[TraceFailure]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def score_columns(rows: Sequence[ScoreRow]) -> pa.Table:
+    """Score rows as an Arrow table of :data:`~assignors.traces.scoring.SCORE_SCHEMA`, in the
+    rows' order: the same table as :func:`~assignors.traces.scoring.scores_table`, built a
+    column at a time (about 3x cheaper than from one dict per row).
+
+    >>> from assignors.traces.scoring import scores_table
+    >>> row = ScoreRow("g", "range", 1, 2, 4, 0, 0, 2, 2, 0, True, 2, None, 0, 0, 0, 0, 1,
+    ...                None, None)
+    >>> score_columns([row]).equals(scores_table([row]))
+    True
+    """
+    if not rows:
+        return SCORE_SCHEMA.empty_table()
+    columns = zip(*rows, strict=True)
+    arrays = [
+        pa.array(column, type=field.type)
+        for column, field in zip(columns, SCORE_SCHEMA, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, schema=SCORE_SCHEMA)
+
+
+_SCORE_ORDER = [("trace_id", "ascending"), ("assignor", "ascending"), ("generation", "ascending")]
+
+
+def sorted_scores(table: pa.Table) -> pa.Table:
+    """A score table (one or many chunks) in the result files' order, (trace, assignor,
+    generation), as one chunk: the order ``sorted(rows, key=score_key)`` gives (the key is
+    unique per row, and Arrow compares strings by their UTF-8 bytes, which is code point
+    order like Python's)."""
+    if table.num_rows == 0:
+        return SCORE_SCHEMA.empty_table()
+    order = pc.sort_indices(table, sort_keys=_SCORE_ORDER)
+    return table.take(order).combine_chunks()
+
+
 def result_files(
-    scores: Iterable[ScoreRow],
+    scores: Iterable[ScoreRow] | pa.Table,
     failures: Iterable[TraceFailure],
     summary: Iterable[SummaryRow] | None = None,
     cost_model: CostModel | None = None,
@@ -104,19 +140,25 @@ def result_files(
     """The bytes of the four result files, by file name: the one writer both engines use
     (locally through :func:`write_result_files`, on Hadoop file systems through its streams).
 
-    ``summary`` defaults to :func:`~assignors.traces.scoring.summarize` of ``scores`` (which
-    knows no protocols: the column is then null). ``verdict.json`` is
+    ``scores`` are rows, or a table of :data:`~assignors.traces.scoring.SCORE_SCHEMA` in any
+    order and chunking (:func:`score_columns`); both give the same bytes. ``summary``
+    defaults to :func:`~assignors.traces.scoring.summarize` of ``scores`` (which knows no
+    protocols: the column is then null). ``verdict.json`` is
     :func:`~assignors.traces.verdict.build_verdict` of the summary; ``cost_model`` (the
     settings the rows were costed with, default :class:`~assignors.traces.cost.CostModel`)
     is recorded in it.
     """
-    ordered = sorted(scores, key=score_key)
-    summary_rows = sorted(
-        summary if summary is not None else summarize(ordered),
-        key=lambda row: (row.trace_id, row.assignor),
-    )
+    if isinstance(scores, pa.Table):
+        if not scores.schema.equals(SCORE_SCHEMA):
+            raise ValueError(f"score table's schema is not the score schema: {scores.schema}")
+        table = sorted_scores(scores)
+    else:
+        table = sorted_scores(score_columns(list(scores)))
+    if summary is None:
+        summary = summarize(ScoreRow(**row) for row in table.to_pylist())
+    summary_rows = sorted(summary, key=lambda row: (row.trace_id, row.assignor))
     return {
-        SCORES_FILE: parquet_bytes(scores_table(ordered)),
+        SCORES_FILE: parquet_bytes(table),
         SUMMARY_FILE: parquet_bytes(summary_table(summary_rows)),
         ERRORS_FILE: errors_jsonl(failures).encode("utf-8"),
         VERDICT_FILE: verdict_json(
@@ -129,13 +171,14 @@ def result_files(
 
 def write_result_files(
     directory: str | os.PathLike[str],
-    scores: Iterable[ScoreRow],
+    scores: Iterable[ScoreRow] | pa.Table,
     failures: Iterable[TraceFailure],
     summary: Iterable[SummaryRow] | None = None,
     cost_model: CostModel | None = None,
 ) -> None:
     """Write the four result files into ``directory`` (a staging directory of
-    :func:`open_results`; nothing here checks what it replaces)."""
+    :func:`open_results`; nothing here checks what it replaces); ``scores`` as for
+    :func:`result_files`."""
     for name, data in result_files(scores, failures, summary, cost_model).items():
         path = Path(directory) / name
         path.write_bytes(data)
