@@ -178,10 +178,27 @@ def test_jvm_logs_go_to_a_file_named_by_the_log4j_config() -> None:
 
 def test_the_driver_jvm_stops_at_the_quick_jit_tier_unless_someone_set_its_options() -> None:
     planned, filled = session.plan_conf({})
-    assert planned["spark.driver.extraJavaOptions"].endswith(" -XX:TieredStopAtLevel=1")
+    assert " -XX:TieredStopAtLevel=1 " in planned["spark.driver.extraJavaOptions"]
     assert "spark.driver.extraJavaOptions" in filled
     preset = {"spark.driver.extraJavaOptions": "-Xss4m"}
     assert "spark.driver.extraJavaOptions" not in session.plan_conf(preset)[0]
+
+
+def test_the_driver_jvm_ktk_starts_takes_the_serial_collector_unless_someone_set_its_options():
+    planned, filled = session.plan_conf({})
+    assert planned["spark.driver.extraJavaOptions"].endswith(" -XX:+UseSerialGC")
+    assert "spark.driver.extraJavaOptions" in filled
+    preset = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC"}
+    assert "spark.driver.extraJavaOptions" not in session.plan_conf(preset)[0]
+    given = {"spark.driver.extraJavaOptions": "-XX:+UseParallelGC"}
+    planned, filled = session.plan_conf({}, conf=given)
+    assert planned["spark.driver.extraJavaOptions"] == "-XX:+UseParallelGC"
+    assert "spark.driver.extraJavaOptions" not in filled
+
+
+def test_the_executor_jvms_keep_the_jvms_own_collector() -> None:
+    planned, _ = session.plan_conf({"spark.master": "spark://h:7077"})
+    assert "GC" not in planned["spark.executor.extraJavaOptions"]
 
 
 def test_the_executor_jvms_stop_at_the_quick_jit_tier_unless_someone_set_their_options() -> None:
