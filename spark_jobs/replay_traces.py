@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import heapq
 import logging
+import marshal
 import pickle
 import sys
 import time
@@ -56,12 +57,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-# rows travel between stages as one pickled list per trace and file: the read task parses
+# rows travel between stages as one serialised list per trace and file: the read task parses
 # each row once, and later stages move opaque bytes (no JSON or Arrow round trips)
 class TracePart(NamedTuple):
     """One trace's rows from one file (``trace_id`` None: the file's rows naming no trace,
-    as failures), with their estimated cost; ``payload`` is the pickled list of
-    :class:`~assignors.traces.files.RawRow` (or of failures) in reading order."""
+    as failures), with their estimated cost; ``payload`` is the list of
+    :class:`~assignors.traces.files.RawRow` in reading order (:func:`rows_payload`), or the
+    pickled list of failures."""
 
     trace_id: str | None
     file_index: int
@@ -102,9 +104,41 @@ def read_file_parts(
             by_trace.setdefault(trace_id, []).append(raw)
             costs[trace_id] = costs.get(trace_id, 0) + row_cost(raw.row)
     for trace_id, rows in by_trace.items():
-        yield TracePart(trace_id, file_index, costs[trace_id], pickle.dumps(rows, protocol=5))
+        yield TracePart(trace_id, file_index, costs[trace_id], rows_payload(rows))
     if orphans:
         yield TracePart(None, file_index, 0, pickle.dumps(orphans, protocol=5))
+
+
+# marshal writes and reads the parsed rows (dicts, lists, strings, numbers) in half the CPU
+# seconds pickle takes (0.20 s against 0.40 s for 2,000 traces, docs/spark.md); rows holding
+# anything else (a Parquet timestamp, say) are pickled
+_MARSHALLED, _PICKLED = b"M", b"P"
+
+
+def rows_payload(rows: Sequence[trace_files.RawRow]) -> bytes:
+    """``rows`` as bytes for :func:`payload_rows`: marshalled when every value allows it,
+    else pickled; the first byte says which.
+
+    >>> from datetime import date
+    >>> rows = [trace_files.RawRow("a.jsonl", 1, {"trace_id": "g", "x": [1.5, None, True]})]
+    >>> rows_payload(rows)[:1], payload_rows(rows_payload(rows)) == rows
+    (b'M', True)
+    >>> odd = [trace_files.RawRow("a.parquet", 1, {"day": date(2026, 1, 2)})]
+    >>> rows_payload(odd)[:1], payload_rows(rows_payload(odd)) == odd
+    (b'P', True)
+    """
+    try:
+        return _MARSHALLED + marshal.dumps([tuple(row) for row in rows])
+    except ValueError:  # a value marshal does not know
+        return _PICKLED + pickle.dumps(list(rows), protocol=5)
+
+
+def payload_rows(payload: bytes) -> list[trace_files.RawRow]:
+    """The rows :func:`rows_payload` wrote, equal and in the same order."""
+    if payload[:1] == _MARSHALLED:
+        return [trace_files.RawRow._make(row) for row in marshal.loads(payload[1:])]
+    rows: list[trace_files.RawRow] = pickle.loads(payload[1:])
+    return rows
 
 
 def row_cost(row: object) -> int:
@@ -247,7 +281,7 @@ def replay_bucket(
             rows = [
                 row
                 for _, payload in sorted(by_trace.pop(trace_id), key=lambda item: item[0])
-                for row in pickle.loads(payload)
+                for row in payload_rows(payload)
             ]
             outcome = job.replay_trace_rows(
                 trace_id, rows, assignors, timings=timings, cost_model=cost_model
