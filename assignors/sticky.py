@@ -1792,45 +1792,6 @@ class _LoadTrials:
         flow.set_nodes_supplies(np.arange(sink + 1, dtype=_INDEX), supplies)
         return flow
 
-    def fewest_moves_fresh(self, loads: np.ndarray, allowed: np.ndarray) -> int | None:
-        """:meth:`fewest_moves` on a network built for this trial alone (the reference the
-        reused network is checked against)."""
-        num_topics, num_members = self.counts.size, loads.size
-        num_edges = self.member.size
-        sink = 1 + num_topics + num_members
-        topic_nodes = 1 + np.arange(num_topics, dtype=_INDEX)
-        member_nodes = 1 + num_topics + self.member
-        tails = np.concatenate(
-            (
-                np.zeros(num_topics, dtype=_INDEX),
-                1 + self.topic,
-                1 + self.topic,
-                1 + num_topics + np.arange(num_members, dtype=_INDEX),
-            )
-        )
-        heads = np.concatenate(
-            (topic_nodes, member_nodes, member_nodes, np.full(num_members, sink, dtype=_INDEX))
-        )
-        capacities = np.concatenate(
-            (
-                self.counts,
-                np.where(allowed, self.claimed, 0),
-                np.where(allowed, self.size, 0),
-                loads.astype(_INDEX),
-            )
-        )
-        costs = np.zeros(tails.size, dtype=_INDEX)
-        costs[num_topics + num_edges : num_topics + 2 * num_edges] = 1
-        flow = min_cost_flow.SimpleMinCostFlow()
-        flow.add_arcs_with_capacity_and_unit_cost(tails, heads, capacities, costs)
-        total = int(self.counts.sum())
-        supplies = np.zeros(sink + 1, dtype=_INDEX)
-        supplies[0], supplies[sink] = total, -total
-        flow.set_nodes_supplies(np.arange(sink + 1, dtype=_INDEX), supplies)
-        if flow.solve() != flow.OPTIMAL:
-            return None
-        return int(self.claimed.sum()) - (total - int(flow.optimal_cost()))
-
 
 def _deal_local_lists(
     pool: np.ndarray, deficits: np.ndarray, rank: np.ndarray, racks: _RackMap, owner: np.ndarray
