@@ -4,19 +4,18 @@ built member by member, as the replay did before it worked on arrays."""
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pytest
+from generated import generated_traces
 from hypothesis import HealthCheck, given, settings
 from strategies import groups
 
 from assignors import registry
 from assignors.base import RebalanceProtocol
 from assignors.model import Assignment, Group, Member, PartitionSpace, TopicPartition, rejoin
-from assignors.traces.format import Generation, Trace, build_trace, parse_generation
-from assignors.traces.generate import generate_rows
+from assignors.traces.format import Trace
 from assignors.traces.job import replay_trace
 from assignors.traces.reconcile import (
     ServerSideAssignor,
@@ -29,13 +28,7 @@ from assignors.traces.scoring import ScoreRow, score_generation
 
 
 def _traces(scenario: str, seed: int, groups: int = 4) -> list[Trace]:
-    by_trace: dict[str, list[Generation]] = collections.defaultdict(list)
-    rows = generate_rows(
-        scenario, groups, seed, members=(3, 9), partitions=(6, 60), max_generations=8
-    )
-    for line, row in enumerate(rows, 1):
-        by_trace[row["trace_id"]].append(parse_generation(row, "g.jsonl", line))
-    return [build_trace(trace_id, found) for trace_id, found in sorted(by_trace.items())]
+    return generated_traces(scenario, seed, groups=groups)
 
 
 def _reference_replay(trace: Trace, assignor: object) -> list[ScoreRow]:

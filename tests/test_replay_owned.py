@@ -6,25 +6,20 @@ while the sticky family assigns."""
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Iterator
 
 import pytest
+from generated import generated_traces
 
 from assignors import registry
 from assignors.base import Assignor
 from assignors.model import Assignment, Group, OwnedPartitions, TopicPartition
-from assignors.traces.format import Generation, Trace, build_trace, parse_generation
-from assignors.traces.generate import generate_rows
+from assignors.traces.format import Trace, build_trace, parse_generation
 from assignors.traces.replay import replay_with
 
 
 def _traces(scenario: str, seed: int) -> list[Trace]:
-    by_trace: dict[str, list[Generation]] = collections.defaultdict(list)
-    rows = generate_rows(scenario, 4, seed, members=(3, 9), partitions=(6, 60), max_generations=8)
-    for line, row in enumerate(rows, 1):
-        by_trace[row["trace_id"]].append(parse_generation(row, "g.jsonl", line))
-    return [build_trace(trace_id, found) for trace_id, found in sorted(by_trace.items())]
+    return generated_traces(scenario, seed)
 
 
 class _Recording:

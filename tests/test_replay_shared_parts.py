@@ -6,6 +6,7 @@ arrays carry their members' owned partitions as claims, the same ones the member
 from __future__ import annotations
 
 import pytest
+from generated import generated_traces
 
 from assignors import range as range_assignor
 from assignors import registry
@@ -14,7 +15,6 @@ from assignors.model import Group
 from assignors.range import RangeAssignor
 from assignors.traces import replay
 from assignors.traces.format import build_trace, parse_generation
-from assignors.traces.generate import generate_rows
 from assignors.traces.replay import prepare, replay_with
 
 
@@ -87,11 +87,7 @@ def test_range_placement_by_identity_is_the_placement_of_those_racks() -> None:
 
 
 def _traces(scenario: str, seed: int) -> list:
-    by_trace: dict[str, list] = {}
-    rows = generate_rows(scenario, 4, seed, members=(2, 9), partitions=(4, 60), max_generations=8)
-    for line, row in enumerate(rows, 1):
-        by_trace.setdefault(row["trace_id"], []).append(parse_generation(row, None, line))
-    return [build_trace(trace_id, found) for trace_id, found in sorted(by_trace.items())]
+    return generated_traces(scenario, seed, members=(2, 9), partitions=(4, 60), source=None)
 
 
 def _shared_identity_trace():

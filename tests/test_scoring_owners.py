@@ -3,27 +3,22 @@ generations of replayed traces."""
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 from typing import Any
 
 import numpy as np
 import pytest
+from generated import generated_traces
 
 from assignors import registry
 from assignors.traces import replay as replay_module
-from assignors.traces.format import Generation, Trace, build_trace, parse_generation
-from assignors.traces.generate import generate_rows
+from assignors.traces.format import Trace
 from assignors.traces.replay import prepare, replay_with
 from assignors.traces.scoring import GenerationShape, PreviousOwners, score_owners
 
 
 def _traces(scenario: str, seed: int) -> list[Trace]:
-    by_trace: dict[str, list[Generation]] = collections.defaultdict(list)
-    rows = generate_rows(scenario, 4, seed, members=(3, 9), partitions=(6, 60), max_generations=8)
-    for line, row in enumerate(rows, 1):
-        by_trace[row["trace_id"]].append(parse_generation(row, "g.jsonl", line))
-    return [build_trace(trace_id, found) for trace_id, found in sorted(by_trace.items())]
+    return generated_traces(scenario, seed)
 
 
 def _scored_calls(
