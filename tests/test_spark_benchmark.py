@@ -141,10 +141,12 @@ def test_the_benchmark_splits_executors_cpu_from_their_daemons_own(tmp_path: Pat
         """,
         tmp_path,
     )
-    # counted twice, the application would hold 1.6 s and more; the daemons 1.6 s and more
-    assert 0.6 <= figures["cpu"] < 1.4, figures
+    # counted twice, the application would hold 1.6 s and more; the daemons 1.6 s and more.
+    # /proc counts CPU time by clock-tick sampling, which can fall a few ticks short of what
+    # a process measured itself (0.99 s for a 1.0 s burn on a busy machine): hence 0.9 and 0.5
+    assert 0.5 <= figures["cpu"] < 1.4, figures
     daemons = figures["daemons"]
-    assert daemons is not None and 1.0 <= daemons < 1.5, figures
+    assert daemons is not None and 0.9 <= daemons < 1.5, figures
 
 
 def test_the_cluster_row_adds_the_daemons_own_cpu_to_the_applications() -> None:
