@@ -338,6 +338,8 @@ class StickyRounds:
             shape = last.shape
         if arrays is None:
             arrays, shape = GroupArrays.of(group), None
+            if last is not None and same_shape(last.group, last.arrays, group, arrays):
+                shape = last.shape
         plan, shape = _plan(group, arrays, shape)
         self._last = _Round(group, arrays, shape)
         return plan
@@ -358,6 +360,23 @@ class _Round:
         self.arrays = arrays
         self.shape = shape
         self.handed: np.ndarray | None = None
+
+
+def same_shape(before: Group, earlier: GroupArrays, group: Group, arrays: GroupArrays) -> bool:
+    """Whether ``group`` (read as ``arrays``) has the :class:`_Shape` of ``before`` (read as
+    ``earlier``), whatever either owns: the same topics (so the same partition space and
+    replica racks), the same subscription of each member (topic positions, in member order)
+    and the same rack of each member. A shape is derived from these alone."""
+    if group.topics is not before.topics and group.topics != before.topics:
+        return False
+    if not arrays.space.numbers_alike(earlier.space):
+        return False
+    if arrays.subscriptions != earlier.subscriptions:
+        return False
+    members, earlier_members = group.members, before.members
+    return len(members) == len(earlier_members) and all(
+        member.rack == was.rack for member, was in zip(members, earlier_members, strict=True)
+    )
 
 
 def follow_up_arrays(

@@ -166,3 +166,50 @@ def test_follow_ups_reuse_the_shape_of_a_heterogeneous_rack_aware_group(group, r
     assert_same_answer(assignor.assign(group), CooperativeStickyAssignor().assign(group))
     # the last group was the follow-up of the round before: its shape was reused
     assert assignor._rounds._last.shape is last.shape
+
+
+@SETTINGS
+@given(
+    groups(max_members=8, max_topics=5, max_partitions=12, owned=True, racks=True),
+    st.data(),
+)
+def test_a_group_with_the_same_topics_subscriptions_and_racks_reuses_the_shape(group, data):
+    """A first round whose members subscribe and sit as the last round's did, whatever they
+    own, reuses that round's shape (subscribers, edges, load window, rack map) and answers as a
+    fresh assignor does."""
+    assignor, _, last = remembered_round(group)
+    space = group.partition_space()
+    members = []
+    for member in group.members:
+        indexes = st.integers(0, max(space.size - 1, 0))
+        owned = data.draw(st.lists(indexes, unique=True, max_size=8 if space.size else 0))
+        objects = space.objects()
+        members.append(
+            replace(
+                member,
+                owned_partitions=tuple(objects[index] for index in sorted(owned)),
+                generation=data.draw(st.integers(-1, 5)),
+            )
+        )
+    other = Group(group.topics, tuple(members))
+    assert sticky.same_shape(last.group, last.arrays, other, GroupArrays.of(other))
+    assert_same_answer(assignor.assign(other), CooperativeStickyAssignor().assign(other))
+    if sticky.follow_up_arrays(last.group, last.arrays, last.handed, other) is None:
+        assert assignor._rounds._last.shape is last.shape
+
+
+@SETTINGS
+@given(groups(max_members=6, max_topics=4, max_partitions=10, owned=True), st.data())
+def test_a_changed_subscription_rack_or_topic_gives_a_new_shape(group, data):
+    _, answer, last = remembered_round(group)
+    follow_up = next_round(group, answer)
+    other = _changed(follow_up, data)
+    same = sticky.same_shape(last.group, last.arrays, other, GroupArrays.of(other))
+    read = GroupArrays.of(other)
+    unchanged = (
+        other.topics == group.topics
+        and read.space == last.arrays.space
+        and read.subscriptions == last.arrays.subscriptions
+        and [m.rack for m in other.members] == [m.rack for m in group.members]
+    )
+    assert same == unchanged
