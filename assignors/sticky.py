@@ -313,35 +313,50 @@ def _plan(group: Group, arrays: GroupArrays, shape: _Shape | None) -> tuple[Stic
     return plan, shape
 
 
+REMEMBERED_SHAPES = 4
+"""How many distinct shapes a cooperative-sticky assignor keeps for first rounds to reuse: a
+replayed trace's members leave and come back, so a shape seen a few rounds ago recurs."""
+
+
 class StickyRounds:
     """The engine over the rounds of a cooperative rebalance: remembers the last round (one
     group, so memory stays bounded) and what it handed out, and when the next group is that
     follow-up (same topics and members, each member owning exactly what it was handed, as
     :func:`assignors.model.rejoin` makes it), reads it from the last round's arrays instead of
     reading every claim again: the arrays are those :meth:`GroupArrays.of` makes (checked
-    field by field in the tests), so the plan is the same. Any other group is read in full.
+    field by field in the tests), so the plan is the same. Any other group is read in full,
+    and still reuses the shape of one of the last ``REMEMBERED_SHAPES`` distinct shapes when
+    it has their topics and each member's subscription and rack (:func:`same_shape`): a
+    shape is derived from those alone.
 
     Each call replaces what the last one remembered; one assignor shared by threads stays
     correct (every reuse is checked against the group at hand), their follow-ups are just read
     in full more often.
     """
 
-    __slots__ = ("_last",)
+    __slots__ = ("_last", "_shapes")
 
     def __init__(self) -> None:
         self._last: _Round | None = None
+        self._shapes: list[_KnownShape] = []  # the most recently used first
 
     def plan(self, group: Group) -> StickyPlan:
         last, arrays, shape = self._last, None, None
         if last is not None and last.handed is not None:
             arrays = follow_up_arrays(last.group, last.arrays, last.handed, group)
             shape = last.shape
+        known = None
         if arrays is None:
-            arrays, shape = GroupArrays.of(group), None
-            if last is not None and same_shape(last.group, last.arrays, group, arrays):
-                shape = last.shape
+            arrays = GroupArrays.of(group)
+            known = next((k for k in self._shapes if k.describes(group, arrays)), None)
+            shape = None if known is None else known.shape
         plan, shape = _plan(group, arrays, shape)
         self._last = _Round(group, arrays, shape)
+        if known is None:
+            known = next((k for k in self._shapes if k.shape is shape), None)
+        if known is None:
+            known = _KnownShape.of(group, arrays, shape)
+        self._shapes = [known, *(k for k in self._shapes if k is not known)][:REMEMBERED_SHAPES]
         return plan
 
     def handed(self, group: Group, owners: np.ndarray) -> None:
@@ -350,6 +365,45 @@ class StickyRounds:
         last = self._last
         if last is not None and last.group is group:
             last.handed = owners.copy()
+
+
+class _KnownShape:
+    """A shape and what it was derived from: the group's topics, partition space, each
+    member's subscription (topic positions) and rack."""
+
+    __slots__ = ("racks", "shape", "space", "subscriptions", "topics")
+
+    def __init__(
+        self,
+        topics: tuple[Topic, ...],
+        space: PartitionSpace,
+        subscriptions: tuple[tuple[int, ...], ...],
+        racks: tuple[str | None, ...],
+        shape: _Shape,
+    ) -> None:
+        self.topics = topics
+        self.space = space
+        self.subscriptions = subscriptions
+        self.racks = racks
+        self.shape = shape
+
+    @classmethod
+    def of(cls, group: Group, arrays: GroupArrays, shape: _Shape) -> _KnownShape:
+        racks = tuple(member.rack for member in group.members)
+        return cls(group.topics, arrays.space, arrays.subscriptions, racks, shape)
+
+    def describes(self, group: Group, arrays: GroupArrays) -> bool:
+        """Whether ``group`` (read as ``arrays``) has this shape, whatever its members own."""
+        if group.topics is not self.topics and group.topics != self.topics:
+            return False
+        if not arrays.space.numbers_alike(self.space):
+            return False
+        if arrays.subscriptions != self.subscriptions:
+            return False
+        members, racks = group.members, self.racks
+        return len(members) == len(racks) and all(
+            member.rack == rack for member, rack in zip(members, racks, strict=True)
+        )
 
 
 class _Round:
@@ -367,16 +421,7 @@ def same_shape(before: Group, earlier: GroupArrays, group: Group, arrays: GroupA
     ``earlier``), whatever either owns: the same topics (so the same partition space and
     replica racks), the same subscription of each member (topic positions, in member order)
     and the same rack of each member. A shape is derived from these alone."""
-    if group.topics is not before.topics and group.topics != before.topics:
-        return False
-    if not arrays.space.numbers_alike(earlier.space):
-        return False
-    if arrays.subscriptions != earlier.subscriptions:
-        return False
-    members, earlier_members = group.members, before.members
-    return len(members) == len(earlier_members) and all(
-        member.rack == was.rack for member, was in zip(members, earlier_members, strict=True)
-    )
+    return _KnownShape.of(before, earlier, _Shape.of(earlier)).describes(group, arrays)
 
 
 def follow_up_arrays(

@@ -213,3 +213,20 @@ def test_a_changed_subscription_rack_or_topic_gives_a_new_shape(group, data):
         and [m.rack for m in other.members] == [m.rack for m in group.members]
     )
     assert same == unchanged
+
+
+@SETTINGS
+@given(
+    groups(max_members=6, max_topics=4, max_partitions=10, owned=True, racks=True),
+    groups(max_members=6, max_topics=4, max_partitions=10, owned=True, racks=True),
+)
+def test_a_shape_seen_rounds_ago_is_reused_and_answers_as_a_fresh_assignor(group, other):
+    """A group that comes back after other groups (a member that left and rejoined) reuses
+    the shape of its earlier round, kept among the last ``REMEMBERED_SHAPES``."""
+    assignor, _, last = remembered_round(group)
+    assert_same_answer(assignor.assign(other), CooperativeStickyAssignor().assign(other))
+    back = Group(group.topics, tuple(replace(m, owned_partitions=()) for m in group.members))
+    assert_same_answer(assignor.assign(back), CooperativeStickyAssignor().assign(back))
+    assert assignor._rounds._last.shape is last.shape or not sticky.same_shape(
+        group, last.arrays, back, GroupArrays.of(back)
+    )
