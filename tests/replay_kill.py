@@ -15,6 +15,8 @@ from conftest import REPO_ROOT
 from assignors.traces.files import write_traces_jsonl
 from assignors.traces.generate import generate_rows
 
+KILLED_RUN_ASSIGNORS = "range,sticky,cooperative-sticky,optimal,load-aware"
+
 
 def large_traces(directory: Path) -> Path:
     """``small.jsonl`` (2 traces) and ``big/`` (enough traces for several seconds of replay)."""
@@ -44,7 +46,9 @@ def replay_killed_mid_run(
             "--engine",
             engine,
             "--assignors",
-            "range,sticky",
+            # the run must outlast ``settle`` by a wide margin: with range and sticky alone,
+            # Spark on local[1] replayed the big traces in 12.5 s, its 12 s settle included
+            KILLED_RUN_ASSIGNORS,
             "--master",
             "local[1]",
         ],
