@@ -12,6 +12,9 @@
   claims on topics the group does not know and on partitions beyond a shrunken topic;
 - ``unknown_topics``: members may subscribe to topics the group does not list.
 
+``topic_claim_moves(max_members, load_range)`` draws one topic's claim-moving problem for the
+sticky engine's balancing step (members, claims held, free partitions placed, loads, rank).
+
 ``next_round(group, assignment)`` builds the following rebalance with unchanged membership: every
 member owns what it was given, one generation later (the input of idempotence checks).
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from hypothesis import strategies as st
 
 from assignors.model import (
@@ -203,3 +207,30 @@ def next_round(group: Group, assignment: Assignment) -> Group:
     (withheld partitions are owned by nobody: their old owner revoked them)."""
     generation = max((member.generation for member in group.members), default=NO_GENERATION)
     return rejoin(group, assignment, max(generation, 0) + 1)
+
+
+@st.composite
+def topic_claim_moves(
+    draw: st.DrawFn, max_members: int, load_range: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One topic's claim-moving problem for the sticky engine's balancing step: (members
+    subscribing, the claims each holds, the free partitions placed on each, every member's load
+    drawn from ``load_range``, the tie-break rank). A topic's kept claims and free partitions
+    are part of its subscribers' loads."""
+    num_members = draw(st.integers(1, max_members))
+    loads = np.asarray(
+        draw(st.lists(st.integers(*load_range), min_size=num_members, max_size=num_members)),
+        dtype=np.int64,
+    )
+    members = np.asarray(
+        sorted(draw(st.sets(st.integers(0, num_members - 1), min_size=1))), dtype=np.int64
+    )
+    holding = np.asarray(
+        [draw(st.integers(0, int(loads[m]))) for m in members.tolist()], dtype=np.int64
+    )
+    placed = np.asarray(
+        [draw(st.integers(0, int(loads[m] - h))) for m, h in zip(members, holding, strict=True)],
+        dtype=np.int64,
+    )
+    rank = np.asarray(draw(st.permutations(range(num_members))), dtype=np.int64)
+    return members, holding, placed, loads, rank

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import groups
+from strategies import groups, topic_claim_moves
 
 from assignors import sticky
 from assignors.cooperative_sticky import CooperativeStickyAssignor
@@ -642,28 +642,9 @@ def test_water_fill_levels_match_a_binary_search_over_levels(loads, units, rando
 
 
 @SETTINGS
-@given(st.data())
-def test_moving_claims_on_lists_moves_what_the_array_steps_move(data):
-    num_members = data.draw(st.integers(1, 12))
-    loads = np.asarray(
-        data.draw(st.lists(st.integers(0, 40), min_size=num_members, max_size=num_members)),
-        dtype=np.int64,
-    )
-    members = np.asarray(
-        sorted(data.draw(st.sets(st.integers(0, num_members - 1), min_size=1))), dtype=np.int64
-    )
-    # a topic's kept claims and free partitions are part of its subscribers' loads
-    holding = np.asarray(
-        [data.draw(st.integers(0, int(loads[m]))) for m in members.tolist()], dtype=np.int64
-    )
-    placed = np.asarray(
-        [
-            data.draw(st.integers(0, int(loads[m] - h)))
-            for m, h in zip(members, holding, strict=True)
-        ],
-        dtype=np.int64,
-    )
-    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+@given(topic_claim_moves(12, (0, 40)))
+def test_moving_claims_on_lists_moves_what_the_array_steps_move(problem):
+    members, holding, placed, loads, rank = problem
     arrays = (holding.copy(), placed.copy(), loads.copy())
     lists = (holding.copy(), placed.copy(), loads.copy())
     moved = sticky._move_topic_claims(members, *arrays, rank)

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from ortools.graph.python import min_cost_flow
-from strategies import groups
+from strategies import groups, topic_claim_moves
 
 from assignors import sticky
 from assignors.arrays import GroupArrays
@@ -178,27 +178,9 @@ def test_spreading_skips_only_topics_water_filling_cannot_improve(data):
 
 
 @SETTINGS
-@given(st.data())
-def test_moving_claims_stops_at_once_when_the_fullest_holder_is_within_one(data):
-    num_members = data.draw(st.integers(1, 10))
-    loads = np.asarray(
-        data.draw(st.lists(st.integers(3, 6), min_size=num_members, max_size=num_members)),
-        dtype=np.int64,
-    )
-    members = np.asarray(
-        sorted(data.draw(st.sets(st.integers(0, num_members - 1), min_size=1))), dtype=np.int64
-    )
-    holding = np.asarray(
-        [data.draw(st.integers(0, int(loads[m]))) for m in members.tolist()], dtype=np.int64
-    )
-    placed = np.asarray(
-        [
-            data.draw(st.integers(0, int(loads[m] - h)))
-            for m, h in zip(members, holding, strict=True)
-        ],
-        dtype=np.int64,
-    )
-    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+@given(topic_claim_moves(10, (3, 6)))
+def test_moving_claims_stops_at_once_when_the_fullest_holder_is_within_one(problem):
+    members, holding, placed, loads, rank = problem
     on_arrays = (holding.copy(), placed.copy(), loads.copy())
     on_lists = (holding.copy(), placed.copy(), loads.copy())
     moved = sticky._move_topic_claims(members, *on_arrays, rank)
