@@ -770,13 +770,57 @@ def _balance_by_kafkas_rule(
     """Spread free partitions, then move claimed ones, until no member holds a partition of a
     topic whose emptiest subscriber is two or more below it; True when claims moved. Every step
     lowers the fullest load or raises the emptiest one of the members it touches, so loads
-    never leave the range they started in."""
+    never leave the range they started in. Small groups (:func:`_small_topics`) take
+    :func:`_balance_on_lists`."""
+    if _small_topics(subscribers, loads):
+        return _balance_on_lists(order, subscribers, kept, free, loads, rank)
     moved_claims = False
     while True:
-        _spread_free(order, subscribers, kept, free, loads, rank)
+        _spread_free_arrays(order, subscribers, kept, free, loads, rank)
         if not _move_claimed(order, subscribers, kept, free, loads, rank):
             return moved_claims
         moved_claims = True
+
+
+def _balance_on_lists(
+    order: list[int],
+    subscribers: list[np.ndarray],
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> bool:
+    """:func:`_balance_by_kafkas_rule` on Python lists, read from the arrays once and written
+    back once (the same sweeps and moves: :func:`_spread_free_lists`,
+    :func:`_move_topic_claims_lists`)."""
+    load = loads.tolist()
+    ranks = rank.tolist()
+    members_of = [members.tolist() for members in subscribers]
+    held_of = [held.tolist() for held in kept]
+    placed_of = [placed.tolist() for placed in free]
+    changed: set[int] = set()
+    moved_claims = False
+    while True:
+        changed |= _spread_free_lists(order, members_of, held_of, placed_of, load, ranks)
+        moved = next(
+            (
+                position
+                for position in order
+                if _move_topic_claims_lists(
+                    members_of[position], held_of[position], placed_of[position], load, ranks
+                )
+            ),
+            None,
+        )
+        if moved is None:
+            break
+        changed.add(moved)
+        moved_claims = True
+    for position in changed:
+        kept[position] = np.asarray(held_of[position], dtype=_INDEX)
+        free[position] = np.asarray(placed_of[position], dtype=_INDEX)
+    loads[:] = load
+    return moved_claims
 
 
 def _optimal_window(
@@ -940,8 +984,7 @@ def _tie_order(
 ) -> np.ndarray:
     """Tie-break rank per member: members whose held topics allow the most extra load first
     (a member may hold a topic only while at most one above the topic's emptiest subscriber),
-    then by ``rank``. O(E). Small groups (as :func:`_spread_free` picks its list sweeps) take
-    :func:`_tie_order_list`."""
+    then by ``rank``. O(E). Small groups (:func:`_small_topics`) take :func:`_tie_order_list`."""
     if _small_topics(subscribers, loads):
         ties = _tie_order_list(
             [members.tolist() for members in subscribers],
@@ -973,25 +1016,9 @@ def _tie_order_arrays(
     return ties
 
 
-def _spread_free(
-    order: list[int],
-    subscribers: list[np.ndarray],
-    kept: list[np.ndarray],
-    free: list[np.ndarray],
-    loads: np.ndarray,
-    rank: np.ndarray,
-) -> None:
-    """Re-water-fill each topic's freely placed partitions while that lowers the sum of squared
-    loads; at the fixed point no free partition can fix a pair that breaks Kafka's rule."""
-    if _small_topics(subscribers, loads):
-        _spread_free_small(order, subscribers, kept, free, loads, rank)
-    else:
-        _spread_free_arrays(order, subscribers, kept, free, loads, rank)
-
-
 def _small_topics(subscribers: list[np.ndarray], loads: np.ndarray) -> bool:
-    """Whether a group is small enough for the list sweeps: a few hundred members at most and
-    topics of a few dozen subscribers."""
+    """Whether a group is small enough for the steps on Python lists (balancing, tie order): a
+    few hundred members at most and topics of a few dozen subscribers."""
     return loads.size <= 4 * _SMALL and max(members.size for members in subscribers) <= _SMALL
 
 
@@ -1024,21 +1051,18 @@ def _spread_free_arrays(
                 improved = True
 
 
-def _spread_free_small(
+def _spread_free_lists(
     order: list[int],
-    subscribers: list[np.ndarray],
-    kept: list[np.ndarray],
-    free: list[np.ndarray],
-    loads: np.ndarray,
-    rank: np.ndarray,
-) -> None:
-    """:func:`_spread_free` on Python lists, for groups of a few hundred members at most and
-    topics of a few dozen subscribers (same sweeps, same tie order, same water-filling)."""
-    load = loads.tolist()
-    ranks = rank.tolist()
-    members_of = [members.tolist() for members in subscribers]
-    held_of = [held.tolist() for held in kept]
-    placed_of = [placed.tolist() for placed in free]
+    members_of: list[list[int]],
+    held_of: list[list[int]],
+    placed_of: list[list[int]],
+    load: list[int],
+    ranks: list[int],
+) -> set[int]:
+    """:func:`_spread_free_arrays` on Python lists (``placed_of`` and ``load`` changed in
+    place), for groups of a few hundred members at most and topics of a few dozen subscribers
+    (same sweeps, same tie order, same water-filling); returns the topics whose placement
+    changed."""
     changed = set()
     improved = True
     while improved:
@@ -1070,9 +1094,7 @@ def _spread_free_small(
                     load[member] = value
                 changed.add(position)
                 improved = True
-    for position in changed:
-        free[position] = np.asarray(placed_of[position], dtype=_INDEX)
-    loads[:] = load
+    return changed
 
 
 def _tie_order_list(
@@ -1168,44 +1190,58 @@ def _move_topic_claims_small(
     loads: np.ndarray,
     rank: np.ndarray,
 ) -> bool:
-    """:func:`_move_topic_claims` on Python lists, for topics of a few dozen subscribers."""
-    load = loads[members].tolist()
-    held = holding.tolist()
+    """:func:`_move_topic_claims` for topics of a few dozen subscribers: one topic's arrays
+    read as lists for :func:`_move_topic_claims_lists` and written back when claims moved."""
+    held, put, load = holding.tolist(), placed.tolist(), loads[members].tolist()
+    subscribed = list(range(members.size))  # the lists are the topic's own
+    if not _move_topic_claims_lists(subscribed, held, put, load, rank[members].tolist()):
+        return False
+    holding[:] = held
+    placed[:] = put
+    loads[members] = load
+    return True
+
+
+def _move_topic_claims_lists(
+    members: list[int], held: list[int], put: list[int], load: list[int], ranks: list[int]
+) -> bool:
+    """:func:`_move_topic_claims` on Python lists: ``held``/``put`` are the topic's
+    subscribers' kept claims and freely placed partitions, ``load``/``ranks`` are indexed by
+    the member indexes in ``members``; all changed in place. True when claims moved."""
     if not any(held):
         return False
-    if max(now for now, mine in zip(load, held, strict=True) if mine > 0) - min(load) < 2:
+    here = [load[member] for member in members]
+    if max(now for now, mine in zip(here, held, strict=True) if mine > 0) - min(here) < 2:
         return False  # the first step's fullest holder is within one of the emptiest
-    ranks = rank[members].tolist()
-    everyone = range(len(load))
-    put = placed.tolist()
+    ranks_here = [ranks[member] for member in members]
+    everyone = range(len(here))
     moved_any = False
     while True:
         # (key, member) pairs; ranks are distinct, so the member index never decides
-        by_load = sorted((-load[i], ranks[i], i) for i in everyone if held[i] > 0)
+        by_load = sorted((-here[i], ranks_here[i], i) for i in everyone if held[i] > 0)
         if not by_load:
             break
-        receivers = sorted(zip(load, ranks, everyone, strict=True))
+        receivers = sorted(zip(here, ranks_here, everyone, strict=True))
         donor, receiver = by_load[0][2], receivers[0][2]
-        gap = load[donor] - load[receiver]
+        gap = here[donor] - here[receiver]
         if gap < 2:
             break
         next_donor = -by_load[1][0] if len(by_load) > 1 else -1
-        next_receiver = receivers[1][0] if len(receivers) > 1 else load[receiver] + gap
+        next_receiver = receivers[1][0] if len(receivers) > 1 else here[receiver] + gap
         units = min(
             held[donor],
             gap // 2,
-            max(1, load[donor] - next_donor),
-            max(1, next_receiver - load[receiver]),
+            max(1, here[donor] - next_donor),
+            max(1, next_receiver - here[receiver]),
         )
         held[donor] -= units
         put[receiver] += units
-        load[donor] -= units
-        load[receiver] += units
+        here[donor] -= units
+        here[receiver] += units
         moved_any = True
     if moved_any:
-        holding[:] = held
-        placed[:] = put
-        loads[members] = load
+        for member, value in zip(members, here, strict=True):
+            load[member] = value
     return moved_any
 
 

@@ -668,8 +668,50 @@ def test_spreading_free_partitions_on_lists_matches_the_array_sweeps(problem, da
     rank = np.asarray(data.draw(st.permutations(range(loads.size))), dtype=np.int64)
     order = sorted(range(len(subscribers)), key=lambda p: (subscribers[p].size, p))
     arrays = ([f.copy() for f in free], loads.copy())
-    lists = ([f.copy() for f in free], loads.copy())
     sticky._spread_free_arrays(order, subscribers, kept, *arrays, rank)
-    sticky._spread_free_small(order, subscribers, kept, *lists, rank)
-    assert [f.tolist() for f in lists[0]] == [f.tolist() for f in arrays[0]]
-    assert lists[1].tolist() == arrays[1].tolist()
+    lists = ([f.tolist() for f in free], loads.tolist())
+    members_of, held_of = [m.tolist() for m in subscribers], [h.tolist() for h in kept]
+    sticky._spread_free_lists(order, members_of, held_of, *lists, rank.tolist())
+    assert lists[0] == [f.tolist() for f in arrays[0]]
+    assert lists[1] == arrays[1].tolist()
+
+
+def balance_on_arrays(order, subscribers, kept, free, loads, rank):
+    """Kafka's rule reached by the array steps alone: spread free partitions, then move claims
+    in the first topic that needs it, until no topic does."""
+    moved_claims = False
+    while True:
+        sticky._spread_free_arrays(order, subscribers, kept, free, loads, rank)
+        moved = (
+            sticky._move_topic_claims(subscribers[p], kept[p], free[p], loads, rank) for p in order
+        )
+        if not any(moved):
+            return moved_claims
+        moved_claims = True
+
+
+@SETTINGS
+@given(load_problems(), st.data())
+def test_balancing_on_lists_moves_what_the_array_steps_move(problem, data):
+    subscribers, claims, _, _, _, _ = problem
+    # every claim kept (often piled on one member, so claims must move) and some free units
+    kept = [own.copy() for own in claims]
+    free = [
+        np.asarray([data.draw(st.integers(0, 3)) for _ in range(members.size)], dtype=np.int64)
+        for members in subscribers
+    ]
+    num_members = max(int(members.max()) for members in subscribers) + 1
+    loads = np.zeros(num_members, dtype=np.int64)
+    for members, held, placed in zip(subscribers, kept, free, strict=True):
+        np.add.at(loads, members, held + placed)
+    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+    order = sorted(range(len(subscribers)), key=lambda p: (subscribers[p].size, p))
+    arrays = ([k.copy() for k in kept], [f.copy() for f in free], loads.copy())
+    lists = ([k.copy() for k in kept], [f.copy() for f in free], loads.copy())
+    assert sticky._small_topics(subscribers, loads)
+    moved = balance_on_arrays(order, subscribers, *arrays, rank)
+    assert sticky._balance_by_kafkas_rule(order, subscribers, *lists, rank) == moved
+    for on_lists, on_arrays in zip(lists[:2], arrays[:2], strict=True):
+        assert [a.dtype for a in on_lists] == [a.dtype for a in on_arrays]
+        assert [a.tolist() for a in on_lists] == [a.tolist() for a in on_arrays]
+    assert lists[2].tolist() == arrays[2].tolist()

@@ -170,11 +170,14 @@ def test_spreading_skips_only_topics_water_filling_cannot_improve(data):
     rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
     order = sorted(range(num_topics), key=lambda p: (subscribers[p].size, p))
     on_arrays = ([placed.copy() for placed in free], loads.copy())
-    on_lists = ([placed.copy() for placed in free], loads.copy())
     sticky._spread_free_arrays(order, subscribers, kept, *on_arrays, rank)
-    sticky._spread_free_small(order, subscribers, kept, *on_lists, rank)
-    assert [placed.tolist() for placed in on_lists[0]] == [p.tolist() for p in on_arrays[0]]
-    assert on_lists[1].tolist() == on_arrays[1].tolist()
+    on_lists = ([placed.tolist() for placed in free], loads.tolist())
+    changed = sticky._spread_free_lists(
+        order, [m.tolist() for m in subscribers], [h.tolist() for h in kept], *on_lists, rank.tolist()
+    )
+    assert on_lists[0] == [p.tolist() for p in on_arrays[0]]
+    assert on_lists[1] == on_arrays[1].tolist()
+    assert changed == {p for p in range(num_topics) if on_lists[0][p] != free[p].tolist()}
 
 
 @SETTINGS
