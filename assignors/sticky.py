@@ -640,14 +640,8 @@ def _assign_heterogeneous(
 
     # among equally loaded subscribers, new partitions go first to the least constrained
     ties = _tie_order(subscribers, kept, free, loads, rank)
-    for position in by_choice:
-        members = subscribers[position]
-        if members.size == 0:
-            continue
-        unplaced = int(counts[position] - kept[position].sum())
-        added = _water_fill(loads[members], unplaced, ties[members])
-        free[position] += added
-        loads[members] += added
+    fill = _fill_unplaced_lists if _small_topics(subscribers, loads) else _fill_unplaced_arrays
+    fill(by_choice, subscribers, counts, kept, free, loads, ties)
 
     claims = [held.copy() for held in kept]
     moved_claims = _balance_by_kafkas_rule(by_choice, subscribers, kept, free, loads, rank)
@@ -684,6 +678,52 @@ def _assign_heterogeneous(
             holdings = located
 
     _realize_topics(state, subscribers, holdings, offsets, counts)
+
+
+def _fill_unplaced_arrays(
+    order: list[int],
+    subscribers: list[np.ndarray],
+    counts: np.ndarray,
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    ties: np.ndarray,
+) -> None:
+    """Water-fill each topic's partitions that no kept claim holds onto its subscribers
+    (:func:`_water_fill`, ties by ``ties``), topic after topic in ``order``: they are added to
+    ``free`` (zero before) and to ``loads``."""
+    for position in order:
+        members = subscribers[position]
+        if members.size == 0:
+            continue
+        unplaced = int(counts[position] - kept[position].sum())
+        added = _water_fill(loads[members], unplaced, ties[members])
+        free[position] += added
+        loads[members] += added
+
+
+def _fill_unplaced_lists(
+    order: list[int],
+    subscribers: list[np.ndarray],
+    counts: np.ndarray,
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    ties: np.ndarray,
+) -> None:
+    """:func:`_fill_unplaced_arrays` on Python lists, for small groups (:func:`_small_topics`):
+    the loads are read once and written back once."""
+    load, tie, sizes = loads.tolist(), ties.tolist(), counts.tolist()
+    for position in order:
+        members = subscribers[position].tolist()
+        unplaced = sizes[position] - sum(kept[position].tolist())
+        if not members or unplaced <= 0:
+            continue
+        added = _water_fill_list([load[m] for m in members], unplaced, [tie[m] for m in members])
+        free[position] = free[position] + np.asarray(added, dtype=_INDEX)
+        for member, units in zip(members, added, strict=True):
+            load[member] += units
+    loads[:] = load
 
 
 def _realize_topics(
