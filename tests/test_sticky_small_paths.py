@@ -172,9 +172,8 @@ def test_spreading_skips_only_topics_water_filling_cannot_improve(data):
     on_arrays = ([placed.copy() for placed in free], loads.copy())
     sticky._spread_free_arrays(order, subscribers, kept, *on_arrays, rank)
     on_lists = ([placed.tolist() for placed in free], loads.tolist())
-    changed = sticky._spread_free_lists(
-        order, [m.tolist() for m in subscribers], [h.tolist() for h in kept], *on_lists, rank.tolist()
-    )
+    members_of, held_of = [m.tolist() for m in subscribers], [h.tolist() for h in kept]
+    changed = sticky._spread_free_lists(order, members_of, held_of, *on_lists, rank.tolist())
     assert on_lists[0] == [p.tolist() for p in on_arrays[0]]
     assert on_lists[1] == on_arrays[1].tolist()
     assert changed == {p for p in range(num_topics) if on_lists[0][p] != free[p].tolist()}
