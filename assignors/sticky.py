@@ -194,20 +194,32 @@ def plan_sticky(group: Group) -> StickyPlan:
 
 class _Shape:
     """What the engine derives from a group's topics and members alone, not from what they
-    own: the members with a subscription, each topic's subscribers (None when subscriptions are
-    uniform) and, once asked for, the rack map. A follow-up round reuses it."""
+    own: the partition count and first index of each topic, the members with a subscription,
+    each topic's subscribers (None when subscriptions are uniform) and, once asked for, the
+    rack map. A follow-up round reuses it."""
 
     __slots__ = (
         "_edges",
         "_local_by_rack",
         "_window",
         "active",
+        "counts",
+        "offsets",
         "racks",
         "racks_built",
         "subscribers",
     )
 
-    def __init__(self, active: np.ndarray, subscribers: list[np.ndarray] | None) -> None:
+    def __init__(
+        self,
+        space: PartitionSpace,
+        active: np.ndarray,
+        subscribers: list[np.ndarray] | None,
+    ) -> None:
+        self.counts = np.asarray(space.partition_counts, dtype=_INDEX)
+        self.offsets = np.asarray(space.offsets, dtype=_INDEX)
+        for shared in (self.counts, self.offsets):
+            shared.flags.writeable = False  # read by every round that reuses the shape
         self.active = active
         self.subscribers = subscribers
         self.racks: _RackMap | None = None
@@ -255,8 +267,9 @@ class _Shape:
         subscriptions = arrays.subscriptions
         active = np.flatnonzero([bool(subscription) for subscription in subscriptions])
         uniform = len({subscriptions[i] for i in active.tolist()}) == 1
-        num_topics = len(arrays.space.partition_counts)
-        return cls(active, None if uniform else _subscribers(subscriptions, num_topics))
+        space = arrays.space
+        num_topics = len(space.partition_counts)
+        return cls(space, active, None if uniform else _subscribers(subscriptions, num_topics))
 
     def rack_map(self, group: Group, arrays: GroupArrays) -> _RackMap | None:
         if not self.racks_built:
@@ -275,14 +288,13 @@ def _plan(group: Group, arrays: GroupArrays, shape: _Shape | None) -> tuple[Stic
     space = arrays.space
     num_members = len(arrays.member_ids)
     num_partitions = space.size
-    counts = np.asarray(space.partition_counts, dtype=_INDEX)
-    offsets = np.asarray(space.offsets, dtype=_INDEX)
     # ties go to the member that sorts first by static instance id, else by member id
     rank = arrays.rank
     claimant, contested, objects = arrays.claimant, arrays.contested, arrays.objects
     member_ids = arrays.member_ids
     if shape is None:
         shape = _Shape.of(arrays)
+    counts, offsets = shape.counts, shape.offsets
     active, subscribers = shape.active, shape.subscribers
     if (
         num_partitions
