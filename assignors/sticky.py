@@ -1319,16 +1319,17 @@ def _fewest_moves(
     source, sink = 0, 1 + num_topics + num_members
     num_racks = locality[0].shape[1] if locality is not None else 0
     rack_base = sink + 1
-    new_cost = 1 if locality is None else int(counts.sum()) + 1
+    total = int(counts.sum())
+    new_cost = 1 if locality is None else total + 1
     edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(_INDEX)
-    topic_nodes = 1 + np.arange(num_topics, dtype=_INDEX)
-    member_nodes = 1 + num_topics + np.arange(num_members, dtype=_INDEX)
     arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
     small = 0 < edge_offsets[-1] <= _SMALL_ARCS
     if small:
         # the same arcs in the same order, the ends included, on Python lists
         tails, heads, capacities, costs, edges = _arcs_on_lists(*arguments, locality, ends=True)
     else:
+        topic_nodes = 1 + np.arange(num_topics, dtype=_INDEX)
+        member_nodes = 1 + num_topics + np.arange(num_members, dtype=_INDEX)
         tails, heads, capacities, costs, edges = _network_on_arrays(
             arguments, locality, topic_nodes, member_nodes, sink
         )
@@ -1336,7 +1337,7 @@ def _fewest_moves(
     arcs = flow.add_arcs_with_capacity_and_unit_cost(tails, heads, capacities, costs)
     num_nodes = rack_base + num_topics * num_racks
     supplies = np.zeros(num_nodes, dtype=_INDEX)
-    supplies[source], supplies[sink] = int(counts.sum()), -int(counts.sum())
+    supplies[source], supplies[sink] = total, -total
     flow.set_nodes_supplies(np.arange(num_nodes, dtype=_INDEX), supplies)
     if flow.solve() != flow.OPTIMAL:
         return None
