@@ -650,13 +650,9 @@ def _assign_heterogeneous(
     kept = [per_edge[cuts[p] : cuts[p + 1]].copy() for p in range(num_topics)]
     free = [np.zeros(size, dtype=_INDEX) for size in sizes.tolist()]
 
-    # among equally loaded subscribers, new partitions go first to the least constrained
-    ties = _tie_order(subscribers, kept, free, loads, rank)
-    fill = _fill_unplaced_lists if _small_topics(subscribers, loads) else _fill_unplaced_arrays
-    fill(by_choice, subscribers, counts, kept, free, loads, ties)
-
     claims = [held.copy() for held in kept]
-    moved_claims = _balance_by_kafkas_rule(by_choice, subscribers, kept, free, loads, rank)
+    place = _place_on_lists if _small_topics(subscribers, loads) else _place_on_arrays
+    moved_claims = place(by_choice, subscribers, counts, kept, free, loads, rank)
     # Kafka's rule allows a spread an exchange along a chain of members could still shrink;
     # the smallest spread any valid assignment has is the goal, kept claims come after it
     active = shape.active  # the members subscribing to some topic with partitions
@@ -692,18 +688,21 @@ def _assign_heterogeneous(
     _realize_topics(state, subscribers, holdings, offsets, counts)
 
 
-def _fill_unplaced_arrays(
+def _place_on_arrays(
     order: list[int],
     subscribers: list[np.ndarray],
     counts: np.ndarray,
     kept: list[np.ndarray],
     free: list[np.ndarray],
     loads: np.ndarray,
-    ties: np.ndarray,
-) -> None:
+    rank: np.ndarray,
+) -> bool:
     """Water-fill each topic's partitions that no kept claim holds onto its subscribers
-    (:func:`_water_fill`, ties by ``ties``), topic after topic in ``order``: they are added to
-    ``free`` (zero before) and to ``loads``."""
+    (:func:`_water_fill`, topic after topic in ``order``; among equally loaded subscribers,
+    new partitions go first to the least constrained, :func:`_tie_order`), then
+    :func:`_balance_by_kafkas_rule`. ``free`` (zero before), ``kept`` and ``loads`` change;
+    True when claims moved."""
+    ties = _tie_order_arrays(subscribers, kept, free, loads, rank)
     for position in order:
         members = subscribers[position]
         if members.size == 0:
@@ -712,29 +711,61 @@ def _fill_unplaced_arrays(
         added = _water_fill(loads[members], unplaced, ties[members])
         free[position] += added
         loads[members] += added
+    return _balance_on_arrays(order, subscribers, kept, free, loads, rank)
 
 
-def _fill_unplaced_lists(
+def _place_on_lists(
     order: list[int],
     subscribers: list[np.ndarray],
     counts: np.ndarray,
     kept: list[np.ndarray],
     free: list[np.ndarray],
     loads: np.ndarray,
-    ties: np.ndarray,
-) -> None:
-    """:func:`_fill_unplaced_arrays` on Python lists, for small groups (:func:`_small_topics`):
-    the loads are read once and written back once."""
-    load, tie, sizes = loads.tolist(), ties.tolist(), counts.tolist()
+    rank: np.ndarray,
+) -> bool:
+    """:func:`_place_on_arrays` on Python lists, for small groups (:func:`_small_topics`): the
+    arrays are read once and written back once (the same tie order, water-filling and
+    balancing: :func:`_tie_order_list`, :func:`_water_fill_list`, :func:`_balance_lists`)."""
+    load, ranks, sizes = loads.tolist(), rank.tolist(), counts.tolist()
+    members_of, held_of, placed_of = _as_lists(subscribers, kept, free)
+    ties = _tie_order_list(members_of, held_of, placed_of, load, ranks)
     for position in order:
-        members = subscribers[position].tolist()
-        unplaced = sizes[position] - sum(kept[position].tolist())
+        members = members_of[position]
+        unplaced = sizes[position] - sum(held_of[position])
         if not members or unplaced <= 0:
             continue
-        added = _water_fill_list([load[m] for m in members], unplaced, [tie[m] for m in members])
-        free[position] = free[position] + np.asarray(added, dtype=_INDEX)
+        added = _water_fill_list([load[m] for m in members], unplaced, [ties[m] for m in members])
+        placed_of[position] = added
         for member, units in zip(members, added, strict=True):
             load[member] += units
+    moved_claims = _balance_lists(order, members_of, held_of, placed_of, load, ranks)
+    _write_back(held_of, placed_of, load, kept, free, loads)
+    return moved_claims
+
+
+def _as_lists(
+    subscribers: list[np.ndarray], kept: list[np.ndarray], free: list[np.ndarray]
+) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
+    """Each topic's subscribers, kept claims and freely placed partitions as Python lists."""
+    return (
+        [members.tolist() for members in subscribers],
+        [held.tolist() for held in kept],
+        [placed.tolist() for placed in free],
+    )
+
+
+def _write_back(
+    held_of: list[list[int]],
+    placed_of: list[list[int]],
+    load: list[int],
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+) -> None:
+    """Store the lists of :func:`_as_lists` (and the loads) back into the arrays."""
+    for position, (held, placed) in enumerate(zip(held_of, placed_of, strict=True)):
+        kept[position] = np.asarray(held, dtype=_INDEX)
+        free[position] = np.asarray(placed, dtype=_INDEX)
     loads[:] = load
 
 
@@ -822,10 +853,26 @@ def _balance_by_kafkas_rule(
     """Spread free partitions, then move claimed ones, until no member holds a partition of a
     topic whose emptiest subscriber is two or more below it; True when claims moved. Every step
     lowers the fullest load or raises the emptiest one of the members it touches, so loads
-    never leave the range they started in. Small groups (:func:`_small_topics`) take
-    :func:`_balance_on_lists`."""
-    if _small_topics(subscribers, loads):
-        return _balance_on_lists(order, subscribers, kept, free, loads, rank)
+    never leave the range they started in. Small groups (:func:`_small_topics`) are balanced
+    on Python lists (:func:`_balance_lists`)."""
+    if not _small_topics(subscribers, loads):
+        return _balance_on_arrays(order, subscribers, kept, free, loads, rank)
+    load, ranks = loads.tolist(), rank.tolist()
+    members_of, held_of, placed_of = _as_lists(subscribers, kept, free)
+    moved_claims = _balance_lists(order, members_of, held_of, placed_of, load, ranks)
+    _write_back(held_of, placed_of, load, kept, free, loads)
+    return moved_claims
+
+
+def _balance_on_arrays(
+    order: list[int],
+    subscribers: list[np.ndarray],
+    kept: list[np.ndarray],
+    free: list[np.ndarray],
+    loads: np.ndarray,
+    rank: np.ndarray,
+) -> bool:
+    """:func:`_balance_by_kafkas_rule` on arrays, for large groups."""
     moved_claims = False
     while True:
         _spread_free_arrays(order, subscribers, kept, free, loads, rank)
@@ -834,45 +881,27 @@ def _balance_by_kafkas_rule(
         moved_claims = True
 
 
-def _balance_on_lists(
+def _balance_lists(
     order: list[int],
-    subscribers: list[np.ndarray],
-    kept: list[np.ndarray],
-    free: list[np.ndarray],
-    loads: np.ndarray,
-    rank: np.ndarray,
+    members_of: list[list[int]],
+    held_of: list[list[int]],
+    placed_of: list[list[int]],
+    load: list[int],
+    ranks: list[int],
 ) -> bool:
-    """:func:`_balance_by_kafkas_rule` on Python lists, read from the arrays once and written
-    back once (the same sweeps and moves: :func:`_spread_free_lists`,
-    :func:`_move_topic_claims_lists`)."""
-    load = loads.tolist()
-    ranks = rank.tolist()
-    members_of = [members.tolist() for members in subscribers]
-    held_of = [held.tolist() for held in kept]
-    placed_of = [placed.tolist() for placed in free]
-    changed: set[int] = set()
+    """:func:`_balance_on_arrays` on Python lists, changed in place (the same sweeps and
+    moves: :func:`_spread_free_lists`, :func:`_move_topic_claims_lists`)."""
     moved_claims = False
     while True:
-        changed |= _spread_free_lists(order, members_of, held_of, placed_of, load, ranks)
-        moved = next(
-            (
-                position
-                for position in order
-                if _move_topic_claims_lists(
-                    members_of[position], held_of[position], placed_of[position], load, ranks
-                )
-            ),
-            None,
-        )
-        if moved is None:
-            break
-        changed.add(moved)
+        _spread_free_lists(order, members_of, held_of, placed_of, load, ranks)
+        if not any(
+            _move_topic_claims_lists(
+                members_of[position], held_of[position], placed_of[position], load, ranks
+            )
+            for position in order
+        ):
+            return moved_claims
         moved_claims = True
-    for position in changed:
-        kept[position] = np.asarray(held_of[position], dtype=_INDEX)
-        free[position] = np.asarray(placed_of[position], dtype=_INDEX)
-    loads[:] = load
-    return moved_claims
 
 
 def _optimal_window(
@@ -1110,12 +1139,10 @@ def _spread_free_lists(
     placed_of: list[list[int]],
     load: list[int],
     ranks: list[int],
-) -> set[int]:
+) -> None:
     """:func:`_spread_free_arrays` on Python lists (``placed_of`` and ``load`` changed in
     place), for groups of a few hundred members at most and topics of a few dozen subscribers
-    (same sweeps, same tie order, same water-filling); returns the topics whose placement
-    changed."""
-    changed = set()
+    (same sweeps, same tie order, same water-filling)."""
     improved = True
     while improved:
         improved = False
@@ -1144,9 +1171,7 @@ def _spread_free_lists(
                 placed_of[position] = refilled
                 for member, value in zip(members, after, strict=True):
                     load[member] = value
-                changed.add(position)
                 improved = True
-    return changed
 
 
 def _tie_order_list(

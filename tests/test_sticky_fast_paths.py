@@ -676,28 +676,19 @@ def test_spreading_free_partitions_on_lists_matches_the_array_sweeps(problem, da
     assert lists[1] == arrays[1].tolist()
 
 
-def balance_on_arrays(order, subscribers, kept, free, loads, rank):
-    """Kafka's rule reached by the array steps alone: spread free partitions, then move claims
-    in the first topic that needs it, until no topic does."""
-    moved_claims = False
-    while True:
-        sticky._spread_free_arrays(order, subscribers, kept, free, loads, rank)
-        moved = (
-            sticky._move_topic_claims(subscribers[p], kept[p], free[p], loads, rank) for p in order
-        )
-        if not any(moved):
-            return moved_claims
-        moved_claims = True
-
-
 @SETTINGS
-@given(load_problems(), st.data())
-def test_balancing_on_lists_moves_what_the_array_steps_move(problem, data):
-    subscribers, claims, _, _, _, _ = problem
-    # every claim kept (often piled on one member, so claims must move) and some free units
+@given(load_problems(), st.data(), st.booleans())
+def test_placing_and_balancing_on_lists_is_the_array_steps(problem, data, placing):
+    """From kept claims (often piled on one member, so claims must move): water-filling the
+    unplaced partitions then balancing (``placing``), or balancing some free partitions placed
+    at random, on lists as on arrays."""
+    subscribers, claims, counts, _, _, _ = problem
     kept = [own.copy() for own in claims]
     free = [
-        np.asarray([data.draw(st.integers(0, 3)) for _ in range(members.size)], dtype=np.int64)
+        np.asarray(
+            [0 if placing else data.draw(st.integers(0, 3)) for _ in range(members.size)],
+            dtype=np.int64,
+        )
         for members in subscribers
     ]
     num_members = max(int(members.max()) for members in subscribers) + 1
@@ -709,8 +700,12 @@ def test_balancing_on_lists_moves_what_the_array_steps_move(problem, data):
     arrays = ([k.copy() for k in kept], [f.copy() for f in free], loads.copy())
     lists = ([k.copy() for k in kept], [f.copy() for f in free], loads.copy())
     assert sticky._small_topics(subscribers, loads)
-    moved = balance_on_arrays(order, subscribers, *arrays, rank)
-    assert sticky._balance_by_kafkas_rule(order, subscribers, *lists, rank) == moved
+    if placing:
+        moved = sticky._place_on_arrays(order, subscribers, counts, *arrays, rank)
+        assert sticky._place_on_lists(order, subscribers, counts, *lists, rank) == moved
+    else:
+        moved = sticky._balance_on_arrays(order, subscribers, *arrays, rank)
+        assert sticky._balance_by_kafkas_rule(order, subscribers, *lists, rank) == moved
     for on_lists, on_arrays in zip(lists[:2], arrays[:2], strict=True):
         assert [a.dtype for a in on_lists] == [a.dtype for a in on_arrays]
         assert [a.tolist() for a in on_lists] == [a.tolist() for a in on_arrays]
