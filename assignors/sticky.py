@@ -192,6 +192,58 @@ def plan_sticky(group: Group) -> StickyPlan:
     return _plan(group, GroupArrays.of(group), None)[0]
 
 
+@dataclass(frozen=True, slots=True)
+class _Edges:
+    """The subscription edges of a group, in (topic, member) order: topic ``t`` has
+    ``sizes[t]`` subscribers, its edges are ``offsets[t]:offsets[t + 1]``; each edge's
+    ``topic``, ``member`` and ``key`` (``topic x members + member``, ascending);
+    ``by_choice``: the topics by fewest subscribers."""
+
+    num_members: int
+    sizes: np.ndarray
+    offsets: np.ndarray
+    topic: np.ndarray
+    member: np.ndarray
+    key: np.ndarray
+    by_choice: list[int]
+
+    @classmethod
+    def of(cls, subscribers: list[np.ndarray], num_members: int) -> _Edges:
+        sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
+        topic = np.repeat(np.arange(sizes.size, dtype=_INDEX), sizes)
+        member = np.concatenate(subscribers).astype(_INDEX)
+        return cls(
+            num_members=num_members,
+            sizes=sizes,
+            offsets=np.concatenate(([0], np.cumsum(sizes))),
+            topic=topic,
+            member=member,
+            key=topic * num_members + member,
+            by_choice=sorted(range(sizes.size), key=lambda p: (subscribers[p].size, p)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _ClaimEdges:
+    """The valid claims of a round on the subscription edges: the ``claimed`` partitions
+    (ascending), their ``holders``, each claim's ``edge``, and the claims on each edge
+    (``per_edge``)."""
+
+    claimed: np.ndarray
+    holders: np.ndarray
+    edge: np.ndarray
+    per_edge: np.ndarray
+
+    @classmethod
+    def of(cls, edges: _Edges, claimant: np.ndarray, topic_of: np.ndarray) -> _ClaimEdges:
+        claimed = np.flatnonzero(claimant >= 0)
+        holders = claimant[claimed]
+        # a valid claim's holder subscribes to the topic: its edge is found by binary search
+        edge = np.searchsorted(edges.key, topic_of[claimed] * edges.num_members + holders)
+        per_edge = np.bincount(edge, minlength=edges.key.size)
+        return cls(claimed, holders, edge, per_edge)
+
+
 class _Shape:
     """What the engine derives from a group's topics and members alone, not from what they
     own: the partition count and first index of each topic, the members with a subscription,
@@ -225,7 +277,7 @@ class _Shape:
         self.racks: _RackMap | None = None
         self.racks_built = False
         self._window: tuple[int, int] | None = None
-        self._edges: tuple[np.ndarray, np.ndarray, np.ndarray, list[int]] | None = None
+        self._edges: _Edges | None = None
         self._local_by_rack: np.ndarray | None = None
 
     def window(self, counts: np.ndarray, num_members: int) -> tuple[int, int]:
@@ -236,19 +288,11 @@ class _Shape:
             self._window = _window_of(self.subscribers, counts, num_members, self.active)
         return self._window
 
-    def edges(self, num_members: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
-        """(subscribers per topic, first edge of each topic and the end, each edge's
-        ``topic x members + member`` key, topics by fewest subscribers): the subscription edges
-        in (topic, member) order, made once."""
+    def edges(self, num_members: int) -> _Edges:
+        """The subscription edges (:class:`_Edges`), made once."""
         if self._edges is None:
-            subscribers = self.subscribers
-            assert subscribers is not None
-            sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
-            edge_offsets = np.concatenate(([0], np.cumsum(sizes)))
-            edge_keys = np.repeat(np.arange(sizes.size, dtype=_INDEX), sizes) * num_members
-            edge_keys += np.concatenate(subscribers)
-            by_choice = sorted(range(sizes.size), key=lambda p: (subscribers[p].size, p))
-            self._edges = (sizes, edge_offsets, edge_keys, by_choice)
+            assert self.subscribers is not None
+            self._edges = _Edges.of(self.subscribers, num_members)
         return self._edges
 
     def local_by_rack(self, offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -635,20 +679,15 @@ def _assign_heterogeneous(
     subscribers = shape.subscribers
     assert subscribers is not None
 
-    # claims per (topic, subscriber) edge; edges are in (topic, member) order, so a claim's
-    # edge is found by binary search (a valid claim's holder subscribes to the topic)
-    sizes, edge_offsets, edge_keys, by_choice = shape.edges(num_members)
-    claimed_partitions = np.flatnonzero(claimant >= 0)
-    holders = claimant[claimed_partitions]
-    loads = np.bincount(holders, minlength=num_members)
-    claim_edges = np.searchsorted(
-        edge_keys, state.topic_of[claimed_partitions] * num_members + holders
-    )
-    per_edge = np.bincount(claim_edges, minlength=edge_keys.size)
-    cuts = edge_offsets.tolist()
+    # claims per (topic, subscriber) edge
+    edges = shape.edges(num_members)
+    by_choice = edges.by_choice
+    valid = _ClaimEdges.of(edges, claimant, state.topic_of)
+    loads = np.bincount(valid.holders, minlength=num_members)
+    cuts = edges.offsets.tolist()
     # claimed partitions a subscriber still holds, and partitions placed this round, per topic
-    kept = [per_edge[cuts[p] : cuts[p + 1]].copy() for p in range(num_topics)]
-    free = [np.zeros(size, dtype=_INDEX) for size in sizes.tolist()]
+    kept = [valid.per_edge[cuts[p] : cuts[p + 1]].copy() for p in range(num_topics)]
+    free = [np.zeros(size, dtype=_INDEX) for size in edges.sizes.tolist()]
 
     claims = [held.copy() for held in kept]
     place = _place_on_lists if _small_topics(subscribers, loads) else _place_on_arrays
@@ -673,8 +712,7 @@ def _assign_heterogeneous(
         if fewest is None:
             raise RuntimeError("the balanced loads admit no assignment")
         holdings = fewest
-        edges = sum(members.size for members in subscribers)
-        if edges <= LOAD_SEARCH_EDGES:
+        if edges.key.size <= LOAD_SEARCH_EDGES:
             holdings = _search_loads(subscribers, claims, counts, loads, holdings, (low, high))
     if state.racks is not None:
         # same loads and claims kept; the counts per topic now also follow replica racks
@@ -685,7 +723,7 @@ def _assign_heterogeneous(
         if located is not None:
             holdings = located
 
-    _realize_topics(state, subscribers, holdings, offsets, counts)
+    _realize_topics(state, edges, valid, holdings, offsets)
 
 
 def _place_on_arrays(
@@ -771,35 +809,23 @@ def _write_back(
 
 def _realize_topics(
     state: _State,
-    subscribers: list[np.ndarray],
+    edges: _Edges,
+    valid: _ClaimEdges,
     holdings: list[np.ndarray],
     offsets: np.ndarray,
-    counts: np.ndarray,
 ) -> None:
-    """:func:`_realize` of every topic with subscribers, each subscriber getting
-    ``holdings[topic]`` of the topic's partitions, for all topics at once: a subscriber keeps
-    its first claims on the topic (rack-local first, then in partition order), and each topic's
-    other partitions are dealt round-robin to its subscribers short of their holding (rank
-    order; with racks, same-rack first, topic by topic)."""
-    claimant, topic_of, rank, racks, owner = (
-        state.claimant,
-        state.topic_of,
-        state.rank,
-        state.racks,
-        state.owner,
-    )
+    """:func:`_realize` of every topic with subscribers (``edges``; ``valid``: the claims of
+    ``state.claimant`` on them), each subscriber getting ``holdings[topic]`` of the topic's
+    partitions, for all topics at once: a subscriber keeps its first claims on the topic
+    (rack-local first, then in partition order), and each topic's other partitions are dealt
+    round-robin to its subscribers short of their holding (rank order; with racks, same-rack
+    first, topic by topic)."""
+    topic_of, rank, racks, owner = state.topic_of, state.rank, state.racks, state.owner
     num_members = rank.size
-    sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
-    edge_topic = np.repeat(np.arange(sizes.size, dtype=_INDEX), sizes)
-    edge_member = np.concatenate(subscribers).astype(_INDEX)
+    sizes, edge_topic, edge_member = edges.sizes, edges.topic, edges.member
     target = np.concatenate(holdings).astype(_INDEX)
-    claimed = np.flatnonzero(claimant >= 0)
-    holders = claimant[claimed]
-    # edges are in (topic, member) order: a claim's edge is found by binary search
-    claim_edge = np.searchsorted(
-        edge_topic * num_members + edge_member, topic_of[claimed] * num_members + holders
-    )
-    claim_counts = np.bincount(claim_edge, minlength=target.size)
+    claimed, holders, claim_edge = valid.claimed, valid.holders, valid.edge
+    claim_counts = valid.per_edge
     if (claim_counts <= target).all():
         # every member keeps all its claims, so which of them come first does not matter
         owner[claimed] = holders
@@ -830,14 +856,13 @@ def _realize_topics(
             order = np.lexsort((rank[unit_member], _position_in_run(units), unit_topic))
             owner[pool] = unit_member[order]
             return
-    edge_offsets = np.concatenate(([0], np.cumsum(sizes)))
     # the pool is sorted, so each topic's part of it is one slice
     pool_cuts = np.searchsorted(pool, np.append(offsets, topic_of.size)).tolist()
+    edge_cuts = edges.offsets.tolist()
     for position in np.unique(topic_of[pool]).tolist():
+        first, end = edge_cuts[position], edge_cuts[position + 1]
         deficits = np.zeros(num_members, dtype=_INDEX)
-        deficits[subscribers[position]] = deficit[
-            edge_offsets[position] : edge_offsets[position + 1]
-        ]
+        deficits[edge_member[first:end]] = deficit[first:end]
         here = pool[pool_cuts[position] : pool_cuts[position + 1]]
         _deal_with_racks(here, deficits, rank, racks, owner)
 

@@ -416,7 +416,9 @@ def test_realizing_all_topics_at_once_is_realizing_each_topic(problem):
         targets[members] = holdings[position]
         start, stop = int(offsets[position]), int(offsets[position] + counts[position])
         plain_realize(plain_state, np.arange(start, stop), targets, plain_deal)
-    sticky._realize_topics(state, subscribers, holdings, offsets, counts)
+    edges = sticky._Edges.of(subscribers, state.rank.size)
+    valid = sticky._ClaimEdges.of(edges, state.claimant, state.topic_of)
+    sticky._realize_topics(state, edges, valid, holdings, offsets)
     assert state.owner.tolist() == plain_state.owner.tolist()
 
 

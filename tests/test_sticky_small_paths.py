@@ -398,3 +398,31 @@ def test_load_trials_reusing_one_network_give_each_trial_its_own_networks_answer
     for row in range(tried.shape[0]):
         reused = trials.fewest_moves(tried[row], allowed[row])
         assert reused == fewest_moves_fresh(trials, tried[row], allowed[row])
+
+
+@SETTINGS
+@given(flow_inputs(), st.data())
+def test_claim_edges_are_each_claims_topic_and_holder(problem, data):
+    subscribers, _, counts, loads, _ = problem
+    num_members = loads.size
+    topic_of = np.repeat(np.arange(counts.size), counts)
+    # each partition claimed by one of its topic's subscribers, or by nobody
+    claimant = np.asarray(
+        [
+            data.draw(st.sampled_from([-1, *subscribers[topic].tolist()]))
+            for topic in topic_of.tolist()
+        ],
+        dtype=np.int64,
+    )
+    edges = sticky._Edges.of(subscribers, num_members)
+    valid = sticky._ClaimEdges.of(edges, claimant, topic_of)
+    # edges in (topic, member) order, numbered from the subscriber lists themselves
+    pairs = [(topic, m) for topic, members in enumerate(subscribers) for m in members.tolist()]
+    edge_of = {pair: edge for edge, pair in enumerate(pairs)}
+    claimed = [p for p, holder in enumerate(claimant.tolist()) if holder >= 0]
+    assert valid.claimed.tolist() == claimed
+    assert valid.holders.tolist() == [int(claimant[p]) for p in claimed]
+    expected = [edge_of[int(topic_of[p]), int(claimant[p])] for p in claimed]
+    assert valid.edge.tolist() == expected
+    assert valid.per_edge.tolist() == np.bincount(expected, minlength=edges.key.size).tolist()
+    assert edges.offsets.tolist() == [0, *np.cumsum([m.size for m in subscribers]).tolist()]
