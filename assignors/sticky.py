@@ -597,7 +597,9 @@ def _settled(
         return False
     if high - low <= 1:
         return True
-    window_low, window_high = _optimal_window(subscribers, counts, loads, active, shape)
+    window_low, window_high = _optimal_window(
+        subscribers, counts, loads.size, active, (low, high), shape
+    )
     return window_low <= low and high <= window_high
 
 
@@ -695,8 +697,10 @@ def _assign_heterogeneous(
     # Kafka's rule allows a spread an exchange along a chain of members could still shrink;
     # the smallest spread any valid assignment has is the goal, kept claims come after it
     active = shape.active  # the members subscribing to some topic with partitions
-    low, high = _optimal_window(subscribers, counts, loads, active, shape)
-    if int(loads[active].min()) < low or int(loads[active].max()) > high:
+    reached = loads[active]
+    least, most = int(reached.min()), int(reached.max())
+    low, high = _optimal_window(subscribers, counts, num_members, active, (least, most), shape)
+    if least < low or most > high:
         windowed = _window_flow(subscribers, claims, counts, num_members, active, low, high)
         for position, held in enumerate(windowed):
             kept[position] = np.minimum(claims[position], held)
@@ -932,23 +936,23 @@ def _balance_lists(
 def _optimal_window(
     subscribers: list[np.ndarray],
     counts: np.ndarray,
-    loads: np.ndarray,
+    num_members: int,
     active: np.ndarray,
+    reached: tuple[int, int],
     shape: _Shape | None = None,
 ) -> tuple[int, int]:
     """(largest min load, smallest max load) any valid assignment reaches: scoring's exact
-    references, on topics merged by subscriber set. A spread of at most one is already both
-    (no exchange can improve it), so nothing is computed then; up to ``WINDOW_SUBSETS_CLASSES``
-    merged topics (and ``WINDOW_SUBSETS_CELLS`` sets x members), Hall's conditions over every
-    set of them give both at once (:func:`_window_by_subsets`), beyond that scoring's flows
-    do."""
-    current = loads[active]
-    low, high = int(current.min()), int(current.max())
+    references, on topics merged by subscriber set. ``reached``: the least and the most an
+    ``active`` member holds now; a spread of at most one is already both (no exchange can
+    improve it), so nothing is computed then; up to ``WINDOW_SUBSETS_CLASSES`` merged topics
+    (and ``WINDOW_SUBSETS_CELLS`` sets x members), Hall's conditions over every set of them give
+    both at once (:func:`_window_by_subsets`), beyond that scoring's flows do."""
+    low, high = reached
     if high - low <= 1:
         return low, high
     if shape is not None:
-        return shape.window(counts, loads.size)
-    return _window_of(subscribers, counts, loads.size, active)
+        return shape.window(counts, num_members)
+    return _window_of(subscribers, counts, num_members, active)
 
 
 def _window_of(
