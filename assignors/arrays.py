@@ -243,6 +243,14 @@ def _layout_of(group: Group) -> _Layout:
     return made
 
 
+def share_layout(group: Group) -> None:
+    """Make ``group``'s layout now (what :meth:`GroupArrays.of` takes from its topics and its
+    members' ids, subscriptions and instance ids) and keep it in its derived store, for the
+    groups sharing that store to read; the claims are left out: each of those groups has its
+    own owned partitions."""
+    _layout_of(group)
+
+
 def _valid_claims(
     group: Group, layout: _Layout
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

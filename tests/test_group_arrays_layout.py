@@ -75,6 +75,22 @@ def test_group_arrays_layout_is_made_once_for_the_groups_sharing_a_store() -> No
     assert made.claimant.tolist() == [1, -1, 1, -1, 0]
 
 
+def test_share_layout_leaves_the_layout_the_groups_sharing_the_store_read() -> None:
+    first = _group((Member("c0", frozenset({"a", "b"})), Member("c1", frozenset({"a"}))))
+    arrays.share_layout(first)
+    layout = first.derived()[arrays._LAYOUT]
+    owning = tuple(
+        Member(m.member_id, m.topics, (TP("a", 1),), 2, m.rack, m.instance_id)
+        for m in first.members
+    )
+    second = Group.checked(
+        first.topics, owning, {t.name: t for t in first.topics}, None, first.derived()
+    )
+    made = GroupArrays.of(second)
+    assert second.derived()[arrays._LAYOUT] is layout
+    _same(made, GroupArrays.of(_without_store(second)))
+
+
 def test_group_arrays_layout_that_does_not_describe_the_group_is_made_again() -> None:
     first = _group((Member("c0", frozenset({"a", "b"})), Member("c1", frozenset({"a"}))))
     GroupArrays.of(first)

@@ -280,12 +280,12 @@ def prepare(trace: Trace) -> Prepared:
 def share_owned_parts(prepared: Prepared) -> None:
     """Make now what the assignors that read owned partitions (the array assignors) share
     over a trace and would otherwise make on first use: each generation's layout of its group
-    (:class:`~assignors.arrays.GroupArrays`) and what carrying owner arrays into it takes. A
+    (:func:`~assignors.arrays.share_layout`) and what carrying owner arrays into it takes. A
     benchmark calls this to time those apart from each assignor's own work."""
-    from assignors.arrays import GroupArrays
+    from assignors.arrays import share_layout
 
     for position, step in enumerate(prepared.steps):
-        GroupArrays.of(step.shape.group)
+        share_layout(step.shape.group)
         if position:
             _rejoin_of(prepared, position)
 
