@@ -4,6 +4,7 @@ generations of replayed traces."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import numpy as np
@@ -127,3 +128,57 @@ def test_score_owners_reading_the_carried_partitions_a_replay_keeps_equals_worki
             shape, owners, previous._replace(carried=None), **kwargs
         )
     assert kept
+
+
+def _same_shape(made: GenerationShape, fresh: GenerationShape) -> None:
+    for field in dataclasses.fields(GenerationShape):
+        left, right = getattr(made, field.name), getattr(fresh, field.name)
+        if field.name == "group":
+            assert left is not None and left.members == right.members, field.name
+        elif field.name == "hall":
+            assert (left is None) == (right is None), field.name
+            for left_part, right_part in zip(left or (), right or (), strict=True):
+                assert left_part.tolist() == right_part.tolist(), field.name
+        elif isinstance(left, np.ndarray):
+            assert left.dtype == right.dtype and left.tolist() == right.tolist(), field.name
+        else:
+            assert left == right, field.name
+
+
+def test_generation_shape_repeating_an_earlier_generations_subscriptions_equals_a_fresh_one() -> (
+    None
+):
+    reused = 0
+    for scenario, seed in itertools.product(
+        [*SCENARIOS, "static-rolling-restart", "rolling-restart"], (1, 2, 3)
+    ):
+        for trace in _traces(scenario, seed):
+            steps = prepare(trace).steps
+            for position, step in enumerate(steps):
+                fresh = GenerationShape.of(step.shape.group, None, step.member_identities)
+                _same_shape(step.shape, fresh)
+                assert step.shape.group is not None
+                reused += any(
+                    earlier.shape.subscribed is step.shape.subscribed
+                    for earlier in steps[:position]
+                )
+    assert reused
+
+
+def test_generation_shape_of_other_members_with_the_same_subscriptions_names_them() -> None:
+    from assignors.model import Group, Member, Topic
+    from assignors.traces.scoring import ShapeCache
+
+    topics = (Topic("a", 3), Topic("b", 2))
+    cache = ShapeCache()
+    first = Group(topics, (Member("c0", frozenset("ab"), rack="r"), Member("c1", frozenset("a"))))
+    renamed = Group(
+        topics,
+        (Member("d0", frozenset("ab"), rack="r"), Member("d1", frozenset("a"), instance_id="i")),
+    )
+    made = GenerationShape.of(first, cache)
+    again = GenerationShape.of(renamed, cache)
+    assert again.classes is made.classes
+    assert again.group is renamed and again.member_ids == ("d0", "d1")
+    assert again.speaker == {"d0": 0, "i": 1}
+    _same_shape(again, GenerationShape.of(renamed))

@@ -29,7 +29,8 @@ import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -1076,16 +1077,31 @@ class GenerationShape:
         identities: Sequence[str] | None = None,
     ) -> GenerationShape:
         """The shape of ``group`` (its members' owned partitions play no part). ``cache``
-        keeps the parts that depend only on the topics, the subscriptions or the classes
-        between calls, so the generations of one trace that repeat them make them once;
+        keeps the parts that depend only on the topics, the subscriptions, the racks or the
+        classes between calls, so the generations of one trace that repeat them make them once
+        (a generation whose members subscribe and sit in racks as an earlier one's, member by
+        member, shares all of that shape but the members' ids and identities);
         ``identities``, when the caller knows them, are the members' identities in order."""
         if cache is None:
             cache = ShapeCache()
-        classes = subscription_classes(group)
+        members = group.members
         # one row per distinct subscription, copied to the members sharing it
         distinct: dict[frozenset[str], int] = {}
-        row_of = [distinct.setdefault(member.topics, len(distinct)) for member in group.members]
+        row_of = [distinct.setdefault(member.topics, len(distinct)) for member in members]
         parts = cache.space_parts(group, distinct)
+        member_ids = tuple(member.member_id for member in members)
+        speaker = (
+            _member_by_identity(group)
+            if identities is None
+            else dict(zip(identities, range(len(identities)), strict=True))
+        )
+        # every part but the members' ids follows from the topics and, member by member, the
+        # subscriptions and racks: a generation repeating those of an earlier one shares them
+        like = (parts, tuple(member.topics for member in members), tuple(map(_rack_of, members)))
+        seen = cache._shapes.get(like)
+        if seen is not None:
+            return replace(seen, group=group, member_ids=member_ids, speaker=speaker)
+        classes = subscription_classes(group)
         space = parts.space
         position = parts.position
         class_by_topic = classes.class_by_topic
@@ -1123,19 +1139,17 @@ class GenerationShape:
             ]
         considered = np.asarray(classes.considered, dtype=np.int64)
         capacity, hall = cache.capacity_and_hall_sets(classes)
-        return cls(
+        made = cache._shapes[like] = cls(
             group=group,
             classes=classes,
             capacity=capacity,
             space=space,
-            member_ids=tuple(member.member_id for member in group.members),
+            member_ids=member_ids,
             topic_of=parts.topic_of,
             class_of_topic=class_of_topic,
             subscribed=subscribed,
             considered=considered,
-            speaker=_member_by_identity(group)
-            if identities is None
-            else dict(zip(identities, range(len(identities)), strict=True)),
+            speaker=speaker,
             revoke_weight=revoke_weight,
             skew_weight=skew_weight,
             mismatched=mismatched,
@@ -1149,6 +1163,7 @@ class GenerationShape:
             class_of_partition=class_of_topic[parts.topic_of],
             partition_indexes=np.arange(int(parts.topic_of.size)),
         )
+        return made
 
     def owners_of(self, assignment: Assignment) -> np.ndarray | None:
         """``assignment`` as one owner (member index, -1 nobody) per partition of ``space``;
@@ -1179,6 +1194,9 @@ class GenerationShape:
                 return None
             owners[indexes] = member_index
         return owners
+
+
+_rack_of = attrgetter("rack")
 
 
 class _SpaceParts:
@@ -1255,12 +1273,18 @@ class _SpaceParts:
 class ShapeCache:
     """The parts of :class:`GenerationShape` that generations of one trace often repeat: per
     set of topics and partition space, the partition numbering, weights, subscription and rack
-    rows; per set of subscription classes, the optimal max load. Keep one per trace (it holds
-    on to what it made)."""
+    rows; per set of subscription classes, the optimal max load; per topics and members'
+    subscriptions and racks in order, every part of the shape but the members' ids. Keep one
+    per trace (it holds on to what it made)."""
 
-    __slots__ = ("_capacities", "_spaces")
+    __slots__ = ("_capacities", "_shapes", "_spaces")
 
     def __init__(self) -> None:
+        # by space parts, then each member's subscription and rack in order
+        self._shapes: dict[
+            tuple[_SpaceParts, tuple[frozenset[str], ...], tuple[str | None, ...]],
+            GenerationShape,
+        ] = {}
         self._spaces: dict[tuple[tuple[Topic, ...], tuple[str, ...]], _SpaceParts] = {}
         self._capacities: dict[
             tuple[tuple[tuple[int, ...], ...], tuple[int, ...], int], tuple[int, HallSets | None]
