@@ -182,3 +182,21 @@ def test_generation_shape_of_other_members_with_the_same_subscriptions_names_the
     assert again.group is renamed and again.member_ids == ("d0", "d1")
     assert again.speaker == {"d0": 0, "i": 1}
     _same_shape(again, GenerationShape.of(renamed))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+def test_score_owners_when_everyone_subscribes_to_everything_equals_looking_subscriptions_up(
+    monkeypatch: pytest.MonkeyPatch, scenario: str, assignor: str
+) -> None:
+    everyone = 0
+    for args, kwargs in _scored_calls(monkeypatch, scenario, assignor):
+        shape, owners, previous = args
+        if not shape.subscribes_all:
+            continue
+        everyone += 1
+        looked_up = dataclasses.replace(shape, subscribes_all=False)
+        assert score_owners(shape, owners, previous, **kwargs) == score_owners(
+            looked_up, owners, previous, **kwargs
+        )
+    assert everyone

@@ -1461,7 +1461,10 @@ def score_owners(
     min_load = min(considered_loads, default=0)
     max_load = max(considered_loads, default=0)
     balanced = True
-    if max_load - min_load > 1:
+    if max_load - min_load > 1 and shape.subscribes_all and shape.all_considered:
+        # every member may take every partition: the most loaded could give one to the least
+        balanced = False
+    elif max_load - min_load > 1:
         least = np.where(
             shape.considered_subscribed, loads[shape.considered][:, None], _NO_LOAD
         ).min(axis=0)
@@ -1495,17 +1498,25 @@ def score_owners(
         if num_partitions and num_members:
             # a -1 (no owner, no partition) picks the last row: `present`/`exists` mask it
             still = owners[current] == speakers
-            subscribes = shape.subscribed[
-                speakers, shape.topic_of[current] if into is None else into.topic
-            ]
         else:
-            still = subscribes = np.zeros(codes.size, dtype=bool)
-        code = present | (exists << 1) | (still << 2) | (subscribes << 3)
+            still = np.zeros(codes.size, dtype=bool)
+        code = present | (exists << 1) | (still << 2)
+        if num_partitions and num_members and shape.subscribes_all:
+            # every present owner subscribes to every partition that exists
+            code |= 8
+            keepable = present & exists
+        else:
+            subscribes = (
+                shape.subscribed[speakers, shape.topic_of[current] if into is None else into.topic]
+                if num_partitions and num_members
+                else np.zeros(codes.size, dtype=bool)
+            )
+            code |= subscribes << 3
+            keepable = present & exists & subscribes
         counts = (np.bincount(code, minlength=16) @ _CHURN_COUNTS).tolist()
         forced = counts[0] + counts[3]
         revoked = counts[1] if protocol == "eager" else counts[2]
         moved = counts[4]
-        keepable = present & exists & subscribes
         if weighted and previous.weight is not None and previous.order is not None:
             still_held = present & exists & still
             is_revoked = present & ~still_held if protocol != "eager" else present
