@@ -141,3 +141,29 @@ def test_claims_a_replay_hands_with_its_groups_are_the_members_owned_partitions(
         given, read = owned_claims(group, space), owned_claims(plain, space)
         assert given.member.tolist() == read.member.tolist()
         assert given.index.tolist() == read.index.tolist()
+
+
+def test_prepare_makes_its_objects_with_the_cycle_collector_paused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    from assignors.traces import scoring
+
+    collector_on: list[bool] = []
+    shape_of = scoring.GenerationShape.of
+
+    def recording(*args: object, **kwargs: object) -> scoring.GenerationShape:
+        collector_on.append(gc.isenabled())
+        return shape_of(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(replay.GenerationShape, "of", recording)
+    was_on = gc.isenabled()
+    gc.enable()
+    try:
+        prepare(generated_traces("mixed", 1)[0])
+        assert collector_on and not any(collector_on)
+        assert gc.isenabled()
+    finally:
+        if not was_on:
+            gc.disable()
