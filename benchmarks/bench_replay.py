@@ -28,7 +28,7 @@ parts (its group, scoring shape and what the array assignors share of it) made b
 and timed apart (a job replaying several assignors makes them once per trace); "share of a
 job" charges each assignor its equal share of those parts in a job of the assignors listed
 (all nine built-ins by default, as ``ktk replay`` runs them), what the job really spends per
-assignor.
+assignor; when fewer are listed, "share of 9" is the same for the nine-assignor job.
 ``--check`` exits 1 when an assignor alone falls below its floor in :data:`THROUGHPUT_FLOORS`,
 or in a job below its floor in :data:`JOB_FLOORS`: the floors are about half the figures
 measured on a loaded 2-core machine, so only a bad regression trips them.
@@ -248,7 +248,8 @@ def main() -> None:
             parser.error(f"--assignors: unknown {', '.join(unknown)} (known: {', '.join(names)})")
         names = wanted
     if arguments.check or arguments.size == "traces":
-        if not report_throughput(names, max(1, arguments.repeat), arguments.check):
+        default_job = len([name for name in registry.builtin_names() if _importable(name)])
+        if not report_throughput(names, max(1, arguments.repeat), arguments.check, default_job):
             raise SystemExit(1)
         return
     sizes = (
@@ -377,10 +378,14 @@ def throughput(
     return best
 
 
-def report_throughput(names: list[str], repeat: int, check: bool) -> bool:
+def report_throughput(
+    names: list[str], repeat: int, check: bool, default_job: int | None = None
+) -> bool:
     """Print generations/s per assignor on the ``traces`` size, alone and as one more assignor
-    of a job (shared parts made once per trace); False when ``check`` and some assignor is
-    below its floor, alone (:data:`THROUGHPUT_FLOORS`) or in a job (:data:`JOB_FLOORS`)."""
+    of a job (shared parts made once per trace), charged its share of the shared parts in a
+    job of ``names`` and, when that is another number, in a job of ``default_job`` assignors
+    (what ``ktk replay`` runs by default); False when ``check`` and some assignor is below its
+    floor, alone (:data:`THROUGHPUT_FLOORS`) or in a job (:data:`JOB_FLOORS`)."""
     from assignors.traces.replay import prepare, share_owned_parts
 
     traces = build_traces("traces")
@@ -399,15 +404,23 @@ def report_throughput(names: list[str], repeat: int, check: bool) -> bool:
             # what the array assignors share (in a job the first of them makes it)
             share_owned_parts(prepared)
         preparing = min(preparing, time.process_time() - started)
+    jobs = [len(names)]
+    if default_job is not None and default_job != len(names):
+        jobs.append(default_job)
     print(
         f"shared parts of every generation (group, optimal balance, scoring shape, array "
-        f"layout): {preparing:.3f} CPU s, made once per trace for all assignors; in a job "
-        f"of these {len(names)} each is charged {preparing / len(names):.3f} s"
+        f"layout): {preparing:.3f} CPU s, made once per trace for all assignors; "
+        + "; ".join(
+            f"in a job of {size} assignors each is charged {preparing / size:.3f} s"
+            for size in jobs
+        )
     )
     header = (
         f"{'assignor':<24} {'gens':>5} {'CPU s':>7} {'gens/s CPU':>11} {'gens/s wall':>12} "
         f"{'in a job':>9} {'share of a job':>15}"
     )
+    if len(jobs) > 1:
+        header += f" {f'share of {default_job}':>11}"
     if check:
         header += f" {'floor':>7} {'job floor':>9}"
     print(header)
@@ -422,6 +435,8 @@ def report_throughput(names: list[str], repeat: int, check: bool) -> bool:
             f"{generations / shared_cpu if shared_cpu > 0 else float('inf'):>9.0f} "
             f"{generations / (shared_cpu + preparing / len(names)):>15.0f}"
         )
+        if len(jobs) > 1:
+            line += f" {generations / (shared_cpu + preparing / jobs[1]):>11.0f}"
         if check:
             job_rate = generations / shared_cpu if shared_cpu > 0 else float("inf")
             failed = []
