@@ -643,6 +643,28 @@ distinct and in 0..4 (got [4, 1])
         _set_objects(made, None)
         return made
 
+    @classmethod
+    def all_checked(
+        cls, space: PartitionSpace, runs: np.ndarray, starts: Sequence[int], ends: Sequence[int]
+    ) -> list[OwnedPartitions]:
+        """:meth:`checked` of every run ``runs[starts[i]:ends[i]]`` (``runs``: read-only int64,
+        each run sorted, distinct and inside ``space``), made in C-level passes, one slot over
+        all of them at a time: a replay cuts a group's owned partitions from one array this way
+        every generation. The runs are views of ``runs``.
+
+        >>> space = PartitionSpace(("a",), (4,))
+        >>> runs = np.array([0, 3, 1])
+        >>> [owned.indexes.tolist() for owned in OwnedPartitions.all_checked(
+        ...     space, runs, [0, 2, 2], [2, 2, 3])]
+        [[0, 3], [], [1]]
+        """
+        count = len(starts)
+        made = list(map(cls.__new__, repeat(cls, count)))
+        _consume(map(_set_space, made, repeat(space, count)))
+        _consume(map(_set_indexes, made, map(runs.__getitem__, map(slice, starts, ends))))
+        _consume(map(_set_objects, made, repeat(None, count)))
+        return made
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"OwnedPartitions is immutable: cannot set {name!r}")
 
@@ -923,18 +945,13 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
             claimed = runs[limits[0] :]
             claimers = owners[claimed]  # ascending: the runs are by owner
             claimers.flags.writeable = False
-            nothing = OwnedPartitions.checked(space, runs[:0])
-            owned_partitions = OwnedPartitions.checked
             members = group.members
             return Group.checked(
                 group.topics,
                 Member.all_checked(
                     member_ids,
                     tuple(map(_topics_of, members)),
-                    [
-                        owned_partitions(space, runs[start:end]) if end > start else nothing
-                        for start, end in itertools.pairwise(limits)
-                    ],
+                    OwnedPartitions.all_checked(space, runs, limits[:-1], limits[1:]),
                     (generation,) * len(members),
                     tuple(map(_rack_of, members)),
                     tuple(map(_instance_id_of, members)),

@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import pickle
 from dataclasses import replace
+from random import Random
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strategies import groups
 
 from assignors import registry
@@ -104,6 +106,24 @@ def test_owned_partition_indexes_are_read_only_and_leave_the_callers_array_alone
     assert owned.indexes.tolist() == [0, 2]
     with pytest.raises(ValueError, match="read-only"):
         _read(REQUEST).members[0].owned_partitions.indexes[0] = 5  # type: ignore[union-attr]
+
+
+@given(st.lists(st.integers(0, 5), max_size=6), st.randoms(use_true_random=False))
+@settings(max_examples=80, deadline=None, database=None)
+def test_owned_partitions_cut_from_one_array_equal_each_run_checked_alone(
+    sizes: list[int], random: Random
+) -> None:
+    space = PartitionSpace(("a", "b"), (4, 3))
+    runs_list = [sorted(random.sample(range(space.size), size)) for size in sizes]
+    runs = np.asarray([index for run in runs_list for index in run], dtype=np.int64)
+    runs.flags.writeable = False
+    ends = np.cumsum(sizes).tolist() if sizes else []
+    starts = [end - size for end, size in zip(ends, sizes, strict=True)]
+    made = OwnedPartitions.all_checked(space, runs, starts, ends)
+    assert [owned.space for owned in made] == [space] * len(sizes)
+    assert [owned.indexes.tolist() for owned in made] == runs_list
+    assert made == [OwnedPartitions(space, run) for run in runs_list]
+    assert not any(owned.is_made for owned in made)
 
 
 def test_request_reader_refuses_a_bad_owned_pair_naming_it():

@@ -26,7 +26,6 @@ else member id), the assignor runs (cooperative ones until nothing is withheld, 
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
@@ -306,15 +305,13 @@ class _Rejoin(NamedTuple):
     previous generation (it owns what its identity's speaker held), else -1;
     ``taker[m]``: the member here that owns what member ``m`` of the previous generation held
     (-1 nobody; one more entry, -1, for an owner array's -1), None when two members here
-    rejoin with one identity (both own what it held); ``nothing``: no owned partitions, as
-    arrays of this generation's space; ``member_columns``: the members' ids, topics, racks and
-    instance ids, column by column; ``generations[i]``: the generation member ``i`` owned its
-    partitions in (the previous one when it was there, else -1).
+    rejoin with one identity (both own what it held); ``member_columns``: the members' ids,
+    topics, racks and instance ids, column by column; ``generations[i]``: the generation
+    member ``i`` owned its partitions in (the previous one when it was there, else -1).
     """
 
     rejoining: tuple[int, ...]
     taker: np.ndarray | None
-    nothing: OwnedPartitions
     member_columns: tuple[
         tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
     ]
@@ -348,7 +345,6 @@ def _rejoin_of(prepared: Prepared, position: int) -> _Rejoin:
     made = prepared.rejoins[position] = _Rejoin(
         rejoining=tuple(rejoining),
         taker=taker,
-        nothing=_no_partitions(step.shape.space),
         member_columns=_columns(step.members),
         generations=tuple([NO_GENERATION if code < 0 else owned_in for code in rejoining]),
     )
@@ -473,17 +469,6 @@ def _group_at(
     )
 
 
-_EMPTY = np.zeros(0, dtype=np.int64)
-_EMPTY.flags.writeable = False
-
-
-def _no_partitions(space: PartitionSpace) -> OwnedPartitions:
-    """No owned partitions, as arrays of ``space`` (equal to ``()``): every member of a group
-    carried as arrays lists its owned partitions the same way, so claims are read as one
-    concatenation of arrays."""
-    return OwnedPartitions.checked(space, _EMPTY)
-
-
 def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: _Rejoin) -> Group:
     """:func:`_group_at` from the previous generation's owner array (member index per partition
     of its space): each member owns, as :class:`~assignors.model.OwnedPartitions` of this
@@ -503,12 +488,7 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: 
         runs, claimers = indexes[order], who[order]
         runs.flags.writeable = claimers.flags.writeable = False
         limits = np.searchsorted(claimers, np.arange(len(parts.rejoining) + 1)).tolist()
-        nothing = parts.nothing
-        owned_partitions = OwnedPartitions.checked
-        owned = [
-            owned_partitions(space, runs[start:end]) if end > start else nothing
-            for start, end in itertools.pairwise(limits)
-        ]
+        owned = OwnedPartitions.all_checked(space, runs, limits[:-1], limits[1:])
         member_ids, topics, racks, instance_ids = parts.member_columns
         members = Member.all_checked(
             member_ids, topics, owned, parts.generations, racks, instance_ids
@@ -528,14 +508,13 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: 
     runs = indexes[order]
     runs.flags.writeable = False
     bounds = np.searchsorted(codes[order], np.arange(previous.speaker_of_code.size + 1)).tolist()
-    nothing = parts.nothing
-    owned_partitions = OwnedPartitions.checked
-    owned = [
-        owned_partitions(space, runs[bounds[code] : bounds[code + 1]])
-        if code >= 0 and bounds[code + 1] > bounds[code]
-        else nothing
-        for code in parts.rejoining
-    ]
+    # a member rejoining with no identity of the previous generation owns the empty run
+    owned = OwnedPartitions.all_checked(
+        space,
+        runs,
+        [bounds[code] if code >= 0 else 0 for code in parts.rejoining],
+        [bounds[code + 1] if code >= 0 else 0 for code in parts.rejoining],
+    )
     member_ids, topics, racks, instance_ids = parts.member_columns
     members = Member.all_checked(member_ids, topics, owned, parts.generations, racks, instance_ids)
     return Group.checked(
