@@ -124,6 +124,8 @@ def test_score_owners_reading_the_carried_partitions_a_replay_keeps_equals_worki
             carried.class_of[exists].tolist()
             == shape.class_of_partition[previous.current[exists]].tolist()
         )
+        everyone = shape.subscribes_all and shape.topic_of.size and shape.member_ids
+        assert carried.churn_bits.tolist() == [2 * e + (8 if everyone else 0) for e in exists]
         assert score_owners(shape, owners, previous, **kwargs) == score_owners(
             shape, owners, previous._replace(carried=None), **kwargs
         )
@@ -200,3 +202,26 @@ def test_score_owners_when_everyone_subscribes_to_everything_equals_looking_subs
             looked_up, owners, previous, **kwargs
         )
     assert everyone
+
+
+def test_least_moved_of_keys_all_with_a_keeper_equals_dropping_the_keeperless() -> None:
+    from assignors.model import Group, Member, Topic
+    from assignors.traces.scoring import _least_moved_if_reachable, subscription_classes
+
+    classes = subscription_classes(
+        Group(
+            (Topic("a", 6), Topic("b", 3)),
+            (
+                Member("x", frozenset({"a"})),
+                Member("y", frozenset({"a", "b"})),
+                Member("z", frozenset({"b"})),
+            ),
+        )
+    )
+    keys = np.array([0, 0, 1]), np.array([0, 1, 2]), np.array([5, 1, 2])
+    # one more key of nobody's, holding nothing: the general path drops it
+    with_nobody = tuple(np.append(key, extra) for key, extra in zip(keys, (1, -1, 0), strict=True))
+    for capacity in range(2, 7):
+        assert _least_moved_if_reachable(classes, *keys, capacity) == _least_moved_if_reachable(
+            classes, *with_nobody, capacity
+        )

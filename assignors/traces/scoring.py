@@ -632,8 +632,11 @@ def _least_moved_if_reachable(
     if num_classes > _HALL_MAX_CLASSES:
         return None
     classes_in, reaches, members = _hall_sets(classes.subscribers) if hall is None else hall
-    kept = key_keeper >= 0
-    keepers, held_class, held_count = key_keeper[kept], key_class[kept], key_count[kept]
+    if key_keeper.size and _least(key_keeper) >= 0:  # every key has a keeper: none to drop
+        keepers, held_class, held_count = key_keeper, key_class, key_count
+    else:
+        kept = key_keeper >= 0
+        keepers, held_class, held_count = key_keeper[kept], key_class[kept], key_count[kept]
     held = np.bincount(keepers, weights=held_count, minlength=int(members[-1]) + 1)
     held = held.astype(np.int64)
     excess = held - capacity
@@ -1350,18 +1353,35 @@ class CarriedInto(NamedTuple):
     one is in this generation (the same for every assignor, so a replay makes it once per
     generation): ``exists[q]``, ``current[q] >= 0``; ``topic[q]`` and ``class_of[q]``, the
     topic position and subscription class of ``current[q]`` (read at -1 too, where ``exists``
-    masks them)."""
+    masks them); ``churn_bits[q]``, the bits of ``q``'s churn code (:data:`_CHURN_COUNTS`) that
+    do not depend on who held it: 2 when it exists, 8 as well when every member subscribes to
+    every topic."""
 
     exists: np.ndarray
     topic: np.ndarray
     class_of: np.ndarray
+    churn_bits: np.ndarray
 
     @classmethod
     def of(cls, shape: GenerationShape, current: np.ndarray) -> CarriedInto:
+        exists = current >= 0
         if not shape.topic_of.size:  # no partition here: nothing is read at them
             nothing = np.zeros(current.size, dtype=np.int64)
-            return cls(current >= 0, nothing, nothing)
-        return cls(current >= 0, shape.topic_of[current], shape.class_of_partition[current])
+            return cls(exists, nothing, nothing, exists << 1)
+        return cls(
+            exists,
+            shape.topic_of[current],
+            shape.class_of_partition[current],
+            _churn_bits(shape, exists),
+        )
+
+
+def _churn_bits(shape: GenerationShape, exists: np.ndarray) -> np.ndarray:
+    """:attr:`CarriedInto.churn_bits` of partitions that exist as ``exists`` says."""
+    bits = exists << 1
+    if shape.subscribes_all and shape.topic_of.size and shape.member_ids:
+        bits |= 8  # every present owner subscribes to every partition that exists
+    return bits
 
 
 class PreviousOwners(NamedTuple):
@@ -1500,10 +1520,9 @@ def score_owners(
             still = owners[current] == speakers
         else:
             still = np.zeros(codes.size, dtype=bool)
-        code = present | (exists << 1) | (still << 2)
+        code = present | (_churn_bits(shape, exists) if into is None else into.churn_bits)
+        code |= still << 2
         if num_partitions and num_members and shape.subscribes_all:
-            # every present owner subscribes to every partition that exists
-            code |= 8
             keepable = present & exists
         else:
             subscribes = (
