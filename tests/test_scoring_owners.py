@@ -225,3 +225,20 @@ def test_least_moved_of_keys_all_with_a_keeper_equals_dropping_the_keeperless() 
         assert _least_moved_if_reachable(classes, *keys, capacity) == _least_moved_if_reachable(
             classes, *with_nobody, capacity
         )
+
+
+def test_carried_partitions_of_a_generation_with_the_previous_ones_space_are_read_in_place() -> (
+    None
+):
+    in_place = 0
+    for trace in _traces("scale-out", 1):
+        for step in prepare(trace).steps[1:]:
+            assert step.current is not None and step.carried is not None
+            if step.current is not step.shape.partition_indexes:
+                continue
+            in_place += 1
+            # the same as gathering at every index
+            assert step.carried.topic.tolist() == step.shape.topic_of.tolist()
+            assert step.carried.class_of.tolist() == step.shape.class_of_partition.tolist()
+            assert step.carried.exists.all()
+    assert in_place

@@ -256,7 +256,7 @@ def _prepare(trace: Trace) -> Prepared:
         kept_topics = False
         if previous is not None:
             kept_topics = all(name in topic_by_name for name in previous.topic_by_name)
-            current, weight = _carried_into(previous.shape.space, shape.space, topic_by_name)
+            current, weight = _carried_into(previous.shape.space, shape, topic_by_name)
             dropped = _dropped(previous.shape.space, shape.space, topic_by_name)
         steps.append(
             _Step(
@@ -367,13 +367,15 @@ def _columns(
 
 
 def _carried_into(
-    before: PartitionSpace, now: PartitionSpace, topic_by_name: Mapping[str, Topic]
+    before: PartitionSpace, shape: GenerationShape, topic_by_name: Mapping[str, Topic]
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Each partition of ``before`` as an index of ``now`` (-1: not there), and its weight in
-    this generation's topics (0.0 without one; None when no topic has weights)."""
+    """Each partition of ``before`` as an index of ``shape``'s space (-1: not there), and its
+    weight in this generation's topics (0.0 without one; None when no topic has weights).
+    When the spaces are alike, that is the shape's own ``partition_indexes``."""
+    now = shape.space
     weighted = any(topic.weights is not None for topic in topic_by_name.values())
     if not weighted and (before is now or before == now):
-        return np.arange(now.size, dtype=np.int64), None
+        return shape.partition_indexes, None
     current_parts, weight_parts = [], []
     offset_now = dict(zip(now.topic_names, now.offsets, strict=True))
     count_now = dict(zip(now.topic_names, now.partition_counts, strict=True))

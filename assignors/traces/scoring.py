@@ -1088,11 +1088,11 @@ class GenerationShape:
         if cache is None:
             cache = ShapeCache()
         members = group.members
+        subscriptions = tuple(map(_topics_of, members))
         # one row per distinct subscription, copied to the members sharing it
-        distinct: dict[frozenset[str], int] = {}
-        row_of = [distinct.setdefault(member.topics, len(distinct)) for member in members]
+        distinct = {topics: row for row, topics in enumerate(dict.fromkeys(subscriptions))}
         parts = cache.space_parts(group, distinct)
-        member_ids = tuple(member.member_id for member in members)
+        member_ids = tuple(map(_member_id_of, members))
         speaker = (
             _member_by_identity(group)
             if identities is None
@@ -1100,10 +1100,11 @@ class GenerationShape:
         )
         # every part but the members' ids follows from the topics and, member by member, the
         # subscriptions and racks: a generation repeating those of an earlier one shares them
-        like = (parts, tuple(member.topics for member in members), tuple(map(_rack_of, members)))
+        like = (parts, subscriptions, tuple(map(_rack_of, members)))
         seen = cache._shapes.get(like)
         if seen is not None:
             return replace(seen, group=group, member_ids=member_ids, speaker=speaker)
+        row_of = list(map(distinct.__getitem__, subscriptions))
         classes = subscription_classes(group)
         space = parts.space
         position = parts.position
@@ -1200,6 +1201,8 @@ class GenerationShape:
 
 
 _rack_of = attrgetter("rack")
+_topics_of = attrgetter("topics")
+_member_id_of = attrgetter("member_id")
 
 
 class _SpaceParts:
@@ -1368,6 +1371,8 @@ class CarriedInto(NamedTuple):
         if not shape.topic_of.size:  # no partition here: nothing is read at them
             nothing = np.zeros(current.size, dtype=np.int64)
             return cls(exists, nothing, nothing, exists << 1)
+        if current is shape.partition_indexes:  # every partition where it was
+            return cls(exists, shape.topic_of, shape.class_of_partition, _churn_bits(shape, exists))
         return cls(
             exists,
             shape.topic_of[current],
