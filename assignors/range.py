@@ -293,8 +293,8 @@ def _rack_matched_ranges(
     per_consumer, remaining = divmod(num_partitions, num_consumers)
     owner = [-1] * num_partitions
     counts = [0] * num_consumers
-    by_rack = placement.by_rack
-    start = dict.fromkeys(by_rack, 0)
+    # per rack, where its walk stopped: the partitions before were taken or looked at
+    walks = {rack: iter(candidates) for rack, candidates in placement.by_rack.items()}
     free = 0  # every partition below is taken (where consumers without a rack look first)
     left = num_partitions
     for index, rack in enumerate(consumer_racks):
@@ -312,18 +312,15 @@ def _rack_matched_ranges(
                         break
                 free += 1
         else:
-            candidates = by_rack.get(rack)
-            if candidates is None:
+            walk = walks.get(rack)
+            if walk is None:
                 continue
-            position = start[rack]
-            for partition in candidates[position:]:
-                position += 1
+            for partition in walk:
                 if owner[partition] < 0:
                     owner[partition] = index
                     taken += 1
                     if taken == limit:
                         break
-            start[rack] = position
         if taken:
             counts[index] = taken
             if taken > per_consumer:
