@@ -431,6 +431,24 @@ class Group:
         assert self._derived is not None
         return self._derived
 
+    def owned_claim_arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The members' owned partitions as the two read-only arrays they were cut from, when
+        the group's maker cut them so (:func:`rejoin`, a replay's groups from owner arrays):
+        (member index per claim, partition index of :meth:`partition_space` per claim), member
+        after member, each one's ascending; None otherwise. A reader of every member's owned
+        partitions takes them here without a step per member.
+
+        >>> space = PartitionSpace(("a",), (3,))
+        >>> members = (Member("c0", frozenset("a")), Member("c1", frozenset("a")))
+        >>> group = Group((Topic("a", 3),), members)
+        >>> given = Assignment.from_owners(space, ("c0", "c1"), np.array([1, -1, 0]))
+        >>> group.owned_claim_arrays() is None
+        True
+        >>> [part.tolist() for part in rejoin(group, given, 4).owned_claim_arrays()]
+        [[0, 1], [2, 0]]
+        """
+        return self._owned_claims
+
     def has_racks(self) -> bool:
         """True when rack-aware assignment applies (KIP-881): some consumer rack and some
         replica racks are known."""

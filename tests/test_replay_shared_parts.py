@@ -134,13 +134,19 @@ def test_claims_a_replay_hands_with_its_groups_are_the_members_owned_partitions(
         traces += _traces(scenario, seed)
     for trace in traces:
         replay.replay_with(trace, registry.get(name), timings=False)
-    assert any(group._owned_claims is not None for group in made)
+    assert any(group.owned_claim_arrays() is not None for group in made)
     for group in made:
         space = group.partition_space()
         plain = Group.checked(group.topics, group.members, group._topic_by_name, space)
         given, read = owned_claims(group, space), owned_claims(plain, space)
         assert given.member.tolist() == read.member.tolist()
         assert given.index.tolist() == read.index.tolist()
+        cut_from = group.owned_claim_arrays()
+        if cut_from is not None:
+            assert [part.tolist() for part in cut_from] == [
+                read.member.tolist(),
+                read.index.tolist(),
+            ]
 
 
 def test_prepare_makes_its_objects_with_the_cycle_collector_paused(
