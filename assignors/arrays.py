@@ -324,7 +324,7 @@ def owned_claims(
     ([1, 1, 0], [0, 3, 3])
     """
     listed = group.members
-    made = group._owned_claims
+    made = group.owned_claim_arrays()
     if (
         made is not None
         and members is None
