@@ -19,7 +19,7 @@ from strategies import groups, next_round
 from assignors import sticky
 from assignors.arrays import GroupArrays
 from assignors.cooperative_sticky import CooperativeStickyAssignor
-from assignors.model import Group, Member, OwnedPartitions, Topic, TopicPartition
+from assignors.model import Assignment, Group, Member, OwnedPartitions, Topic, TopicPartition
 
 SETTINGS = settings(
     max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -230,3 +230,22 @@ def test_a_shape_seen_rounds_ago_is_reused_and_answers_as_a_fresh_assignor(group
     assert assignor._rounds._last.shape is last.shape or not sticky.same_shape(
         group, last.arrays, back, GroupArrays.of(back)
     )
+
+
+@SETTINGS
+@given(groups(max_members=6, max_topics=4, max_partitions=10, owned=True), st.data())
+def test_a_group_rejoined_with_other_owners_is_not_the_follow_up(group, data):
+    """A group rejoined from an owner array is the follow-up only when that array hands out
+    what the round handed; any other array leaves it to be read in full."""
+    assignor, _, last = remembered_round(group)
+    owners = last.handed.copy()
+    for position in data.draw(st.lists(st.integers(0, max(owners.size - 1, 0)), max_size=3)):
+        if owners.size:
+            owners[position] = data.draw(st.integers(-1, len(group.members) - 1))
+    space, member_ids = group.partition_space(), tuple(m.member_id for m in group.members)
+    other = next_round(group, Assignment.from_owners(space, member_ids, owners))
+    made = sticky.follow_up_arrays(last.group, last.arrays, last.handed, other)
+    assert (made is not None) == np.array_equal(owners, last.handed)
+    if made is not None:
+        assert_same_arrays(made, GroupArrays.of(other))
+    assert_same_answer(assignor.assign(other), CooperativeStickyAssignor().assign(other))
