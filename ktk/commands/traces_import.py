@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import gc
 import gzip
 import itertools
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
@@ -58,19 +56,6 @@ class _Source(NamedTuple):
 
     name: str
     lines: Iterator[str]
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Parsed records hold no reference cycles; the cycle collector only halves the speed on
-    large dumps (its passes are triggered by the many small objects)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _validated(rows: tuple[dict[str, Any], ...], target: str) -> None:
@@ -149,6 +134,7 @@ def register(traces_app: typer.Typer) -> None:
         replaced (a run that is interrupted leaves the previous OUT as it was).
         """
         import ktk
+        from assignors.model import no_cycle_collection
         from assignors.traces.files import write_traces
         from assignors.traces.importers import (
             SOURCE_KINDS,
@@ -197,7 +183,7 @@ def register(traces_app: typer.Typer) -> None:
             options = ImportOptions(
                 frozenset(groups) if groups else None, strict=not skip_bad_records
             )
-            with _no_cycle_collection():
+            with no_cycle_collection():
                 result = import_history(source_kind, sources, catalog, options)
         name = _output_name(source_kind, files[0], file_format)
         with reported_errors():
