@@ -19,7 +19,30 @@ from assignors.traces.replay import replay_with
 
 
 def _traces(scenario: str, seed: int) -> list[Trace]:
+    if scenario == "delete":
+        return [_deleting_trace()]
     return generated_traces(scenario, seed)
+
+
+def _deleting_trace() -> Trace:
+    """Topic ``b`` is deleted while its subscribers stay: what they held of it is owned by
+    nobody after; then generations with the same topics (partitions where they were)."""
+
+    def row(generation: int, topics: dict[str, int], members: list[str]) -> dict[str, object]:
+        return {
+            "trace_id": "delete",
+            "generation": generation,
+            "topics": [{"name": name, "partitions": count} for name, count in topics.items()],
+            "members": [{"member_id": m, "topics": ["a", "b", "c"]} for m in members],
+        }
+
+    rows = [
+        row(1, {"a": 6, "b": 3, "c": 2}, ["c0", "c1"]),
+        row(2, {"a": 6, "c": 2}, ["c0", "c1", "c2"]),
+        row(3, {"a": 6, "c": 2}, ["c0", "c1", "c2"]),
+        row(4, {"a": 6, "c": 2}, ["c1", "c2"]),
+    ]
+    return build_trace("delete", [parse_generation(r, None, i) for i, r in enumerate(rows, 1)])
 
 
 class _Recording:
@@ -49,6 +72,7 @@ def _cases() -> Iterator[tuple[str, str, int]]:
         ("partition-expansion", 7),
         ("subscription-change", 9),
         ("rack-outage", 5),
+        ("delete", 0),
     ):
         for name in ("sticky", "cooperative-sticky"):
             yield name, scenario, seed

@@ -305,13 +305,18 @@ class _Rejoin(NamedTuple):
     previous generation (it owns what its identity's speaker held), else -1;
     ``taker[m]``: the member here that owns what member ``m`` of the previous generation held
     (-1 nobody; one more entry, -1, for an owner array's -1), None when two members here
-    rejoin with one identity (both own what it held); ``member_columns``: the members' ids,
-    topics, racks and instance ids, column by column; ``generations[i]``: the generation
-    member ``i`` owned its partitions in (the previous one when it was there, else -1).
+    rejoin with one identity (both own what it held); ``gone``: the previous generation's
+    partitions that no longer exist (``current`` -1), None when none; ``member_bounds``:
+    0 to the number of members, where each member's run of claims is looked up;
+    ``member_columns``: the members' ids, topics, racks and instance ids, column by column;
+    ``generations[i]``: the generation member ``i`` owned its partitions in (the previous one
+    when it was there, else -1).
     """
 
     rejoining: tuple[int, ...]
     taker: np.ndarray | None
+    gone: np.ndarray | None
+    member_bounds: np.ndarray
     member_columns: tuple[
         tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
     ]
@@ -342,9 +347,15 @@ def _rejoin_of(prepared: Prepared, position: int) -> _Rejoin:
             dtype=np.int64,
         )
     owned_in = previous.generation.generation
+    gone = None
+    if step.current is not None and step.current is not step.shape.partition_indexes:
+        missing = (step.current < 0).nonzero()[0]
+        gone = missing if missing.size else None
     made = prepared.rejoins[position] = _Rejoin(
         rejoining=tuple(rejoining),
         taker=taker,
+        gone=gone,
+        member_bounds=np.arange(len(rejoining) + 1, dtype=np.int64),
         member_columns=_columns(step.members),
         generations=tuple([NO_GENERATION if code < 0 else owned_in for code in rejoining]),
     )
@@ -482,15 +493,21 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: 
     space = step.shape.space
     if parts.taker is not None:
         # one owner per previous partition: the members' runs, member after member, are
-        # also the group's claims
+        # also the group's claims; a partition gone from this generation has no taker
         takers = parts.taker[owners]
-        kept = (takers >= 0) & (current >= 0)
-        who, indexes = takers[kept], current[kept]
-        order = np.argsort(who, kind="stable")
-        runs, claimers = indexes[order], who[order]
+        if parts.gone is not None:
+            takers[parts.gone] = -1
+        order = np.argsort(takers, kind="stable")
+        ranked = takers[order]
+        limits = np.searchsorted(ranked, parts.member_bounds).tolist()
+        untaken = limits[0]
+        claimers = ranked[untaken:]
+        runs = (
+            order[untaken:] if current is step.shape.partition_indexes else current[order[untaken:]]
+        )
         runs.flags.writeable = claimers.flags.writeable = False
-        limits = np.searchsorted(claimers, np.arange(len(parts.rejoining) + 1)).tolist()
-        owned = OwnedPartitions.all_checked(space, runs, limits[:-1], limits[1:])
+        starts = [limit - untaken for limit in limits]
+        owned = OwnedPartitions.all_checked(space, runs, starts[:-1], starts[1:])
         member_ids, topics, racks, instance_ids = parts.member_columns
         members = Member.all_checked(
             member_ids, topics, owned, parts.generations, racks, instance_ids
