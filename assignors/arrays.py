@@ -272,8 +272,11 @@ def _valid_claims(
             claims = claims.subset(subscribed)
     if claims.objects is not None:
         objects[claims.index] = claims.objects
-    if claims.index.size and np.bincount(claims.index).max() <= 1:
-        # no partition claimed twice: every claim wins, whatever the generations
+    if claims.index.size and (
+        group.owned_claim_arrays() is not None or np.bincount(claims.index).max() <= 1
+    ):
+        # no partition claimed twice (never, in claims cut from an owner array): every claim
+        # wins, whatever the generations
         claimant[claims.index] = claims.member
         return claimant, contested, unsubscribed_owner, objects
     generations = member_generations(group)

@@ -365,9 +365,10 @@ class Group:
         ``derived``: another group's :meth:`derived` store, shared with it (a replay's groups
         of one generation, whose members differ in owned partitions and generations only).
         ``owned_claims``: the members' owned partitions as (member index per claim, partition
-        index of ``space`` per claim), member after member, each one's ascending, read-only:
-        when the caller cut the members' :class:`OwnedPartitions` from these very arrays
-        (:func:`assignors.arrays.owned_claims` then reads them as they are).
+        index of ``space`` per claim), member after member, each one's ascending, read-only,
+        no partition claimed twice: when the caller cut the members' :class:`OwnedPartitions`
+        from these very arrays, as from an owner array (:func:`assignors.arrays.owned_claims`
+        then reads them as they are, and every claim is uncontested).
 
         >>> topics = (Topic("a", 1),)
         >>> members = (Member("c0", frozenset({"a"})),)
@@ -435,8 +436,8 @@ class Group:
         """The members' owned partitions as the two read-only arrays they were cut from, when
         the group's maker cut them so (:func:`rejoin`, a replay's groups from owner arrays):
         (member index per claim, partition index of :meth:`partition_space` per claim), member
-        after member, each one's ascending; None otherwise. A reader of every member's owned
-        partitions takes them here without a step per member.
+        after member, each one's ascending, no partition claimed twice; None otherwise. A
+        reader of every member's owned partitions takes them here without a step per member.
 
         >>> space = PartitionSpace(("a",), (3,))
         >>> members = (Member("c0", frozenset("a")), Member("c1", frozenset("a")))

@@ -1,7 +1,8 @@
 """What a replay makes once per trace and shares among generations and assignors: topics equal
 to an earlier generation's are that same object, and range finds its replica placement of them
 by identity, never handing back the placement of other racks; the groups it builds from owner
-arrays carry their members' owned partitions as claims, the same ones the members list."""
+arrays carry their members' owned partitions as claims, the same ones the members list, none
+twice."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from generated import generated_traces
 
 from assignors import range as range_assignor
 from assignors import registry
-from assignors.arrays import owned_claims
+from assignors.arrays import GroupArrays, owned_claims
 from assignors.model import Group
 from assignors.range import RangeAssignor
 from assignors.traces import replay
@@ -147,6 +148,11 @@ def test_claims_a_replay_hands_with_its_groups_are_the_members_owned_partitions(
                 read.member.tolist(),
                 read.index.tolist(),
             ]
+            # no partition claimed twice: GroupArrays resolves them without a count
+            assert len(set(read.index.tolist())) == read.index.size
+            fast, counted = GroupArrays.of(group), GroupArrays.of(plain)
+            for name in ("claimant", "contested", "unsubscribed_owner"):
+                assert getattr(fast, name).tolist() == getattr(counted, name).tolist()
 
 
 def test_prepare_makes_its_objects_with_the_cycle_collector_paused(
