@@ -1789,17 +1789,28 @@ def _search_loads(
     and only those that might lose fewer claims than the best so far get one (its cost alone);
     the winner of a sweep is then solved again by :func:`_fewest_moves` itself."""
     low, high = window
-    best_moves = _moves(claims, holdings)
-    trials = _LoadTrials.of(subscribers, claims, counts)
-    active = np.flatnonzero(np.bincount(trials.member, minlength=loads.size))
-    claimed_by_member = np.bincount(trials.member, trials.claimed, minlength=loads.size)
-    claimed_by_member = claimed_by_member.astype(_INDEX)
-    total_claims = int(trials.claimed.sum())
+    member = np.concatenate(subscribers).astype(_INDEX, copy=False)
+    claimed = np.concatenate(claims)
+    claimed_by_member = np.bincount(member, claimed, minlength=loads.size).astype(_INDEX)
+    total_claims = int(claimed.sum())
+    # the claims kept now, as _moves counts them: what each edge holds of its claims
+    kept_claims = np.minimum(claimed, np.concatenate(holdings))
+    best_moves = total_claims - int(kept_claims.sum())
+    active: np.ndarray | None = None
+    trials: _LoadTrials | None = None
     spent = 0
     while best_moves > 0 and spent < LOAD_SEARCH_TRIALS:
-        held = np.concatenate(holdings)
-        kept = np.bincount(trials.member, np.minimum(trials.claimed, held), minlength=loads.size)
+        # a member keeps at most min(load, all its claims), and one trial moves one unit of
+        # load, so it keeps at most one more than their sum: when even that is no more claims
+        # than the best so far, no trial can win (the screens below only tighten this)
+        keepable = np.minimum(loads, claimed_by_member)
+        most_kept = int(keepable.sum())
+        if total_claims - (most_kept + 1) >= best_moves:
+            break
+        kept = np.bincount(member, kept_claims, minlength=loads.size)
         givers = np.flatnonzero((loads > kept) & (loads > low))
+        if active is None:
+            active = np.flatnonzero(np.bincount(member, minlength=loads.size))
         takers = active[loads[active] < high]
         # every (giver, taker) pair, giver after giver, as many as the trial budget has left
         pair_givers = np.repeat(givers, takers.size)
@@ -1808,11 +1819,10 @@ def _search_loads(
         budget = LOAD_SEARCH_TRIALS - spent
         pair_givers, pair_takers = pair_givers[distinct][:budget], pair_takers[distinct][:budget]
         spent += pair_givers.size
-        # a member keeps at most min(load, all its claims): a trial keeping no more claims than
-        # the best so far by that count alone cannot win (the screen below only tightens it)
-        keepable = np.minimum(loads, claimed_by_member)
+        # the same count per trial: a trial keeping no more claims than the best so far by
+        # that count alone cannot win
         relaxed = (
-            int(keepable.sum())
+            most_kept
             - (loads[pair_givers] <= claimed_by_member[pair_givers])
             + (loads[pair_takers] < claimed_by_member[pair_takers])
         )
@@ -1820,6 +1830,8 @@ def _search_loads(
         pair_givers, pair_takers = pair_givers[promising], pair_takers[promising]
         if pair_givers.size == 0:
             break
+        if trials is None:
+            trials = _LoadTrials.of(subscribers, claims, counts, member, claimed)
         tried = np.repeat(loads[None, :], pair_givers.size, axis=0)
         rows = np.arange(pair_givers.size)
         tried[rows, pair_givers] -= 1
@@ -1837,6 +1849,7 @@ def _search_loads(
         found = _fewest_moves(subscribers, claims, counts, improved)
         assert found is not None
         loads[:], holdings = improved, found
+        kept_claims = np.minimum(claimed, np.concatenate(holdings))
     return holdings
 
 
@@ -1845,9 +1858,12 @@ class _LoadTrials:
     """The network of :func:`_fewest_moves` (without racks) as flat arrays over subscription
     edges (topic after topic, each topic's subscribers in order), for trying many load vectors:
     ``member``/``topic``/``claimed``/``size`` per edge; ``starts``: first edge of each topic
-    that has subscribers (``edge_group`` maps an edge to that topic's place among them);
-    ``by_member``/``member_starts``/``edge_members``: the edges grouped by member, and
-    ``member_position``: each edge's member as a place in ``edge_members``."""
+    that has subscribers (``edge_group`` maps an edge to that topic's place among them,
+    ``needed``: those topics' partitions); ``by_member``/``member_starts``/``edge_members``:
+    the edges grouped by member, ``member_position``: each edge's member as a place in
+    ``edge_members``, and ``member_columns``: the claims and the topic's partitions of each
+    edge in ``by_member`` order (2 x 1 x edges, to sum both at once); ``total``: all the
+    partitions, ``total_claims``: all the claims."""
 
     member: np.ndarray
     topic: np.ndarray
@@ -1856,10 +1872,14 @@ class _LoadTrials:
     counts: np.ndarray
     starts: np.ndarray
     edge_group: np.ndarray
+    needed: np.ndarray
     by_member: np.ndarray
     member_starts: np.ndarray
     edge_members: np.ndarray
     member_position: np.ndarray
+    member_columns: np.ndarray
+    total: int
+    total_claims: int
     unreachable: bool
     networks: dict[int, min_cost_flow.SimpleMinCostFlow] = field(
         default_factory=dict, compare=False
@@ -1867,29 +1887,43 @@ class _LoadTrials:
 
     @classmethod
     def of(
-        cls, subscribers: list[np.ndarray], claims: list[np.ndarray], counts: np.ndarray
+        cls,
+        subscribers: list[np.ndarray],
+        claims: list[np.ndarray],
+        counts: np.ndarray,
+        member: np.ndarray | None = None,
+        claimed: np.ndarray | None = None,
     ) -> _LoadTrials:
+        """The trials of ``subscribers``' edges with ``claims`` on them (``member``,
+        ``claimed``: their concatenations, when the caller has them already)."""
+        counts = counts.astype(_INDEX)
         sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
         topic = np.repeat(np.arange(sizes.size, dtype=_INDEX), sizes)
-        member = np.concatenate(subscribers).astype(_INDEX)
-        edge_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(_INDEX)
+        member = (np.concatenate(subscribers) if member is None else member).astype(_INDEX)
+        claimed = (np.concatenate(claims) if claimed is None else claimed).astype(_INDEX)
+        size = counts[topic]
         served = sizes > 0
         by_member = np.argsort(member, kind="stable")
         sorted_members = member[by_member]
         first = np.ones(member.size, dtype=bool)
         first[1:] = sorted_members[1:] != sorted_members[:-1]
+        edge_members = sorted_members[first]
         return cls(
             member=member,
             topic=topic,
-            claimed=np.concatenate(claims).astype(_INDEX),
-            size=counts.astype(_INDEX)[topic],
-            counts=counts.astype(_INDEX),
-            starts=edge_offsets[:-1][served],
+            claimed=claimed,
+            size=size,
+            counts=counts,
+            starts=(np.cumsum(sizes) - sizes)[served],
             edge_group=np.repeat(np.arange(int(served.sum()), dtype=_INDEX), sizes[served]),
+            needed=counts[served],
             by_member=by_member,
             member_starts=np.flatnonzero(first),
-            edge_members=sorted_members[first],
-            member_position=np.searchsorted(sorted_members[first], member),
+            edge_members=edge_members,
+            member_position=np.searchsorted(edge_members, member),
+            member_columns=np.stack((claimed[by_member], size[by_member]), axis=1)[:, :, None],
+            total=int(counts.sum()),
+            total_claims=int(claimed.sum()),
             unreachable=bool((counts[~served] > 0).any()),
         )
 
@@ -1901,45 +1935,60 @@ class _LoadTrials:
 
         Exact screens, each a necessary condition: a topic needs room for all its partitions
         on its allowed subscribers; when the loads add up to the partitions (so every member
-        takes exactly its load), a member needs that many partitions on its allowed topics; a
-        member keeps at most ``min(load, its claims on allowed topics)``; and a topic's allowed
-        subscribers, who take all of its partitions, keep at most their claims on it plus
-        their load beyond its size."""
-        edge_loads = tried[:, self.member]
-        least = np.minimum.reduceat(edge_loads, self.starts, axis=1)
-        allowed = edge_loads <= least[:, self.edge_group] + 1
-        room = np.add.reduceat(np.where(allowed, edge_loads, 0), self.starts, axis=1)
-        feasible = (room >= self.counts[self.topic[self.starts]]).all(axis=1)
-        by_member = allowed[:, self.by_member]
-        loads_here = tried[:, self.edge_members]
-        keepable = np.add.reduceat(
-            np.where(by_member, self.claimed[self.by_member], 0), self.member_starts, axis=1
+        takes exactly its load), a member needs that many partitions on its allowed topics and
+        a member without edges no load; a member keeps at most ``min(load, its claims on
+        allowed topics)``; and a topic's allowed subscribers, who take all of its partitions,
+        keep at most their claims on it plus their load beyond its size.
+
+        Sums over edges of several quantities go through one ``reduceat`` of their stack."""
+        # edges (or members, topics) along the first axis, trials along the last
+        loads = tried.T
+        edge_loads = loads[self.member]
+        least = np.minimum.reduceat(edge_loads, self.starts)
+        allowed = edge_loads <= (least + 1)[self.edge_group]
+        # per member with edges: its claims, and the partitions, on its allowed topics
+        by_member = np.add.reduceat(
+            np.where(allowed[self.by_member, None, :], self.member_columns, 0), self.member_starts
         )
-        total = int(self.counts.sum())
-        if int(tried[0].sum()) == total:
-            takeable = np.add.reduceat(
-                np.where(by_member, self.size[self.by_member], 0), self.member_starts, axis=1
-            )
-            feasible &= (loads_here <= takeable).all(axis=1)
-            outside = np.ones(tried.shape[1], dtype=bool)
-            outside[self.edge_members] = False
-            feasible &= ~(tried[:, outside] > 0).any(axis=1)
+        keepable, takeable = by_member[:, 0], by_member[:, 1]
+        loads_here = loads[self.edge_members]
+        member_keep = np.minimum(loads_here, keepable)
+        kept = member_keep.sum(axis=0)
+        # when every member takes exactly its load, a member takes at least its load beyond the
+        # partitions of its other allowed topics from a topic (``forced``)
+        claimed = self.claimed[:, None]
+        forced = np.maximum(edge_loads - takeable[self.member_position] + self.size[:, None], 0)
+        # per topic, on its allowed edges: the room, the claims, what the members keep at most,
+        # what they must take, the claims that covers, and the claims beyond it; written into
+        # one array (edges x 6 x trials) zero where not allowed, and summed in one pass
+        on_topic = np.empty((edge_loads.shape[0], 6, edge_loads.shape[1]), dtype=kept.dtype)
+        np.multiply(edge_loads, allowed, out=on_topic[:, 0])
+        np.multiply(claimed, allowed, out=on_topic[:, 1])
+        np.multiply(member_keep[self.member_position], allowed, out=on_topic[:, 2])
+        np.multiply(forced, allowed, out=on_topic[:, 3])
+        np.minimum(on_topic[:, 3], on_topic[:, 1], out=on_topic[:, 4])
+        np.subtract(on_topic[:, 1], on_topic[:, 4], out=on_topic[:, 5])
+        per_topic = np.add.reduceat(on_topic, self.starts)
+        room, claims_here, keep_here, must, covered, open_claims = per_topic.transpose(1, 0, 2)
+        needed = self.needed[:, None]
+        feasible = (room >= needed).all(axis=0)
+        exact = loads.sum(axis=0) == self.total
+        feasible &= ~exact | (
+            (loads_here <= takeable).all(axis=0)
+            & (loads_here.sum(axis=0) == self.total)
+            & (must <= needed).all(axis=0)
+        )
         if self.unreachable:
             feasible[:] = False
-        member_keep = np.minimum(loads_here, keepable)
-        kept = member_keep.sum(axis=1)
         # a topic's allowed subscribers take all of its partitions, of which only their claims
         # on it are kept, so they keep at most those plus their load beyond the topic's size
-        keep_here = np.add.reduceat(
-            np.where(allowed, member_keep[:, self.member_position], 0), self.starts, axis=1
-        )
-        claims_here = np.add.reduceat(np.where(allowed, self.claimed, 0), self.starts, axis=1)
-        beyond = claims_here + room - self.counts[self.topic[self.starts]]
-        kept = np.minimum(
-            kept, (kept[:, None] - keep_here + np.minimum(keep_here, beyond)).min(axis=1)
-        )
-        lost = int(self.claimed.sum()) - kept
-        return np.where(feasible, lost, LOAD_SEARCH_INFEASIBLE), allowed
+        beyond = claims_here + room - needed
+        kept = np.minimum(kept, (kept - keep_here + np.minimum(keep_here, beyond)).min(axis=0))
+        # taking exact loads, a topic's members keep at most the claims their forced share
+        # covers, plus one per partition left over, as long as claims remain uncovered
+        by_topics = (covered + np.minimum(needed - must, open_claims)).sum(axis=0)
+        kept = np.where(exact, np.minimum(kept, by_topics), kept)
+        return np.where(feasible, self.total_claims - kept, LOAD_SEARCH_INFEASIBLE), allowed.T
 
     def fewest_moves(self, loads: np.ndarray, allowed: np.ndarray) -> int | None:
         """The claims :func:`_fewest_moves` loses at ``loads`` (``allowed``: its edges), from
@@ -1965,8 +2014,7 @@ class _LoadTrials:
         flow.set_arc_capacities(np.arange(capacities.size, dtype=_INDEX), capacities)
         if flow.solve() != flow.OPTIMAL:
             return None
-        total = int(self.counts.sum())
-        return int(self.claimed.sum()) - (total - int(flow.optimal_cost()))
+        return self.total_claims - (self.total - int(flow.optimal_cost()))
 
     def network(self, num_members: int) -> min_cost_flow.SimpleMinCostFlow:
         """The network of :meth:`fewest_moves` for ``num_members`` members, with its costs and
@@ -1993,9 +2041,8 @@ class _LoadTrials:
         flow.add_arcs_with_capacity_and_unit_cost(
             tails, heads, np.zeros(tails.size, dtype=_INDEX), costs
         )
-        total = int(self.counts.sum())
         supplies = np.zeros(sink + 1, dtype=_INDEX)
-        supplies[0], supplies[sink] = total, -total
+        supplies[0], supplies[sink] = self.total, -self.total
         flow.set_nodes_supplies(np.arange(sink + 1, dtype=_INDEX), supplies)
         return flow
 

@@ -113,6 +113,49 @@ def test_screened_load_search_matches_one_flow_per_trial(problem, budget):
 
 
 @SETTINGS
+@given(load_problems(), st.data())
+def test_load_trial_bounds_never_exceed_the_claims_the_flow_loses(problem, data):
+    """The screen of the load search is a lower bound: a trial it rules out (or calls
+    infeasible) is one whose own flow loses at least that many claims (or finds no
+    assignment), for the search's trials (one unit of load from one member to another) and
+    for any loads adding up to the partitions."""
+    subscribers, claims, counts, loads, _, _ = problem
+    num_members = loads.size
+    moved = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, num_members - 1), st.integers(0, num_members - 1)),
+            max_size=8,
+        )
+    )
+    rows = [loads.tolist()]
+    for giver, taker in moved:
+        if loads[giver] > 0:
+            row = loads.copy()
+            row[giver] -= 1
+            row[taker] += 1
+            rows.append(row.tolist())
+    total = int(counts.sum())
+    for shares in data.draw(
+        st.lists(
+            st.lists(st.integers(0, 9), min_size=num_members, max_size=num_members), max_size=4
+        )
+    ):
+        # loads of the same sum, spread in proportion to the drawn shares
+        weights = np.asarray(shares, dtype=np.int64) + 1
+        row = total * weights // int(weights.sum())
+        row[int(np.argmax(weights))] += total - int(row.sum())
+        rows.append(row.tolist())
+    tried = np.asarray(rows, dtype=np.int64)
+    trials = sticky._LoadTrials.of(subscribers, claims, counts)
+    bounds, _ = trials.bounds(tried)
+    for row in range(tried.shape[0]):
+        found = sticky._fewest_moves(subscribers, claims, counts, tried[row].copy())
+        if found is None:
+            continue
+        assert bounds[row] <= sticky._moves(claims, found)
+
+
+@SETTINGS
 @given(
     groups(
         max_members=10, max_topics=5, max_partitions=12, subscription="heterogeneous", owned=True
