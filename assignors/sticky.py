@@ -1937,15 +1937,37 @@ class _LoadTrials:
         on its allowed subscribers; when the loads add up to the partitions (so every member
         takes exactly its load), a member needs that many partitions on its allowed topics and
         a member without edges no load; a member keeps at most ``min(load, its claims on
-        allowed topics)``; and a topic's allowed subscribers, who take all of its partitions,
-        keep at most their claims on it plus their load beyond its size.
+        allowed topics)``; a topic's allowed subscribers, who take all of its partitions, keep
+        at most their claims on it plus their load beyond its size; and with exact loads, a
+        member takes from a topic at least its load beyond the partitions of its other allowed
+        topics, so a topic's members keep at most the claims those shares cover plus one per
+        partition left over, while claims remain uncovered.
 
-        Sums over edges of several quantities go through one ``reduceat`` of their stack."""
+        The room comes first: rows without it for some topic (most of them, in a replay) are
+        infeasible and the other screens run on the remaining rows only."""
         # edges (or members, topics) along the first axis, trials along the last
         loads = tried.T
         edge_loads = loads[self.member]
         least = np.minimum.reduceat(edge_loads, self.starts)
         allowed = edge_loads <= (least + 1)[self.edge_group]
+        room = np.add.reduceat(edge_loads * allowed, self.starts)
+        lost = np.full(tried.shape[0], LOAD_SEARCH_INFEASIBLE, dtype=_INDEX)
+        rows = np.flatnonzero((room >= self.needed[:, None]).all(axis=0))
+        if rows.size == 0 or self.unreachable:
+            return lost, allowed.T
+        if rows.size < tried.shape[0]:
+            lost[rows] = self._lost(
+                loads[:, rows], edge_loads[:, rows], allowed[:, rows], room[:, rows]
+            )
+        else:
+            lost[:] = self._lost(loads, edge_loads, allowed, room)
+        return lost, allowed.T
+
+    def _lost(
+        self, loads: np.ndarray, edge_loads: np.ndarray, allowed: np.ndarray, room: np.ndarray
+    ) -> np.ndarray:
+        """The bounds of :meth:`bounds` for trials (columns of ``loads``) with room for every
+        topic: their ``edge_loads``, ``allowed`` edges and ``room`` per topic."""
         # per member with edges: its claims, and the partitions, on its allowed topics
         by_member = np.add.reduceat(
             np.where(allowed[self.by_member, None, :], self.member_columns, 0), self.member_starts
@@ -1954,41 +1976,33 @@ class _LoadTrials:
         loads_here = loads[self.edge_members]
         member_keep = np.minimum(loads_here, keepable)
         kept = member_keep.sum(axis=0)
-        # when every member takes exactly its load, a member takes at least its load beyond the
-        # partitions of its other allowed topics from a topic (``forced``)
-        claimed = self.claimed[:, None]
         forced = np.maximum(edge_loads - takeable[self.member_position] + self.size[:, None], 0)
-        # per topic, on its allowed edges: the room, the claims, what the members keep at most,
-        # what they must take, the claims that covers, and the claims beyond it; written into
-        # one array (edges x 6 x trials) zero where not allowed, and summed in one pass
-        on_topic = np.empty((edge_loads.shape[0], 6, edge_loads.shape[1]), dtype=kept.dtype)
-        np.multiply(edge_loads, allowed, out=on_topic[:, 0])
-        np.multiply(claimed, allowed, out=on_topic[:, 1])
-        np.multiply(member_keep[self.member_position], allowed, out=on_topic[:, 2])
-        np.multiply(forced, allowed, out=on_topic[:, 3])
-        np.minimum(on_topic[:, 3], on_topic[:, 1], out=on_topic[:, 4])
-        np.subtract(on_topic[:, 1], on_topic[:, 4], out=on_topic[:, 5])
+        # per topic, on its allowed edges: the claims, what the members keep at most, what they
+        # must take with exact loads, the claims that covers, and the claims beyond it; written
+        # into one array (edges x 5 x trials) zero where not allowed, and summed in one pass
+        on_topic = np.empty((edge_loads.shape[0], 5, edge_loads.shape[1]), dtype=kept.dtype)
+        np.multiply(self.claimed[:, None], allowed, out=on_topic[:, 0])
+        np.multiply(member_keep[self.member_position], allowed, out=on_topic[:, 1])
+        np.multiply(forced, allowed, out=on_topic[:, 2])
+        np.minimum(on_topic[:, 2], on_topic[:, 0], out=on_topic[:, 3])
+        np.subtract(on_topic[:, 0], on_topic[:, 3], out=on_topic[:, 4])
         per_topic = np.add.reduceat(on_topic, self.starts)
-        room, claims_here, keep_here, must, covered, open_claims = per_topic.transpose(1, 0, 2)
+        claims_here, keep_here, must, covered, open_claims = per_topic.transpose(1, 0, 2)
         needed = self.needed[:, None]
-        feasible = (room >= needed).all(axis=0)
         exact = loads.sum(axis=0) == self.total
-        feasible &= ~exact | (
+        feasible = ~exact | (
             (loads_here <= takeable).all(axis=0)
             & (loads_here.sum(axis=0) == self.total)
             & (must <= needed).all(axis=0)
         )
-        if self.unreachable:
-            feasible[:] = False
         # a topic's allowed subscribers take all of its partitions, of which only their claims
         # on it are kept, so they keep at most those plus their load beyond the topic's size
         beyond = claims_here + room - needed
         kept = np.minimum(kept, (kept - keep_here + np.minimum(keep_here, beyond)).min(axis=0))
-        # taking exact loads, a topic's members keep at most the claims their forced share
-        # covers, plus one per partition left over, as long as claims remain uncovered
+        # exact loads: at most the claims the forced shares cover, plus the partitions left
         by_topics = (covered + np.minimum(needed - must, open_claims)).sum(axis=0)
         kept = np.where(exact, np.minimum(kept, by_topics), kept)
-        return np.where(feasible, self.total_claims - kept, LOAD_SEARCH_INFEASIBLE), allowed.T
+        return np.where(feasible, self.total_claims - kept, LOAD_SEARCH_INFEASIBLE)
 
     def fewest_moves(self, loads: np.ndarray, allowed: np.ndarray) -> int | None:
         """The claims :func:`_fewest_moves` loses at ``loads`` (``allowed``: its edges), from
