@@ -1854,16 +1854,44 @@ def _search_loads(
 
 
 @dataclass(frozen=True, slots=True)
+class _MemberEdges:
+    """The edges of :class:`_LoadTrials` grouped by member: ``by_member`` (edges in member
+    order), ``member_starts`` (each member's first place there), ``edge_members`` (the members
+    with edges, in order), ``member_position`` (each edge's member as a place in
+    ``edge_members``) and ``member_columns``: the claims and the topic's partitions of each edge
+    in ``by_member`` order (edges x 2 x 1, to sum both at once)."""
+
+    by_member: np.ndarray
+    member_starts: np.ndarray
+    edge_members: np.ndarray
+    member_position: np.ndarray
+    member_columns: np.ndarray
+
+    @classmethod
+    def of(cls, member: np.ndarray, claimed: np.ndarray, size: np.ndarray) -> _MemberEdges:
+        by_member = np.argsort(member, kind="stable")
+        sorted_members = member[by_member]
+        first = np.ones(member.size, dtype=bool)
+        first[1:] = sorted_members[1:] != sorted_members[:-1]
+        edge_members = sorted_members[first]
+        return cls(
+            by_member=by_member,
+            member_starts=np.flatnonzero(first),
+            edge_members=edge_members,
+            member_position=np.searchsorted(edge_members, member),
+            member_columns=np.stack((claimed[by_member], size[by_member]), axis=1)[:, :, None],
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class _LoadTrials:
     """The network of :func:`_fewest_moves` (without racks) as flat arrays over subscription
     edges (topic after topic, each topic's subscribers in order), for trying many load vectors:
     ``member``/``topic``/``claimed``/``size`` per edge; ``starts``: first edge of each topic
     that has subscribers (``edge_group`` maps an edge to that topic's place among them,
-    ``needed``: those topics' partitions); ``by_member``/``member_starts``/``edge_members``:
-    the edges grouped by member, ``member_position``: each edge's member as a place in
-    ``edge_members``, and ``member_columns``: the claims and the topic's partitions of each
-    edge in ``by_member`` order (2 x 1 x edges, to sum both at once); ``total``: all the
-    partitions, ``total_claims``: all the claims."""
+    ``needed``: those topics' partitions); ``total``: all the partitions, ``total_claims``: all
+    the claims; the edges grouped by member (:class:`_MemberEdges`) are made on first use, as
+    most searches end on the topics' room alone."""
 
     member: np.ndarray
     topic: np.ndarray
@@ -1873,17 +1901,13 @@ class _LoadTrials:
     starts: np.ndarray
     edge_group: np.ndarray
     needed: np.ndarray
-    by_member: np.ndarray
-    member_starts: np.ndarray
-    edge_members: np.ndarray
-    member_position: np.ndarray
-    member_columns: np.ndarray
     total: int
     total_claims: int
     unreachable: bool
     networks: dict[int, min_cost_flow.SimpleMinCostFlow] = field(
         default_factory=dict, compare=False
     )
+    grouped: list[_MemberEdges] = field(default_factory=list, compare=False)
 
     @classmethod
     def of(
@@ -1903,11 +1927,6 @@ class _LoadTrials:
         claimed = (np.concatenate(claims) if claimed is None else claimed).astype(_INDEX)
         size = counts[topic]
         served = sizes > 0
-        by_member = np.argsort(member, kind="stable")
-        sorted_members = member[by_member]
-        first = np.ones(member.size, dtype=bool)
-        first[1:] = sorted_members[1:] != sorted_members[:-1]
-        edge_members = sorted_members[first]
         return cls(
             member=member,
             topic=topic,
@@ -1917,11 +1936,6 @@ class _LoadTrials:
             starts=(np.cumsum(sizes) - sizes)[served],
             edge_group=np.repeat(np.arange(int(served.sum()), dtype=_INDEX), sizes[served]),
             needed=counts[served],
-            by_member=by_member,
-            member_starts=np.flatnonzero(first),
-            edge_members=edge_members,
-            member_position=np.searchsorted(edge_members, member),
-            member_columns=np.stack((claimed[by_member], size[by_member]), axis=1)[:, :, None],
             total=int(counts.sum()),
             total_claims=int(claimed.sum()),
             unreachable=bool((counts[~served] > 0).any()),
@@ -1968,21 +1982,25 @@ class _LoadTrials:
     ) -> np.ndarray:
         """The bounds of :meth:`bounds` for trials (columns of ``loads``) with room for every
         topic: their ``edge_loads``, ``allowed`` edges and ``room`` per topic."""
+        if not self.grouped:
+            self.grouped.append(_MemberEdges.of(self.member, self.claimed, self.size))
+        grouped = self.grouped[0]
         # per member with edges: its claims, and the partitions, on its allowed topics
         by_member = np.add.reduceat(
-            np.where(allowed[self.by_member, None, :], self.member_columns, 0), self.member_starts
+            np.where(allowed[grouped.by_member, None, :], grouped.member_columns, 0),
+            grouped.member_starts,
         )
         keepable, takeable = by_member[:, 0], by_member[:, 1]
-        loads_here = loads[self.edge_members]
+        loads_here = loads[grouped.edge_members]
         member_keep = np.minimum(loads_here, keepable)
         kept = member_keep.sum(axis=0)
-        forced = np.maximum(edge_loads - takeable[self.member_position] + self.size[:, None], 0)
+        forced = np.maximum(edge_loads - takeable[grouped.member_position] + self.size[:, None], 0)
         # per topic, on its allowed edges: the claims, what the members keep at most, what they
         # must take with exact loads, the claims that covers, and the claims beyond it; written
         # into one array (edges x 5 x trials) zero where not allowed, and summed in one pass
         on_topic = np.empty((edge_loads.shape[0], 5, edge_loads.shape[1]), dtype=kept.dtype)
         np.multiply(self.claimed[:, None], allowed, out=on_topic[:, 0])
-        np.multiply(member_keep[self.member_position], allowed, out=on_topic[:, 1])
+        np.multiply(member_keep[grouped.member_position], allowed, out=on_topic[:, 1])
         np.multiply(forced, allowed, out=on_topic[:, 2])
         np.minimum(on_topic[:, 2], on_topic[:, 0], out=on_topic[:, 3])
         np.subtract(on_topic[:, 0], on_topic[:, 3], out=on_topic[:, 4])
