@@ -1787,7 +1787,9 @@ def _search_loads(
     A trial's answer is the number of claims :func:`_fewest_moves` loses at its loads. Most
     trials need no flow: one sweep's trials are screened together (:meth:`_LoadTrials.bounds`)
     and only those that might lose fewer claims than the best so far get one (its cost alone);
-    the winner of a sweep is then solved again by :func:`_fewest_moves` itself."""
+    the winner of a sweep is then solved again by :func:`_fewest_moves` itself. Before any of
+    that, a sweep whose trials cannot keep more claims even by the members' own counts (each
+    keeps at most ``min(load, claims)``) ends the search without building the trials."""
     low, high = window
     member = np.concatenate(subscribers).astype(_INDEX, copy=False)
     claimed = np.concatenate(claims)
