@@ -359,8 +359,9 @@ def _plan(group: Group, arrays: GroupArrays, shape: _Shape | None) -> tuple[Stic
         owner=np.full(num_partitions, _NOBODY, dtype=_INDEX),
     )
     if num_partitions and subscribers is None:
-        targets = _uniform_targets(num_partitions, active, claimant, rank, num_members)
-        _realize(state, np.arange(num_partitions, dtype=_INDEX), targets)
+        claim_counts = np.bincount(claimant + 1, minlength=num_members + 1)[1:]
+        targets = _uniform_targets(num_partitions, active, claim_counts, rank, num_members)
+        _realize(state, targets, claim_counts)
     elif num_partitions and subscribers is not None:
         _assign_heterogeneous(state, shape, counts, offsets)
     plan = StickyPlan(
@@ -606,19 +607,22 @@ def _settled(
 def _uniform_targets(
     num_partitions: int,
     active: np.ndarray,
-    claimant: np.ndarray,
+    claim_counts: np.ndarray,
     rank: np.ndarray,
     num_members: int,
 ) -> np.ndarray:
-    """Quota per member: ``P % C`` ceil quotas to the members that claim the most."""
+    """Quota per member: ``P % C`` ceil quotas to the members that claim the most
+    (``claim_counts``: valid claims per member; ties: lowest rank)."""
     targets = np.zeros(num_members, dtype=_INDEX)
     if active.size == 0:
         return targets
     floor_quota, extra = divmod(num_partitions, active.size)
-    claimed = np.bincount(claimant[claimant >= 0], minlength=num_members)[active]
-    by_claims = active[np.lexsort((rank[active], -claimed))]
     targets[active] = floor_quota
-    targets[by_claims[:extra]] += 1
+    if extra:
+        # one key per member, most claims first, then rank (ranks are distinct, below M)
+        claimed = claim_counts[active]
+        by_claims = active[np.argsort((int(claimed.max()) - claimed) * num_members + rank[active])]
+        targets[by_claims[:extra]] += 1
     return targets
 
 
@@ -2340,37 +2344,46 @@ def _position_in_run(keys: np.ndarray) -> np.ndarray:
     return np.arange(keys.size) - run_start
 
 
-def _realize(state: _State, partitions: np.ndarray, targets: np.ndarray) -> None:
-    """Give each member ``targets[i]`` of ``partitions`` (sorted, none of them given yet): first
-    its own claims (rack-local ones first, spread over topics), then the rest dealt round-robin,
-    same-rack first."""
-    topic_of, rank, racks, owner = state.topic_of, state.rank, state.racks, state.owner
-    claims = state.claimant[partitions]
-    claimed = partitions[claims >= 0]
-    holders = claims[claims >= 0]
-    claim_counts = np.bincount(holders, minlength=targets.size)
+def _realize(state: _State, targets: np.ndarray, claim_counts: np.ndarray) -> None:
+    """Give each member ``targets[i]`` of all partitions (none of them given yet;
+    ``claim_counts``: each member's valid claims): first its own claims (rack-local ones first,
+    spread over topics), then the rest dealt round-robin, same-rack first."""
+    claimant, owner = state.claimant, state.owner
     if (claim_counts <= targets).all():
         # every member keeps all its claims, so which of them come first does not matter
-        owner[claimed] = holders
+        owner[:] = claimant
+        pool = np.flatnonzero(claimant == _NOBODY)
         deficits = targets - claim_counts
     else:
-        # a claimant's k-th partition of a topic ranks before its (k+1)-th: kept claims mix
-        # topics (claimed is in partition order, so in topic order: a stable sort by holder)
-        order = np.argsort(holders, kind="stable")
-        claimed, holders = claimed[order], holders[order]
-        within_topic = _position_in_run(holders * (int(topic_of[-1]) + 1) + topic_of[claimed])
-        remote = (
-            ~racks.is_local(claimed, holders)
-            if racks is not None
-            else np.zeros(claimed.size, dtype=bool)
-        )
-        order = np.lexsort((claimed, within_topic, remote, holders))
-        claimed, holders = claimed[order], holders[order]
-        keep = _position_in_run(holders) < targets[holders]
-        owner[claimed[keep]] = holders[keep]
-        deficits = targets - np.bincount(holders[keep], minlength=targets.size)
-    pool = partitions[owner[partitions] == _NOBODY]
-    _deal_with_racks(pool, deficits, rank, racks, owner)
+        _keep_first_claims(state, targets, claim_counts)
+        pool = np.flatnonzero(owner == _NOBODY)
+        deficits = targets - np.minimum(claim_counts, targets)
+    _deal_with_racks(pool, deficits, state.rank, state.racks, owner)
+
+
+def _keep_first_claims(state: _State, targets: np.ndarray, claim_counts: np.ndarray) -> None:
+    """Give each member the first ``targets[i]`` of its claims (``claim_counts[i]`` of them):
+    rack-local ones first, then its k-th claim of a topic before its (k+1)-th of any topic,
+    then in partition order."""
+    claimant, topic_of, racks = state.claimant, state.topic_of, state.racks
+    claimed = np.flatnonzero(claimant >= 0)
+    holders = claimant[claimed]
+    # claimed is in partition order, so in topic order: a stable sort by holder sorts by
+    # (holder, topic, partition), and a claim's rank within its (holder, topic) run is its k
+    order = np.argsort(holders, kind="stable")
+    claimed, holders = claimed[order], holders[order]
+    within_topic = _position_in_run(holders * (int(topic_of[-1]) + 1) + topic_of[claimed])
+    # one key (holder, remote, k), stably sorted: equal keys stay in partition order
+    key = holders * 2
+    if racks is not None:
+        key += ~racks.is_local(claimed, holders)
+    key = key * (int(within_topic.max()) + 1) + within_topic
+    order = np.argsort(key, kind="stable")
+    claimed, holders = claimed[order], holders[order]
+    # holders are sorted: each one's claims start after those of the members before it
+    starts = np.cumsum(claim_counts) - claim_counts
+    keep = np.arange(holders.size) - starts[holders] < targets[holders]
+    state.owner[claimed[keep]] = holders[keep]
 
 
 def _deal_with_racks(

@@ -306,12 +306,8 @@ def realizations(draw):
             dtype=np.int64,
         )
         racks = sticky._RackMap(local, member_rack)
-    # one topic (as the heterogeneous path realizes) or all of them (the uniform path)
-    if draw(st.booleans()):
-        topic = draw(st.integers(0, len(counts) - 1))
-        partitions = np.flatnonzero(topic_of == topic).astype(np.int64)
-    else:
-        partitions = np.arange(size, dtype=np.int64)
+    # all of them, as the uniform path realizes
+    partitions = np.arange(size, dtype=np.int64)
     cuts = sorted(
         draw(
             st.lists(
@@ -332,7 +328,8 @@ def test_realize_gives_what_sorting_every_claim_gives(problem):
         state.claimant, state.topic_of, state.rank, state.racks, state.owner.copy()
     )
     plain_realize(plain_state, partitions, targets.copy(), plain_deal)
-    sticky._realize(state, partitions, targets.copy())
+    claim_counts = np.bincount(state.claimant + 1, minlength=targets.size + 1)[1:]
+    sticky._realize(state, targets.copy(), claim_counts)
     assert state.owner.tolist() == plain_state.owner.tolist()
 
 
@@ -755,3 +752,31 @@ def test_placing_and_balancing_on_lists_is_the_array_steps(problem, data, placin
         assert [a.dtype for a in on_lists] == [a.dtype for a in on_arrays]
         assert [a.tolist() for a in on_lists] == [a.tolist() for a in on_arrays]
     assert lists[2].tolist() == arrays[2].tolist()
+
+
+@SETTINGS
+@given(st.data())
+def test_uniform_targets_give_ceil_quotas_to_the_most_claiming_members_by_rank(data):
+    num_members = data.draw(st.integers(1, 12))
+    active = np.asarray(
+        sorted(data.draw(st.sets(st.integers(0, num_members - 1), min_size=1))), dtype=np.int64
+    )
+    num_partitions = data.draw(st.integers(0, 60))
+    claimant = np.asarray(
+        data.draw(
+            st.lists(
+                st.sampled_from([-1, *active.tolist()]),
+                min_size=num_partitions,
+                max_size=num_partitions,
+            )
+        ),
+        dtype=np.int64,
+    )
+    rank = np.asarray(data.draw(st.permutations(range(num_members))), dtype=np.int64)
+    claimed = np.bincount(claimant[claimant >= 0], minlength=num_members)
+    floor_quota, extra = divmod(num_partitions, active.size)
+    plain = np.zeros(num_members, dtype=np.int64)
+    plain[active] = floor_quota
+    plain[active[np.lexsort((rank[active], -claimed[active]))][:extra]] += 1
+    targets = sticky._uniform_targets(num_partitions, active, claimed, rank, num_members)
+    assert targets.tolist() == plain.tolist()
