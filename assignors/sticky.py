@@ -2156,19 +2156,25 @@ def _deal_local_lists(
     for c, _, _, rack in units_by_class:
         chosen_by_rack[rack].append(members_of_class[c][taken_so_far[c]])
         taken_so_far[c] += 1
-    # per rack, its partitions in pool order dealt round-robin to its short members by rank
+    # per rack, its partitions in pool order dealt round-robin to its short members by rank:
+    # round r gives one to each member still short after r, until the rack's share runs out
     ranks = rank.tolist()
-    takers_by_rack: list[list[tuple[int, int, int]]] = [[] for _ in range(num_racks)]
-    for member in takers:
-        for round_number in range(wanted_by[member]):
-            takers_by_rack[member_rack[member]].append((round_number, ranks[member], member))
+    takers_by_rack: list[list[int]] = [[] for _ in range(num_racks)]
+    for member in sorted(takers, key=ranks.__getitem__):
+        takers_by_rack[member_rack[member]].append(member)
     given_to: list[int] = []
     positions: list[int] = []
     for rack in range(num_racks):
         chosen = sorted(chosen_by_rack[rack])
-        receivers = sorted(takers_by_rack[rack])[: len(chosen)]
         positions += chosen
-        given_to += [member for _, _, member in receivers]
+        receivers: list[int] = []
+        still_short = takers_by_rack[rack]
+        round_number = 0
+        while still_short and len(receivers) < len(chosen):
+            receivers += still_short[: len(chosen) - len(receivers)]
+            round_number += 1
+            still_short = [member for member in still_short if wanted_by[member] > round_number]
+        given_to += receivers
     chosen_positions = np.asarray(positions, dtype=_INDEX)
     receivers_array = np.asarray(given_to, dtype=_INDEX)
     owner[pool[chosen_positions]] = receivers_array
