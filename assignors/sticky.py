@@ -850,9 +850,9 @@ def _realize_topics(
         owner[claimed[keep]] = holders[keep]
         deficit = target - np.bincount(claim_edge[keep], minlength=target.size)
     served = sizes > 0
-    pool = np.flatnonzero((owner == _NOBODY) & served[topic_of])
+    pool = ((owner == _NOBODY) & served[topic_of]).nonzero()[0]
     if racks is None and pool.size:
-        short = np.flatnonzero(deficit > 0)
+        short = (deficit > 0).nonzero()[0]
         units = np.repeat(short, deficit[short])
         unit_topic = edge_topic[units]
         if np.array_equal(
@@ -2358,11 +2358,11 @@ def _realize(state: _State, targets: np.ndarray, claim_counts: np.ndarray) -> No
     if (claim_counts <= targets).all():
         # every member keeps all its claims, so which of them come first does not matter
         owner[:] = claimant
-        pool = np.flatnonzero(claimant == _NOBODY)
+        pool = (claimant == _NOBODY).nonzero()[0]
         deficits = targets - claim_counts
     else:
         _keep_first_claims(state, targets, claim_counts)
-        pool = np.flatnonzero(owner == _NOBODY)
+        pool = (owner == _NOBODY).nonzero()[0]
         deficits = targets - np.minimum(claim_counts, targets)
     _deal_with_racks(pool, deficits, state.rank, state.racks, owner)
 
@@ -2372,11 +2372,11 @@ def _keep_first_claims(state: _State, targets: np.ndarray, claim_counts: np.ndar
     rack-local ones first, then its k-th claim of a topic before its (k+1)-th of any topic,
     then in partition order."""
     claimant, topic_of, racks = state.claimant, state.topic_of, state.racks
-    claimed = np.flatnonzero(claimant >= 0)
+    claimed = (claimant >= 0).nonzero()[0]
     holders = claimant[claimed]
     # claimed is in partition order, so in topic order: a stable sort by holder sorts by
     # (holder, topic, partition), and a claim's rank within its (holder, topic) run is its k
-    order = np.argsort(holders, kind="stable")
+    order = holders.argsort(kind="stable")
     claimed, holders = claimed[order], holders[order]
     within_topic = _position_in_run(holders * (int(topic_of[-1]) + 1) + topic_of[claimed])
     # one key (holder, remote, k), stably sorted: equal keys stay in partition order
@@ -2384,10 +2384,10 @@ def _keep_first_claims(state: _State, targets: np.ndarray, claim_counts: np.ndar
     if racks is not None:
         key += ~racks.is_local(claimed, holders)
     key = key * (int(within_topic.max()) + 1) + within_topic
-    order = np.argsort(key, kind="stable")
+    order = key.argsort(kind="stable")
     claimed, holders = claimed[order], holders[order]
     # holders are sorted: each one's claims start after those of the members before it
-    starts = np.cumsum(claim_counts) - claim_counts
+    starts = claim_counts.cumsum() - claim_counts
     keep = np.arange(holders.size) - starts[holders] < targets[holders]
     state.owner[claimed[keep]] = holders[keep]
 
@@ -2402,7 +2402,7 @@ def _deal_with_racks(
     """Deal ``pool`` to members short of their target: rack-local first (:func:`_deal_local`),
     then round-robin (:func:`_deal`). When one member alone is short, by at least the pool,
     both give it the whole pool, which is done at once."""
-    needy = np.flatnonzero(deficits > 0)
+    needy = (deficits > 0).nonzero()[0]
     if needy.size == 1 and pool.size <= deficits[needy[0]]:
         owner[pool] = needy[0]
         deficits[needy[0]] -= pool.size
@@ -2415,15 +2415,15 @@ def _deal_with_racks(
 
 def _deal(pool: np.ndarray, deficits: np.ndarray, rank: np.ndarray, owner: np.ndarray) -> None:
     """Deal ``pool`` (in order) round-robin to members with a deficit, members in rank order."""
-    needy = np.flatnonzero(deficits > 0)
+    needy = (deficits > 0).nonzero()[0]
     if needy.size == 0 or pool.size == 0:
         return
-    needy = needy[np.argsort(rank[needy], kind="stable")]
+    needy = needy[rank[needy].argsort(kind="stable")]
     wanted = deficits[needy]
     rounds = int(wanted.max())
     if rounds * needy.size <= 4 * (pool.size + needy.size):
         # round r is every needy member still short after r partitions, in rank order
-        sequence = np.broadcast_to(needy, (rounds, needy.size))[wanted > np.arange(rounds)[:, None]]
+        sequence = needy[(wanted > np.arange(rounds)[:, None]).nonzero()[1]]
     else:  # few members short of many: the same sequence without a rounds x members table
         takers = np.repeat(needy, wanted)
         sequence = takers[
