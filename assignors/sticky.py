@@ -844,25 +844,33 @@ def _realize_topics(
             if racks is not None
             else np.zeros(claimed.size, dtype=bool)
         )
-        order = np.lexsort((claimed, remote, claim_edge))
+        # claimed is ascending, so a stable sort by (edge, remote) keeps partition order
+        order = (claim_edge * 2 + remote).argsort(kind="stable")
         claimed, holders, claim_edge = claimed[order], holders[order], claim_edge[order]
-        keep = _position_in_run(claim_edge) < target[claim_edge]
+        # edges are sorted: each one's claims start after those of the edges before it
+        starts = claim_counts.cumsum() - claim_counts
+        keep = np.arange(claim_edge.size) - starts[claim_edge] < target[claim_edge]
         owner[claimed[keep]] = holders[keep]
-        deficit = target - np.bincount(claim_edge[keep], minlength=target.size)
+        deficit = target - np.minimum(claim_counts, target)
     served = sizes > 0
     pool = ((owner == _NOBODY) & served[topic_of]).nonzero()[0]
-    if racks is None and pool.size:
+    if pool.size == 0:
+        return
+    if racks is None:
         short = (deficit > 0).nonzero()[0]
-        units = np.repeat(short, deficit[short])
+        wanted = deficit[short]
+        units = np.repeat(short, wanted)
         unit_topic = edge_topic[units]
         if np.array_equal(
             np.bincount(unit_topic, minlength=sizes.size),
             np.bincount(topic_of[pool], minlength=sizes.size),
         ):
-            # per topic: round r deals one partition to each subscriber still short, by rank
+            # per topic: round r deals one partition to each subscriber still short, by rank;
+            # units is sorted by edge, so a unit's round is its place in its edge's run
             unit_member = edge_member[units]
-            order = np.lexsort((rank[unit_member], _position_in_run(units), unit_topic))
-            owner[pool] = unit_member[order]
+            rounds = np.arange(units.size) - np.repeat(wanted.cumsum() - wanted, wanted)
+            key = (unit_topic * (int(wanted.max()) + 1) + rounds) * num_members
+            owner[pool] = unit_member[(key + rank[unit_member]).argsort()]
             return
     # the pool is sorted, so each topic's part of it is one slice
     pool_cuts = np.searchsorted(pool, np.append(offsets, topic_of.size)).tolist()
