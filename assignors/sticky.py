@@ -2384,9 +2384,11 @@ def _keep_first_claims(state: _State, targets: np.ndarray, claim_counts: np.ndar
     holders = claimant[claimed]
     # claimed is in partition order, so in topic order: a stable sort by holder sorts by
     # (holder, topic, partition), and a claim's rank within its (holder, topic) run is its k
+    # (its distance from the run's first element, found by binary search in the sorted runs)
     order = holders.argsort(kind="stable")
     claimed, holders = claimed[order], holders[order]
-    within_topic = _position_in_run(holders * (int(topic_of[-1]) + 1) + topic_of[claimed])
+    runs = holders * (int(topic_of[-1]) + 1) + topic_of[claimed]
+    within_topic = np.arange(runs.size) - runs.searchsorted(runs)
     # one key (holder, remote, k), stably sorted: equal keys stay in partition order
     key = holders * 2
     if racks is not None:
