@@ -2112,12 +2112,13 @@ def _deal_local_lists(
         demand[member_rack[member]] += wanted_by[member]
     assert racks.codes is not None
     codes = racks.codes[pool].tolist()
-    class_codes = sorted(set(codes))
-    class_index = {code: c for c, code in enumerate(class_codes)}
-    class_of = [class_index[code] for code in codes]
-    class_sizes = [0] * len(class_codes)
-    for c in class_of:
-        class_sizes[c] += 1
+    # each class's positions in the pool, classes ascending by code
+    positions_of: dict[int, list[int]] = {}
+    for position, code in enumerate(codes):
+        positions_of.setdefault(code, []).append(position)
+    class_codes = sorted(positions_of)
+    members_of_class = [positions_of[code] for code in class_codes]
+    class_sizes = [len(members) for members in members_of_class]
     useful = [c for c, code in enumerate(class_codes) if code]
     if not useful:
         return pool
@@ -2156,9 +2157,6 @@ def _deal_local_lists(
         for share, k in enumerate(given)
         for j in range(shares[k])
     )
-    members_of_class: list[list[int]] = [[] for _ in class_codes]
-    for position, c in enumerate(class_of):
-        members_of_class[c].append(position)
     taken_so_far = [0] * len(class_codes)
     chosen_by_rack: list[list[int]] = [[] for _ in range(num_racks)]
     for c, _, _, rack in units_by_class:
