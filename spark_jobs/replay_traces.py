@@ -230,7 +230,7 @@ def scores_stream(rows: Sequence[scoring.ScoreRow]) -> bytes:
     'g'
     """
     sink = pa.BufferOutputStream()
-    table = results.score_columns(rows)
+    table = scoring.scores_table(rows)
     options = pa.ipc.IpcWriteOptions(compression=STREAM_COMPRESSION)
     with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)

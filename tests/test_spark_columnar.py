@@ -36,7 +36,7 @@ def _shuffled_chunks(rows: list[scoring.ScoreRow], chunks: int, seed: int) -> pa
     random.Random(seed).shuffle(shuffled)
     size = -(-len(shuffled) // chunks)
     parts = [shuffled[index : index + size] for index in range(0, len(shuffled), size)]
-    return pa.concat_tables(results.score_columns(part) for part in parts)
+    return pa.concat_tables(scoring.scores_table(part) for part in parts)
 
 
 def test_columnar_scores_give_the_same_result_files_as_rows(replayed: job.ReplayRun) -> None:
@@ -56,7 +56,10 @@ def test_rows_in_any_order_give_the_same_result_files(replayed: job.ReplayRun) -
 
 
 def test_score_columns_equal_the_per_row_table(replayed: job.ReplayRun) -> None:
-    assert results.score_columns(replayed.scores).equals(scoring.scores_table(replayed.scores))
+    per_row = pa.Table.from_pylist(
+        [row._asdict() for row in replayed.scores], schema=scoring.SCORE_SCHEMA
+    )
+    assert scoring.scores_table(replayed.scores).equals(per_row)
 
 
 def test_no_score_rows_give_the_same_file_as_rows_or_columns() -> None:
@@ -65,7 +68,7 @@ def test_no_score_rows_give_the_same_file_as_rows_or_columns() -> None:
 
 
 def test_a_table_of_another_schema_is_refused(replayed: job.ReplayRun) -> None:
-    table = results.score_columns(replayed.scores).drop_columns(["topic_spread"])
+    table = scoring.scores_table(replayed.scores).drop_columns(["topic_spread"])
     with pytest.raises(ValueError, match="score schema"):
         results.result_files(table, [], replayed.summary)
 
@@ -85,7 +88,7 @@ def test_task_score_streams_hold_the_rows_they_were_given(replayed: job.ReplayRu
     ]
     table = replay_traces.score_table(streams)
     assert table.schema.equals(scoring.SCORE_SCHEMA)
-    assert table.equals(results.score_columns(rows))
+    assert table.equals(scoring.scores_table(rows))
     assert replay_traces.score_table([]).num_rows == 0
 
 

@@ -180,16 +180,33 @@ assert tuple(SUMMARY_SCHEMA.names) == SummaryRow._fields
 
 
 def scores_table(rows: Iterable[ScoreRow]) -> pa.Table:
-    return pa.Table.from_pylist([row._asdict() for row in rows], schema=SCORE_SCHEMA)
+    """Score rows as an Arrow table of :data:`SCORE_SCHEMA`, in the rows' order."""
+    return _rows_table(rows, SCORE_SCHEMA)
 
 
 def summary_table(rows: Iterable[SummaryRow]) -> pa.Table:
-    return pa.Table.from_pylist([row._asdict() for row in rows], schema=SUMMARY_SCHEMA)
+    """Summary rows as an Arrow table of :data:`SUMMARY_SCHEMA`, in the rows' order."""
+    return _rows_table(rows, SUMMARY_SCHEMA)
 
 
-def score_key(row: ScoreRow) -> tuple[str, str, int]:
-    """The order of the score table: trace, assignor, generation."""
-    return (row.trace_id, row.assignor, row.generation)
+def _rows_table(rows: Iterable[tuple[object, ...]], schema: pa.Schema) -> pa.Table:
+    """Rows (named tuples whose fields are ``schema``'s) as a table, built a column at a time:
+    about 3x cheaper than from one dict per row, and the same table.
+
+    >>> row = ScoreRow("g", "range", 1, 2, 4, 0, 0, 2, 2, 0, True, 2, None, 0, 0, 0, 0, 1,
+    ...                None, None)
+    >>> scores_table([row]).equals(
+    ...     pa.Table.from_pylist([row._asdict()], schema=SCORE_SCHEMA))
+    True
+    """
+    listed = rows if isinstance(rows, Sequence) else list(rows)
+    if not listed:
+        return schema.empty_table()
+    columns = zip(*listed, strict=True)
+    arrays = [
+        pa.array(column, type=field.type) for column, field in zip(columns, schema, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 # ---------------------------------------------------------------------------------------------
