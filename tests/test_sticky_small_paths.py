@@ -108,13 +108,19 @@ def flow_inputs(draw):
     return subscribers, claims, counts, loads, locality
 
 
+def flow_arguments(subscribers, claims, counts, loads, locality):
+    """The arguments the fewest-moves network builders take: the problem, each topic's first
+    subscription edge (and the total), and the cost of a partition a member did not claim."""
+    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(np.int64)
+    new_cost = 1 if locality is None else int(counts.sum()) + 1
+    return (subscribers, claims, counts, loads, edge_offsets, new_cost)
+
+
 @SETTINGS
 @given(flow_inputs())
 def test_flow_arcs_on_lists_are_the_array_built_arcs(problem):
     subscribers, claims, counts, loads, locality = problem
-    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(np.int64)
-    new_cost = 1 if locality is None else int(counts.sum()) + 1
-    arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
+    arguments = flow_arguments(subscribers, claims, counts, loads, locality)
     arrays = (
         sticky._plain_arcs(*arguments)
         if locality is None
@@ -280,9 +286,7 @@ def test_a_remembered_rack_table_serves_only_the_same_topics_and_racks(
 @given(flow_inputs())
 def test_flow_network_on_lists_is_the_array_built_network(problem):
     subscribers, claims, counts, loads, locality = problem
-    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(np.int64)
-    new_cost = 1 if locality is None else int(counts.sum()) + 1
-    arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
+    arguments = flow_arguments(subscribers, claims, counts, loads, locality)
     num_topics, num_members = len(subscribers), loads.size
     topic_nodes = 1 + np.arange(num_topics, dtype=np.int64)
     member_nodes = 1 + num_topics + np.arange(num_members, dtype=np.int64)
@@ -300,9 +304,8 @@ def fewest_moves_on_arrays(subscribers, claims, counts, loads, locality):
     num_topics, num_members = len(subscribers), loads.size
     sink = 1 + num_topics + num_members
     num_racks = locality[0].shape[1] if locality is not None else 0
-    new_cost = 1 if locality is None else int(counts.sum()) + 1
-    edge_offsets = np.concatenate(([0], np.cumsum([m.size for m in subscribers]))).astype(np.int64)
-    arguments = (subscribers, claims, counts, loads, edge_offsets, new_cost)
+    arguments = flow_arguments(subscribers, claims, counts, loads, locality)
+    edge_offsets = arguments[4]
     tails, heads, capacities, costs, edges = sticky._network_on_arrays(
         arguments,
         locality,
