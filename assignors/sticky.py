@@ -1845,7 +1845,7 @@ def _search_loads(
         if pair_givers.size == 0:
             break
         if trials is None:
-            trials = _LoadTrials.of(subscribers, claims, counts, member, claimed)
+            trials = _LoadTrials.of(subscribers, claims, counts)
         tried = np.repeat(loads[None, :], pair_givers.size, axis=0)
         rows = np.arange(pair_givers.size)
         tried[rows, pair_givers] -= 1
@@ -1925,20 +1925,14 @@ class _LoadTrials:
 
     @classmethod
     def of(
-        cls,
-        subscribers: list[np.ndarray],
-        claims: list[np.ndarray],
-        counts: np.ndarray,
-        member: np.ndarray | None = None,
-        claimed: np.ndarray | None = None,
+        cls, subscribers: list[np.ndarray], claims: list[np.ndarray], counts: np.ndarray
     ) -> _LoadTrials:
-        """The trials of ``subscribers``' edges with ``claims`` on them (``member``,
-        ``claimed``: their concatenations, when the caller has them already)."""
+        """The trials of ``subscribers``' edges with ``claims`` on them."""
         counts = counts.astype(_INDEX)
         sizes = np.asarray([members.size for members in subscribers], dtype=_INDEX)
         topic = np.repeat(np.arange(sizes.size, dtype=_INDEX), sizes)
-        member = (np.concatenate(subscribers) if member is None else member).astype(_INDEX)
-        claimed = (np.concatenate(claims) if claimed is None else claimed).astype(_INDEX)
+        member = np.concatenate(subscribers).astype(_INDEX)
+        claimed = np.concatenate(claims).astype(_INDEX)
         size = counts[topic]
         served = sizes > 0
         return cls(
