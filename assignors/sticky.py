@@ -1777,12 +1777,6 @@ def _rack_arc_pieces(
     return [list(column) for column in zip(*parts, strict=True)]
 
 
-def _moves(claims: list[np.ndarray], holdings: list[np.ndarray]) -> int:
-    return sum(
-        int(np.maximum(own - held, 0).sum()) for own, held in zip(claims, holdings, strict=True)
-    )
-
-
 def _search_loads(
     subscribers: list[np.ndarray],
     claims: list[np.ndarray],
@@ -1807,7 +1801,7 @@ def _search_loads(
     claimed = np.concatenate(claims)
     claimed_by_member = np.bincount(member, claimed, minlength=loads.size).astype(_INDEX)
     total_claims = int(claimed.sum())
-    # the claims kept now, as _moves counts them: what each edge holds of its claims
+    # the claims kept now: what each edge holds of its claims (the rest are lost)
     kept_claims = np.minimum(claimed, np.concatenate(holdings))
     best_moves = total_claims - int(kept_claims.sum())
     active: np.ndarray | None = None
