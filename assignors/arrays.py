@@ -169,12 +169,15 @@ class _Layout:
     subscriptions and instance ids alone (not from what they own or their generations): kept
     in the group's :meth:`~assignors.model.Group.derived` store, so the groups of one
     generation of a replay, and a cooperative group's rounds, work it out once.
-    ``member_keys``: each member's (member id, topics, instance id), what it was made of."""
+    ``member_keys``: each member's (member id, topics, instance id), what it was made of;
+    ``member_topics``, ``instance_ids``: the same as columns (with ``member_ids``)."""
 
     topics: tuple[Topic, ...]
     member_keys: list[tuple[str, frozenset[str], str | None]]
     space: PartitionSpace
     member_ids: tuple[str, ...]
+    member_topics: tuple[frozenset[str], ...]
+    instance_ids: tuple[str | None, ...]
     subscriptions: tuple[tuple[int, ...], ...]
     topic_of: np.ndarray
     rank: np.ndarray
@@ -208,11 +211,14 @@ class _Layout:
         topic_of = np.repeat(np.arange(counts.size, dtype=_INDEX), counts)
         for array in (rank, topic_of):
             array.flags.writeable = False  # shared by every GroupArrays of the layout
+        member_keys = list(map(_member_key, members))
         return cls(
             topics=group.topics,
-            member_keys=list(map(_member_key, members)),
+            member_keys=member_keys,
             space=space,
             member_ids=tuple(member.member_id for member in members),
+            member_topics=tuple(key[1] for key in member_keys),
+            instance_ids=tuple(key[2] for key in member_keys),
             subscriptions=tuple(subscriptions),
             topic_of=topic_of,
             rank=rank,
@@ -221,12 +227,22 @@ class _Layout:
 
     def describes(self, group: Group) -> bool:
         """Whether this layout is the one :meth:`of` would make of ``group`` (same topics, same
-        members' ids, subscriptions and instance ids, in order; the space follows from them)."""
-        return (
-            group.topics == self.topics
-            and list(map(_member_key, group.members)) == self.member_keys
-            and group.partition_space().numbers_alike(self.space)
-        )
+        members' ids, subscriptions and instance ids, in order; the space follows from them).
+        A group made from member columns (:meth:`~assignors.model.Group.member_columns`) is
+        compared column by column, without a step per member."""
+        if group.topics != self.topics:
+            return False
+        columns = group.member_columns()
+        if columns is None:
+            if list(map(_member_key, group.members)) != self.member_keys:
+                return False
+        elif (
+            columns[0] != self.member_ids
+            or columns[1] != self.member_topics
+            or columns[3] != self.instance_ids
+        ):
+            return False
+        return group.partition_space().numbers_alike(self.space)
 
 
 _LAYOUT = "assignors.arrays.layout"

@@ -302,6 +302,12 @@ _set_rack = _slot_setter(Member, "rack")
 _set_instance_id = _slot_setter(Member, "instance_id")
 
 
+MemberColumns = tuple[
+    tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
+]
+"""Members' ids, topics, racks and instance ids, column by column (:meth:`Group.member_columns`)."""
+
+
 def member_identity(member_id: str, instance_id: str | None) -> str:
     """Who a member is across rebalances (:attr:`Member.identity`, and a trace member's): the
     static instance id, else the member id."""
@@ -319,6 +325,9 @@ class Group:
     _space: PartitionSpace | None = field(init=False, repr=False, compare=False, default=None)
     _derived: dict[str, object] | None = field(init=False, repr=False, compare=False, default=None)
     _owned_claims: tuple[np.ndarray, np.ndarray] | None = field(
+        init=False, repr=False, compare=False, default=None
+    )
+    _member_columns: MemberColumns | None = field(
         init=False, repr=False, compare=False, default=None
     )
 
@@ -346,6 +355,7 @@ class Group:
         object.__setattr__(self, "_space", None)
         object.__setattr__(self, "_derived", None)
         object.__setattr__(self, "_owned_claims", None)
+        object.__setattr__(self, "_member_columns", None)
 
     @classmethod
     def checked(
@@ -356,6 +366,7 @@ class Group:
         space: PartitionSpace | None = None,
         derived: dict[str, object] | None = None,
         owned_claims: tuple[np.ndarray, np.ndarray] | None = None,
+        member_columns: MemberColumns | None = None,
     ) -> Group:
         """A group whose topics are already sorted by name and distinct, members sorted by
         member id and distinct, and ``topic_by_name`` maps each topic's name to it: what
@@ -369,6 +380,9 @@ class Group:
         no partition claimed twice: when the caller cut the members' :class:`OwnedPartitions`
         from these very arrays, as from an owner array (:func:`assignors.arrays.owned_claims`
         then reads them as they are, and every claim is uncontested).
+        ``member_columns``: the members' (ids, topics, racks, instance ids), column by column,
+        when the caller made the members from these very columns (:meth:`Member.all_checked`):
+        a reader of those values takes them without a step per member.
 
         >>> topics = (Topic("a", 1),)
         >>> members = (Member("c0", frozenset({"a"})),)
@@ -382,6 +396,7 @@ class Group:
         object.__setattr__(made, "_space", space)
         object.__setattr__(made, "_derived", derived)
         object.__setattr__(made, "_owned_claims", owned_claims)
+        object.__setattr__(made, "_member_columns", member_columns)
         return made
 
     def topic(self, name: str) -> Topic | None:
@@ -449,6 +464,22 @@ class Group:
         [[0, 1], [2, 0]]
         """
         return self._owned_claims
+
+    def member_columns(self) -> MemberColumns | None:
+        """The members' (ids, topics, racks, instance ids), column by column, when the group's
+        maker made its members from these columns (a replay's groups from owner arrays), else
+        None: each column's values are the members' own, in member order.
+
+        >>> topics = (Topic("a", 1),)
+        >>> columns = (("c0",), (frozenset("a"),), (None,), ("i0",))
+        >>> members = Member.all_checked(*columns[:2], ((),), (-1,), *columns[2:])
+        >>> Group.checked(topics, members, {"a": topics[0]}).member_columns() is None
+        True
+        >>> made = Group.checked(topics, members, {"a": topics[0]}, member_columns=columns)
+        >>> made.member_columns() == columns
+        True
+        """
+        return self._member_columns
 
     def has_racks(self) -> bool:
         """True when rack-aware assignment applies (KIP-881): some consumer rack and some

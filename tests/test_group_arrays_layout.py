@@ -232,3 +232,68 @@ def test_group_arrays_claims_of_one_partition_claimed_twice_follow_the_generatio
         made.contested.tolist(),
         made.unsubscribed_owner.tolist(),
     ) == _claim_rule_reference(group)
+
+
+def _columns_of(members: tuple[Member, ...]) -> tuple[tuple[object, ...], ...]:
+    return tuple(
+        tuple(getattr(member, name) for member in members)
+        for name in ("member_id", "topics", "rack", "instance_id")
+    )
+
+
+def _from_columns(group: Group, store: Group) -> Group:
+    """``group``'s members made again from their columns, the group carrying those columns
+    and sharing ``store``'s derived store."""
+    columns = _columns_of(group.members)
+    members = Member.all_checked(
+        columns[0],  # type: ignore[arg-type]
+        columns[1],  # type: ignore[arg-type]
+        tuple(member.owned_partitions for member in group.members),
+        tuple(member.generation for member in group.members),
+        columns[2],  # type: ignore[arg-type]
+        columns[3],  # type: ignore[arg-type]
+    )
+    return Group.checked(
+        group.topics,
+        members,
+        {t.name: t for t in group.topics},
+        None,
+        store.derived(),
+        None,
+        columns,  # type: ignore[arg-type]
+    )
+
+
+@SETTINGS
+@given(groups(), groups())
+def test_layout_check_of_a_group_made_from_member_columns_equals_the_member_by_member_one(
+    first: Group, second: Group
+) -> None:
+    for store in (first, second):
+        layout = arrays._Layout.of(store)
+        made = _from_columns(second, store)
+        assert made.member_columns() is not None
+        member_by_member = Group.checked(
+            made.topics, made.members, {t.name: t for t in made.topics}
+        )
+        assert member_by_member.member_columns() is None
+        assert layout.describes(made) == layout.describes(member_by_member)
+        _same(GroupArrays.of(made), GroupArrays.of(_without_store(second)))
+
+
+def test_layout_check_of_member_columns_tells_ids_subscriptions_and_instance_ids_apart() -> None:
+    first = _group((Member("c0", frozenset({"a", "b"})), Member("c1", frozenset({"a"}))))
+    layout = arrays._Layout.of(first)
+    assert layout.describes(_from_columns(first, first))
+    for members in (
+        (Member("c0", frozenset({"a", "b"})), Member("c2", frozenset({"a"}))),
+        (Member("c0", frozenset({"a"})), Member("c1", frozenset({"a"}))),
+        # the same topics subscribed (the same space), by other members
+        (Member("c0", frozenset({"a"})), Member("c1", frozenset({"a", "b"}))),
+        (Member("c0", frozenset({"a", "b"})), Member("c1", frozenset({"a"}), instance_id="i")),
+        (Member("c0", frozenset({"a", "b"})),),
+    ):
+        assert not layout.describes(_from_columns(_group(members), first))
+    # a rack plays no part in the layout
+    racked = (Member("c0", frozenset({"a", "b"}), rack="r"), Member("c1", frozenset({"a"})))
+    assert layout.describes(_from_columns(_group(racked), first))

@@ -2,7 +2,7 @@
 to an earlier generation's are that same object, and range finds its replica placement of them
 by identity, never handing back the placement of other racks; the groups it builds from owner
 arrays carry their members' owned partitions as claims, the same ones the members list, none
-twice."""
+twice, and the columns they made their members from."""
 
 from __future__ import annotations
 
@@ -136,7 +136,15 @@ def test_claims_a_replay_hands_with_its_groups_are_the_members_owned_partitions(
     for trace in traces:
         replay.replay_with(trace, registry.get(name), timings=False)
     assert any(group.owned_claim_arrays() is not None for group in made)
+    assert any(group.member_columns() is not None for group in made)
     for group in made:
+        columns = group.member_columns()
+        if columns is not None:
+            # the columns the group's layout is checked by are its members' own values
+            assert columns == tuple(
+                tuple(getattr(member, slot) for member in group.members)
+                for slot in ("member_id", "topics", "rack", "instance_id")
+            )
         space = group.partition_space()
         plain = Group.checked(group.topics, group.members, group._topic_by_name, space)
         given, read = owned_claims(group, space), owned_claims(plain, space)

@@ -102,6 +102,9 @@ def test_generation_shape_keeps_each_partitions_class_and_index(
         assert shape.class_of_partition.tolist() == shape.class_of_topic[shape.topic_of].tolist()
         assert shape.partition_indexes.tolist() == list(range(shape.topic_of.size))
         assert shape.all_considered == (shape.considered.size == len(shape.member_ids))
+        assert shape.topic_cells.tolist() == [
+            topic * len(shape.member_ids) for topic in shape.topic_of.tolist()
+        ]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -241,4 +244,23 @@ def test_carried_partitions_of_a_generation_with_the_previous_ones_space_are_rea
             assert step.carried.topic.tolist() == step.shape.topic_of.tolist()
             assert step.carried.class_of.tolist() == step.shape.class_of_partition.tolist()
             assert step.carried.exists.all()
+    assert in_place
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("assignor", ["range", "sticky", "cooperative-sticky"])
+def test_score_owners_of_partitions_all_where_they_were_equals_looking_each_one_up(
+    monkeypatch: pytest.MonkeyPatch, scenario: str, assignor: str
+) -> None:
+    in_place = 0
+    for args, kwargs in _scored_calls(monkeypatch, scenario, assignor):
+        shape, owners, previous = args
+        if previous is None or previous.current is not shape.partition_indexes:
+            continue
+        in_place += 1
+        # an equal array that is not the shape's own: each partition's owner is looked up
+        looked_up = previous._replace(current=previous.current.copy(), carried=None)
+        assert score_owners(shape, owners, previous, **kwargs) == score_owners(
+            shape, owners, looked_up, **kwargs
+        )
     assert in_place

@@ -40,6 +40,7 @@ from assignors.model import (
     Assignment,
     Group,
     Member,
+    MemberColumns,
     OwnedPartitions,
     PartitionSpace,
     Topic,
@@ -147,7 +148,8 @@ class _Step(NamedTuple):
     nobody subscribes to any more), None when there are none;
     ``kept_topics``: every topic of the previous generation is still here, so nothing it owned
     stopped existing; ``current``/``weight``: each partition of the previous generation's
-    partition space as an index of this one's (-1 gone) and its weight here; ``carried``:
+    partition space as an index of this one's (-1 gone; the shape's own ``partition_indexes``
+    when the spaces are alike) and its weight here; ``carried``:
     what scoring reads of ``current`` (:class:`~assignors.traces.scoring.CarriedInto`), made
     once for every assignor.
     """
@@ -317,9 +319,7 @@ class _Rejoin(NamedTuple):
     taker: np.ndarray | None
     gone: np.ndarray | None
     member_bounds: np.ndarray
-    member_columns: tuple[
-        tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
-    ]
+    member_columns: MemberColumns
     generations: tuple[int, ...]
 
 
@@ -362,11 +362,7 @@ def _rejoin_of(prepared: Prepared, position: int) -> _Rejoin:
     return made
 
 
-def _columns(
-    members: Sequence[TraceMember],
-) -> tuple[
-    tuple[str, ...], tuple[frozenset[str], ...], tuple[str | None, ...], tuple[str | None, ...]
-]:
+def _columns(members: Sequence[TraceMember]) -> MemberColumns:
     """The members' ids, topics, racks and instance ids, column by column."""
     if not members:
         return (), (), (), ()
@@ -382,21 +378,23 @@ def _carried_into(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Each partition of ``before`` as an index of ``shape``'s space (-1: not there), and its
     weight in this generation's topics (0.0 without one; None when no topic has weights).
-    When the spaces are alike, that is the shape's own ``partition_indexes``."""
+    When the spaces are alike, the indexes are the shape's own ``partition_indexes``."""
     now = shape.space
     weighted = any(topic.weights is not None for topic in topic_by_name.values())
-    if not weighted and (before is now or before == now):
+    alike = before is now or before == now
+    if not weighted and alike:
         return shape.partition_indexes, None
     current_parts, weight_parts = [], []
     offset_now = dict(zip(now.topic_names, now.offsets, strict=True))
     count_now = dict(zip(now.topic_names, now.partition_counts, strict=True))
     for name, count in zip(before.topic_names, before.partition_counts, strict=True):
-        numbers = np.arange(count, dtype=np.int64)
-        offset = offset_now.get(name)
-        if offset is None:
-            current_parts.append(np.full(count, -1, dtype=np.int64))
-        else:
-            current_parts.append(np.where(numbers < count_now[name], offset + numbers, -1))
+        if not alike:
+            numbers = np.arange(count, dtype=np.int64)
+            offset = offset_now.get(name)
+            if offset is None:
+                current_parts.append(np.full(count, -1, dtype=np.int64))
+            else:
+                current_parts.append(np.where(numbers < count_now[name], offset + numbers, -1))
         if weighted:
             topic = topic_by_name.get(name)
             values = np.zeros(count)
@@ -404,7 +402,12 @@ def _carried_into(
                 known = min(count, len(topic.weights))
                 values[:known] = topic.weights[:known]
             weight_parts.append(values)
-    current = np.concatenate(current_parts) if current_parts else np.zeros(0, dtype=np.int64)
+    if alike:
+        current = shape.partition_indexes
+    elif current_parts:
+        current = np.concatenate(current_parts)
+    else:
+        current = np.zeros(0, dtype=np.int64)
     if not weighted:
         return current, None
     return current, np.concatenate(weight_parts) if weight_parts else np.zeros(0)
@@ -519,6 +522,7 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: 
             space,
             step.shape.group.derived(),
             (claimers, runs),
+            parts.member_columns,
         )
     carried = previous.carries[owners]  # identity code per previous partition, -1 nobody
     kept = (carried >= 0) & (current >= 0)
@@ -537,7 +541,13 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: 
     member_ids, topics, racks, instance_ids = parts.member_columns
     members = Member.all_checked(member_ids, topics, owned, parts.generations, racks, instance_ids)
     return Group.checked(
-        step.topics, members, step.topic_by_name, space, step.shape.group.derived()
+        step.topics,
+        members,
+        step.topic_by_name,
+        space,
+        step.shape.group.derived(),
+        None,
+        parts.member_columns,
     )
 
 

@@ -1064,7 +1064,8 @@ class GenerationShape:
     :data:`_HALL_MAX_CLASSES`, else None; ``considered_subscribed``: ``subscribed``'s rows of
     the considered members; ``all_considered``: every member is considered;
     ``class_of_partition[p]``: ``class_of_topic[topic_of[p]]``; ``partition_indexes``: every
-    partition's index, ascending.
+    partition's index, ascending; ``topic_cells[p]``: ``topic_of[p]`` times the number of
+    members (partition ``p``'s cell, before its owner's column, in a topic x member table).
     """
 
     group: Group
@@ -1088,6 +1089,7 @@ class GenerationShape:
     all_considered: bool
     class_of_partition: np.ndarray
     partition_indexes: np.ndarray
+    topic_cells: np.ndarray
 
     @classmethod
     def of(
@@ -1183,6 +1185,7 @@ class GenerationShape:
             all_considered=int(considered.size) == len(group.members),
             class_of_partition=class_of_topic[parts.topic_of],
             partition_indexes=np.arange(int(parts.topic_of.size)),
+            topic_cells=parts.topic_of * len(members),
         )
         return made
 
@@ -1538,8 +1541,9 @@ def score_owners(
         present = speakers >= 0
         exists = current >= 0 if into is None else into.exists
         if num_partitions and num_members:
-            # a -1 (no owner, no partition) picks the last row: `present`/`exists` mask it
-            still = owners[current] == speakers
+            # a -1 (no owner, no partition) picks the last row: `present`/`exists` mask it;
+            # every previous partition where it was: their owners are `owners` itself
+            still = (owners if current is shape.partition_indexes else owners[current]) == speakers
         else:
             still = np.zeros(codes.size, dtype=bool)
         code = present | (_churn_bits(shape, exists) if into is None else into.churn_bits)
@@ -1616,20 +1620,25 @@ def score_owners(
         # one topic everyone takes: its spread is the members' loads' (every one is valid)
         topic_spread = max(0, max(all_loads) - min(all_loads)) if num_members else 0
     elif shape.topics_with_partitions.size and num_members:
-        if valid is None or validly_held == holders.size:
-            cells = holders * num_topics + held_topics
+        # one row per topic, one column per member: cell topic * members + member
+        if assigned is None and (valid is None or validly_held == holders.size):
+            cells = shape.topic_cells + holders
+        elif valid is None or validly_held == holders.size:
+            cells = held_topics * num_members + holders
         else:
-            cells = holders[valid] * num_topics + held_topics[valid]
-        per_topic = np.bincount(cells, minlength=num_members * num_topics).reshape(
-            num_members, num_topics
+            cells = held_topics[valid] * num_members + holders[valid]
+        per_topic = np.bincount(cells, minlength=num_topics * num_members).reshape(
+            num_topics, num_members
         )
         if shape.subscribes_all:
-            spreads = _most(per_topic, axis=0) - _least(per_topic, axis=0)
+            spreads = _most(per_topic, axis=1) - _least(per_topic, axis=1)
         else:
-            spreads = _most(per_topic, axis=0) - _least(
-                np.where(shape.subscribed, per_topic, _NO_LOAD), axis=0
+            spreads = _most(per_topic, axis=1) - _least(
+                np.where(shape.subscribed.T, per_topic, _NO_LOAD), axis=1
             )
-        topic_spread = max(0, int(_most(spreads[shape.topics_with_partitions])))
+        if shape.topics_with_partitions.size != num_topics:
+            spreads = spreads[shape.topics_with_partitions]
+        topic_spread = max(0, int(_most(spreads)))
     rack_mismatch = None
     if shape.mismatched is not None:
         partitions = shape.partition_indexes if assigned is None else assigned
