@@ -1644,34 +1644,47 @@ def score_owners(
         partitions = shape.partition_indexes if assigned is None else assigned
         rack_mismatch = int(np.count_nonzero(shape.mismatched[holders, partitions]))
 
-    return ScoreRow(
-        trace_id=trace_id,
-        assignor=assignor,
-        generation=generation,
-        members=num_members,
-        partitions=num_partitions,
-        unassigned=num_partitions - validly_held,
-        invalid=invalid,
-        min_load=min_load,
-        max_load=max_load,
-        spread=max_load - min_load,
-        balanced=balanced,
-        optimal_max_load=capacity,
-        weight_skew=weight_skew,
-        moved=moved,
-        forced=forced,
-        min_moved=minimum_moved,
-        revoked=revoked,
-        rounds=rounds,
-        rack_mismatch=rack_mismatch,
-        assign_ms=assign_ms,
-        min_moved_own=minimum_moved_own,
-        excess_moved=max(0, moved - minimum_moved_own),
-        revoked_weight=revoked_weight if weighted else None,
-        moved_weight=moved_weight if weighted else None,
-        interval_ms=interval_ms,
-        topic_spread=topic_spread,
+    # the row's columns in their order (ScoreRow._fields), made without binding 34 keywords
+    return _make_row(
+        (
+            trace_id,
+            assignor,
+            generation,
+            num_members,  # members
+            num_partitions,  # partitions
+            num_partitions - validly_held,  # unassigned
+            invalid,
+            min_load,
+            max_load,
+            max_load - min_load,  # spread
+            balanced,
+            capacity,  # optimal_max_load
+            weight_skew,
+            moved,
+            forced,
+            minimum_moved,  # min_moved
+            revoked,
+            rounds,
+            rack_mismatch,
+            assign_ms,
+            minimum_moved_own,  # min_moved_own
+            max(0, moved - minimum_moved_own),  # excess_moved
+            revoked_weight if weighted else None,
+            moved_weight if weighted else None,
+            interval_ms,
+            *_UNCOSTED,
+            topic_spread,
+        )
     )
+
+
+_make_row = ScoreRow._make
+_UNCOSTED = tuple(
+    ScoreRow._field_defaults[name]
+    for name in ScoreRow._fields[ScoreRow._fields.index("interval_ms") + 1 : -1]
+)
+"""The defaults of the columns between ``interval_ms`` and ``topic_spread`` (cost and
+reconciliation columns, filled in later), in order."""
 
 
 def _sequential_sum(values: np.ndarray) -> float:
