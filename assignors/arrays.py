@@ -282,7 +282,7 @@ def _valid_claims(
     if not claims.index.size:
         return claimant, contested, unsubscribed_owner, objects
     if not layout.subscribed.everything:
-        subscribed = layout.subscribed.of_claims(claims, space)
+        subscribed = layout.subscribed.of_claims(claims, space, layout.topic_of)
         if not subscribed.all():
             unsubscribed_owner[claims.index[~subscribed]] = True
             claims = claims.subset(subscribed)
@@ -535,16 +535,20 @@ class _SubscriptionCheck:
             table[row, np.asarray(subscription, dtype=_INDEX)] = True
         return cls(everything=False, rows=rows, table=table)
 
-    def of_claims(self, claims: Claims, space: PartitionSpace) -> np.ndarray:
+    def of_claims(
+        self, claims: Claims, space: PartitionSpace, topic_of: np.ndarray | None = None
+    ) -> np.ndarray:
         """Whether each of ``claims`` (on ``space``, the space this was made for) is by a
-        member subscribing to the partition's topic."""
+        member subscribing to the partition's topic. ``topic_of``: each partition's topic
+        position in ``space``, when the caller keeps it (else looked up by offset)."""
         if self.everything:
             return np.ones(claims.index.size, dtype=bool)
+        topics = _topics_of(space, claims.index) if topic_of is None else topic_of[claims.index]
         if self.pairs is not None:
             num_topics = len(space.topic_names)
-            return np.isin(claims.member * num_topics + _topics_of(space, claims.index), self.pairs)
+            return np.isin(claims.member * num_topics + topics, self.pairs)
         assert self.rows is not None and self.table is not None
-        return self.table[self.rows[claims.member], _topics_of(space, claims.index)]
+        return self.table[self.rows[claims.member], topics]
 
 
 def _topics_of(space: PartitionSpace, indexes: np.ndarray) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strategies import groups
 
 from assignors import arrays
@@ -297,3 +298,54 @@ def test_layout_check_of_member_columns_tells_ids_subscriptions_and_instance_ids
     # a rack plays no part in the layout
     racked = (Member("c0", frozenset({"a", "b"}), rack="r"), Member("c1", frozenset({"a"})))
     assert layout.describes(_from_columns(_group(racked), first))
+
+
+@st.composite
+def _claims_on_a_space(
+    draw: st.DrawFn,
+) -> tuple[PartitionSpace, list[tuple[int, ...]], arrays.Claims]:
+    """A space whose topics may have no partitions, members' subscriptions (topic positions)
+    and claims of those members on its partitions."""
+    counts = draw(st.lists(st.integers(0, 4), min_size=1, max_size=5))
+    space = PartitionSpace(tuple(f"t{position}" for position in range(len(counts))), tuple(counts))
+    positions = range(len(counts))
+    subscriptions = draw(
+        st.lists(
+            st.lists(st.sampled_from(positions), unique=True).map(lambda p: tuple(sorted(p))),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    pairs = draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, len(subscriptions) - 1), st.integers(0, max(space.size - 1, 0))
+            ),
+            max_size=12 if space.size else 0,
+        )
+    )
+    claims = arrays.Claims(
+        np.asarray([member for member, _ in pairs], dtype=np.int64),
+        np.asarray([index for _, index in pairs], dtype=np.int64),
+    )
+    return space, subscriptions, claims
+
+
+@SETTINGS
+@given(_claims_on_a_space(), st.booleans())
+def test_claims_subscribed_read_by_each_partitions_topic_equals_the_offset_search(
+    drawn: tuple[PartitionSpace, list[tuple[int, ...]], arrays.Claims], table: bool
+) -> None:
+    space, subscriptions, claims = drawn
+    original = arrays._SUBSCRIPTION_TABLE_CELLS
+    if not table:
+        arrays._SUBSCRIPTION_TABLE_CELLS = 0  # the pair search, as for groups too big for a table
+    try:
+        check = arrays._SubscriptionCheck.of(space, subscriptions)
+    finally:
+        arrays._SUBSCRIPTION_TABLE_CELLS = original
+    counts = np.asarray(space.partition_counts, dtype=np.int64)
+    topic_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    assert (
+        check.of_claims(claims, space, topic_of).tolist() == check.of_claims(claims, space).tolist()
+    )
