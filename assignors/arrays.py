@@ -189,36 +189,43 @@ class _Layout:
         counts = np.asarray(space.partition_counts, dtype=_INDEX)
         sizes = space.partition_counts
         position = {name: p for p, name in enumerate(space.topic_names)}
+        members = group.members
+        member_keys = list(map(_member_key, members))
+        member_ids, member_topics, instance_ids = (
+            zip(*member_keys, strict=True) if member_keys else ((), (), ())
+        )
         known: dict[frozenset[str], tuple[int, ...]] = {}
         subscriptions = []
-        for member in group.members:
-            subscription = known.get(member.topics)
+        for topics in member_topics:
+            subscription = known.get(topics)
             if subscription is None:
                 subscription = tuple(
                     sorted(
                         p
-                        for name in member.topics
+                        for name in topics
                         if (p := position.get(name)) is not None and sizes[p] > 0
                     )
                 )
-                known[member.topics] = subscription
+                known[topics] = subscription
             subscriptions.append(subscription)
-        members = group.members
-        keys = [(member.identity, member.member_id) for member in members]
+        # ties are broken by identity (static instance id, else member id), then member id
+        keys = [
+            (member_id if instance_id is None else instance_id, member_id)
+            for member_id, instance_id in zip(member_ids, instance_ids, strict=True)
+        ]
         order = sorted(range(len(members)), key=keys.__getitem__)
         rank = np.empty(len(members), dtype=_INDEX)
         rank[order] = np.arange(len(members), dtype=_INDEX)
         topic_of = np.repeat(np.arange(counts.size, dtype=_INDEX), counts)
         for array in (rank, topic_of):
             array.flags.writeable = False  # shared by every GroupArrays of the layout
-        member_keys = list(map(_member_key, members))
         return cls(
             topics=group.topics,
             member_keys=member_keys,
             space=space,
-            member_ids=tuple(member.member_id for member in members),
-            member_topics=tuple(key[1] for key in member_keys),
-            instance_ids=tuple(key[2] for key in member_keys),
+            member_ids=member_ids,
+            member_topics=member_topics,
+            instance_ids=instance_ids,
             subscriptions=tuple(subscriptions),
             topic_of=topic_of,
             rank=rank,
