@@ -1549,7 +1549,8 @@ def score_owners(
         code = present | (_churn_bits(shape, exists) if into is None else into.churn_bits)
         code |= still << 2
         if num_partitions and num_members and shape.subscribes_all:
-            keepable = present & exists
+            # every partition where it was exists: a present owner may keep all it held
+            keepable = present if current is shape.partition_indexes else present & exists
         else:
             subscribes = (
                 shape.subscribed[speakers, shape.topic_of[current] if into is None else into.topic]
@@ -1571,8 +1572,11 @@ def score_owners(
             weights = previous.weight if held_before is None else previous.weight[held_before]
             revoked_weight = _sequential_sum(weights[in_order][is_revoked[in_order]])
             moved_weight = _sequential_sum(weights[in_order][moved_mask[in_order]])
-        keepers = speakers[keepable]
-        kept_by_keeper = np.bincount(keepers, minlength=num_members).tolist()
+        if keepable is present:
+            # the present owners' partitions: an absent one's (-1) counts in column 0, left out
+            kept_by_keeper = np.bincount(speakers + 1, minlength=num_members + 1).tolist()[1:]
+        else:
+            kept_by_keeper = np.bincount(speakers[keepable], minlength=num_members).tolist()
         # A complete, valid assignment is itself a way to keep all but `moved` within its own
         # largest load, and no member keeps more than the capacity: when those bounds meet,
         # they are the answer and the flow is not needed.
@@ -1593,7 +1597,7 @@ def score_owners(
                     if into is None
                     else into.class_of[keepable]
                 )
-                key_codes = of_keepable * num_members_plus + keepers
+                key_codes = of_keepable * num_members_plus + speakers[keepable]
                 by_key = np.bincount(
                     key_codes, minlength=len(shape.classes.sizes) * num_members_plus
                 )
