@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import groups, next_round
 
@@ -246,6 +246,87 @@ def test_a_group_rejoined_with_other_owners_is_not_the_follow_up(group, data):
     other = next_round(group, Assignment.from_owners(space, member_ids, owners))
     made = sticky.follow_up_arrays(last.group, last.arrays, last.handed, other)
     assert (made is not None) == np.array_equal(owners, last.handed)
+    if made is not None:
+        assert_same_arrays(made, GroupArrays.of(other))
+    assert_same_answer(assignor.assign(other), CooperativeStickyAssignor().assign(other))
+
+
+def _engine_answer(group: Group) -> np.ndarray:
+    """The engine's owners for ``group`` read in full, no round remembered."""
+    return sticky._plan(group, GroupArrays.of(group), None)[0].owner
+
+
+@SETTINGS
+@given(
+    groups(max_members=8, max_topics=4, max_partitions=12, owned=True, subscription="uniform"),
+    st.integers(1, 3),
+)
+def test_a_uniform_follow_up_that_kept_only_claims_is_answered_by_the_rounds_owners(group, rounds):
+    """A uniform round that handed out only kept claims (all it dealt was withheld) is
+    followed by the same owners, without running the engine again; every other follow-up is
+    planned in full. Either way the answer is the engine's on the follow-up read in full."""
+    assignor = CooperativeStickyAssignor()
+    for _ in range(rounds):
+        answer = assignor.assign(group)
+        last = assignor._rounds._last
+        follow_up = next_round(group, answer)
+        follow_answer = assignor.assign(follow_up)
+        assert follow_answer.owners.tolist() == _engine_answer(follow_up).tolist()
+        if last.kept_only():
+            assert follow_answer.owners.tolist() == last.uniform_owner.tolist()
+            assert follow_answer.num_withheld == 0
+        assert_same_answer(follow_answer, CooperativeStickyAssignor().assign(follow_up))
+        group = follow_up
+
+
+def test_a_uniform_round_that_dealt_an_unclaimed_partition_is_followed_by_other_owners():
+    """``x`` and ``y`` own nothing, ``z`` six of eight partitions: ``z`` and ``x`` (first by
+    rank) get a ceil quota of three. ``x`` is dealt ``z``'s ``a3``, ``a5``, ``a7`` (withheld)
+    and ``y`` the unclaimed ``a4`` and ``a6`` (handed out at once), so in the follow-up ``y``
+    claims more than ``x`` and the ceil quota is ``y``'s: the round's owners are not the
+    answer, the engine runs again."""
+    objects = [TopicPartition("a", p) for p in range(8)]
+    group = Group(
+        (Topic("a", 8),),
+        (
+            Member("x", frozenset({"a"}), generation=1),
+            Member("y", frozenset({"a"}), generation=1),
+            Member("z", frozenset({"a"}), tuple(objects[p] for p in (0, 1, 2, 3, 5, 7)), 1),
+        ),
+    )
+    assignor = CooperativeStickyAssignor()
+    first = assignor.assign(group)
+    assert first.owners.tolist() == [2, 2, 2, -1, 1, -1, 1, -1]
+    last = assignor._rounds._last
+    assert not last.kept_only()
+    follow_up = next_round(group, first)
+    second = assignor.assign(follow_up)
+    assert second.owners.tolist() == _engine_answer(follow_up).tolist()
+    assert second.owners.tolist() != last.uniform_owner.tolist()
+    assert {m: [tp.partition for tp in tps] for m, tps in second.partitions.items()} == {
+        "x": [3, 7],
+        "y": [4, 5, 6],
+        "z": [0, 1, 2],
+    }
+
+
+@SETTINGS
+@given(groups(max_members=6, max_topics=4, max_partitions=10, owned=True), st.data())
+def test_a_group_rejoined_with_a_changed_member_is_not_the_follow_up(group, data):
+    """A group cut from the very owner array the round handed out, but whose members are not
+    the round's (a member's topics, rack or static id changed), is read in full."""
+    assignor, answer, last = remembered_round(group)
+    changed = _changed(group, data)
+    # the same topics and subscribed partitions: the answer's owner array is cut as it is
+    assume(changed.topics == group.topics)
+    assume(changed.partition_space() == group.partition_space())
+    other = next_round(changed, answer)
+    assert other.owned_claim_arrays() is not None
+    made = sticky.follow_up_arrays(last.group, last.arrays, last.handed, other)
+    same_members = [(m.member_id, m.topics, m.rack, m.instance_id) for m in changed.members] == [
+        (m.member_id, m.topics, m.rack, m.instance_id) for m in group.members
+    ]
+    assert (made is not None) == same_members
     if made is not None:
         assert_same_arrays(made, GroupArrays.of(other))
     assert_same_answer(assignor.assign(other), CooperativeStickyAssignor().assign(other))
