@@ -61,7 +61,12 @@ from assignors.sticky import StickyPlan, StickyRounds
 def withheld_indexes(plan: StickyPlan) -> np.ndarray:
     """Partition indexes to withhold this round: those changing hands (moved claims, and
     partitions held on a dropped topic) and same-generation double claims."""
-    return np.flatnonzero(plan.changing_hands_mask() | plan.contested)
+    claimant = plan.claimant
+    # changing_hands_mask | contested, with one array made and combined in place
+    withheld = plan.owner != claimant
+    withheld &= (claimant >= 0) | plan.unsubscribed_owner
+    withheld |= plan.contested
+    return np.flatnonzero(withheld)
 
 
 class CooperativeStickyAssignor:
@@ -77,7 +82,9 @@ class CooperativeStickyAssignor:
     def assign(self, group: Group) -> Assignment:
         plan = self._rounds.plan(group)
         withheld = withheld_indexes(plan)
-        owners = plan.owner.copy()
-        owners[withheld] = -1
+        owners = plan.owner
+        if withheld.size:
+            owners = owners.copy()
+            owners[withheld] = -1
         self._rounds.handed(group, owners)
         return Assignment.from_owners(plan.space, plan.member_ids, owners, withheld)

@@ -835,20 +835,18 @@ class Assignment:
         """The assignment giving partition ``p`` of ``space`` to ``member_ids[owners[p]]``
         (nobody when ``owners[p]`` is -1); ``withheld_indexes`` are withheld partitions."""
         made = cls.__new__(cls)
-        withheld = (
-            np.zeros(0, dtype=np.int64)
-            if withheld_indexes is None
-            else np.sort(np.asarray(withheld_indexes, dtype=np.int64))
-        )
-        for name, value in (
-            ("_partitions", None),
-            ("_withheld", None),
-            ("owners", np.asarray(owners, dtype=np.int64)),
-            ("space", space),
-            ("member_ids", tuple(member_ids)),
-            ("withheld_indexes", withheld),
-        ):
-            object.__setattr__(made, name, value)
+        if withheld_indexes is None:
+            withheld = np.zeros(0, dtype=np.int64)
+        else:
+            withheld = np.asarray(withheld_indexes, dtype=np.int64)
+            if withheld.size > 1:
+                withheld = np.sort(withheld)
+        _set_partitions(made, None)
+        _set_withheld(made, None)
+        _set_owners(made, np.asarray(owners, dtype=np.int64))
+        _set_space_of(made, space)
+        _set_member_ids(made, tuple(member_ids))
+        _set_withheld_indexes(made, withheld)
         return made
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -921,6 +919,14 @@ class Assignment:
             member_id: [[tp.topic, tp.partition] for tp in tps]
             for member_id, tps in self.partitions.items()
         }
+
+
+_set_partitions = _slot_setter(Assignment, "_partitions")
+_set_withheld = _slot_setter(Assignment, "_withheld")
+_set_owners = _slot_setter(Assignment, "owners")
+_set_space_of = _slot_setter(Assignment, "space")
+_set_member_ids = _slot_setter(Assignment, "member_ids")
+_set_withheld_indexes = _slot_setter(Assignment, "withheld_indexes")
 
 
 @contextmanager
