@@ -995,7 +995,7 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
         if assignment.space is not None and assignment.space.numbers_alike(space):
             # over the group's own numbering: each member's run of indexes, no TopicPartition
             order, bounds = member_runs(owners, len(group.members))
-            runs = order.astype(np.int64)
+            runs = order.astype(np.int64, copy=False)  # argsort's own array: no one else's
             runs.flags.writeable = False
             limits = bounds.tolist()
             claimed = runs[limits[0] :]

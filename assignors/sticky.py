@@ -462,7 +462,7 @@ class _KnownShape:
 
     @classmethod
     def of(cls, group: Group, arrays: GroupArrays, shape: _Shape) -> _KnownShape:
-        racks = tuple(member.rack for member in group.members)
+        racks = tuple(map(_rack_of, group.members))
         return cls(group.topics, arrays.space, arrays.subscriptions, racks, shape)
 
     def describes(self, group: Group, arrays: GroupArrays) -> bool:
@@ -473,10 +473,7 @@ class _KnownShape:
             return False
         if arrays.subscriptions != self.subscriptions:
             return False
-        members, racks = group.members, self.racks
-        return len(members) == len(racks) and all(
-            member.rack == rack for member, rack in zip(members, racks, strict=True)
-        )
+        return tuple(map(_rack_of, group.members)) == self.racks
 
 
 class _Round:
@@ -586,6 +583,7 @@ def _follow_up_from_claims(
     return _handed_arrays(group, arrays, handed)
 
 
+_rack_of = attrgetter("rack")
 # what a follow-up's members must share with the round's (their owned partitions aside)
 _MEMBER_FIELDS = attrgetter("member_id", "topics", "rack", "instance_id")
 
