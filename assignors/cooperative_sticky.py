@@ -29,6 +29,15 @@ claimed twice and nothing needs to move, so the withheld partition goes to ``c2`
 >>> {m: [tp.partition for tp in tps] for m, tps in second.partitions.items()}, second.withheld
 ({'c0': [0, 1], 'c1': [2], 'c2': [3]}, ())
 
+The assignor that answered round one knows this answer without reading the rejoined group: all
+it handed out were claims their owners kept, so with uniform subscriptions round two deals the
+withheld partition as round one did (a replay asks it so, by
+:meth:`~CooperativeStickyAssignor.follow_up`):
+
+>>> again = CooperativeStickyAssignor()
+>>> again.follow_up(joined, again.assign(joined), 4) == second
+True
+
 Withheld this round: partitions whose valid owner (present, subscribed, highest generation)
 changes, partitions two members claimed in the same highest generation (each claimant may
 still be consuming them, so neither is trusted until both have revoked), and partitions a member
@@ -80,7 +89,18 @@ class CooperativeStickyAssignor:
         self._rounds = StickyRounds()
 
     def assign(self, group: Group) -> Assignment:
-        plan = self._rounds.plan(group)
+        return self._answer(group, self._rounds.plan(group))
+
+    def follow_up(self, group: Group, assignment: Assignment, generation: int) -> Assignment | None:
+        """``assign(rejoin(group, assignment, generation))`` without making the rejoined group,
+        when ``assignment`` is this assignor's answer to ``group`` and the follow-up's answer
+        follows from that round: uniform subscriptions and every partition handed out a claim
+        its owner kept (:meth:`assignors.sticky.StickyRounds.follow_up`); else None. A replay
+        asks this first for each follow-up round."""
+        plan = self._rounds.follow_up(group, assignment, generation)
+        return None if plan is None else self._answer(group, plan)
+
+    def _answer(self, group: Group, plan: StickyPlan) -> Assignment:
         withheld = withheld_indexes(plan)
         owners = plan.owner
         if withheld.size:

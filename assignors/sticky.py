@@ -85,6 +85,7 @@ from ortools.graph.python import max_flow, min_cost_flow
 from assignors.arrays import GroupArrays
 from assignors.base import RebalanceProtocol
 from assignors.model import (
+    NO_GENERATION,
     Assignment,
     Group,
     OwnedPartitions,
@@ -410,15 +411,7 @@ class StickyRounds:
             shape = None if known is None else known.shape
             plan, shape = _plan(group, arrays, shape)
         elif last is not None and last.uniform_owner is not None and last.kept_only():
-            plan = StickyPlan(
-                arrays.space,
-                arrays.member_ids,
-                last.uniform_owner.copy(),
-                arrays.claimant,
-                arrays.contested,
-                arrays.objects,
-                arrays.unsubscribed_owner,
-            )
+            plan = _owners_plan(arrays, last.uniform_owner)
         else:
             plan, shape = _plan(group, arrays, shape)
         assert shape is not None
@@ -431,6 +424,40 @@ class StickyRounds:
             known = _KnownShape.of(group, arrays, shape)
         self._shapes = [known, *(k for k in self._shapes if k is not known)][:REMEMBERED_SHAPES]
         return plan
+
+    def follow_up(self, group: Group, assignment: Assignment, generation: int) -> StickyPlan | None:
+        """The plan of ``rejoin(group, assignment, generation)`` (:func:`assignors.model.rejoin`)
+        without making that group, when ``group`` is the round just planned, ``assignment``
+        hands out as recorded by :meth:`handed` and the plan follows from the round (uniform
+        subscriptions, every partition handed out a kept claim: :meth:`_Round.kept_only`);
+        recorded as the last round, as :meth:`plan` would. Else None, and nothing changes.
+        ``generation`` must be one a member can have (else rejoin refuses it: None)."""
+        last = self._last
+        owners = assignment.owners
+        if (
+            last is None
+            or last.group is not group
+            or last.handed is None
+            or last.uniform_owner is None
+            or owners is None
+            or assignment.space is None
+            or type(generation) is not int
+            or generation < NO_GENERATION
+        ):
+            return None
+        arrays = last.arrays
+        if (
+            assignment.member_ids != arrays.member_ids
+            or not assignment.space.numbers_alike(arrays.space)
+            or not np.array_equal(owners, last.handed)
+            or not last.kept_only()
+        ):
+            return None
+        # the follow-up's members are the round's, its arrays those follow_up_arrays reads
+        follow_up = _Round(group, _handed_arrays(group, arrays, last.handed), last.shape)
+        follow_up.uniform_owner = last.uniform_owner
+        self._last = follow_up
+        return _owners_plan(follow_up.arrays, last.uniform_owner)
 
     def handed(self, group: Group, owners: np.ndarray) -> None:
         """Record that the round just planned for ``group`` handed partition ``p`` to member
@@ -501,6 +528,19 @@ class _Round:
         handed = self.handed
         assert handed is not None
         return bool(((handed < 0) | (handed == self.arrays.claimant)).all())
+
+
+def _owners_plan(arrays: GroupArrays, owner: np.ndarray) -> StickyPlan:
+    """The plan giving partition ``p`` to ``owner[p]`` (copied) on ``arrays``' claims."""
+    return StickyPlan(
+        arrays.space,
+        arrays.member_ids,
+        owner.copy(),
+        arrays.claimant,
+        arrays.contested,
+        arrays.objects,
+        arrays.unsubscribed_owner,
+    )
 
 
 def same_shape(before: Group, earlier: GroupArrays, group: Group, arrays: GroupArrays) -> bool:

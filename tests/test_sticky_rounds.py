@@ -19,7 +19,15 @@ from strategies import groups, next_round
 from assignors import sticky
 from assignors.arrays import GroupArrays
 from assignors.cooperative_sticky import CooperativeStickyAssignor
-from assignors.model import Assignment, Group, Member, OwnedPartitions, Topic, TopicPartition
+from assignors.model import (
+    Assignment,
+    Group,
+    Member,
+    OwnedPartitions,
+    Topic,
+    TopicPartition,
+    rejoin,
+)
 
 SETTINGS = settings(
     max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -330,3 +338,101 @@ def test_a_group_rejoined_with_a_changed_member_is_not_the_follow_up(group, data
     if made is not None:
         assert_same_arrays(made, GroupArrays.of(other))
     assert_same_answer(assignor.assign(other), CooperativeStickyAssignor().assign(other))
+
+
+@SETTINGS
+@given(groups(max_members=8, max_topics=4, max_partitions=12, owned=True), st.integers(1, 3))
+def test_a_follow_up_answered_from_the_round_is_the_answer_to_the_rejoined_group(group, rounds):
+    """``follow_up`` answers the rejoined group without it exactly when the round was uniform
+    and handed out only kept claims, and then as an assignor reading that group does; the
+    rounds after it answer as a fresh assignor does (it recorded the follow-up as planned)."""
+    assignor = CooperativeStickyAssignor()
+    answer = assignor.assign(group)
+    for _ in range(rounds):
+        last = assignor._rounds._last
+        # the round just planned, not one answered without its group
+        expected = last.group is group and last.uniform_owner is not None and last.kept_only()
+        follow_up = next_round(group, answer)
+        generation = follow_up.members[0].generation
+        known = assignor.follow_up(group, answer, generation)
+        assert (known is not None) == expected
+        if known is None:
+            known = assignor.assign(follow_up)
+        assert_same_answer(known, CooperativeStickyAssignor().assign(follow_up))
+        group, answer = follow_up, known
+    again = next_round(group, answer)
+    assert_same_answer(assignor.assign(again), CooperativeStickyAssignor().assign(again))
+
+
+def test_a_follow_up_is_answered_only_for_the_round_just_planned_and_what_it_handed():
+    topics = (Topic("a", 4),)
+    owned = (TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("a", 2))
+    group = Group(
+        topics,
+        (
+            Member("c0", frozenset({"a"}), owned, 3),
+            Member("c1", frozenset({"a"}), (TopicPartition("a", 3),), 3),
+            Member("c2", frozenset({"a"})),
+        ),
+    )
+    assignor = CooperativeStickyAssignor()
+    first = assignor.assign(group)
+    assert first.owners.tolist() == [0, 0, -1, 1]
+    alike = Group(topics, group.members)  # equal, but not the group the round planned
+    other_owners = first.owners.copy()
+    other_owners[[0, 3]] = other_owners[[3, 0]]
+    swapped = Assignment.from_owners(first.space, first.member_ids, other_owners)
+    renamed = Assignment.from_owners(first.space, ("c0", "c1", "c9"), first.owners)
+    assert assignor.follow_up(alike, first, 4) is None
+    assert assignor.follow_up(group, swapped, 4) is None
+    assert assignor.follow_up(group, renamed, 4) is None
+    assert assignor.follow_up(group, first, -2) is None
+    assert assignor.follow_up(group, first, True) is None
+    known = assignor.follow_up(group, first, 4)
+    assert known is not None
+    assert_same_answer(known, CooperativeStickyAssignor().assign(rejoin(group, first, 4)))
+    assert assignor.follow_up(group, first, 4) is None  # the round just planned is the follow-up
+
+
+def _generated_traces():
+    from collections import defaultdict
+
+    from assignors.traces.format import build_trace, parse_generation
+    from assignors.traces.generate import generate_rows
+
+    by_trace = defaultdict(list)
+    rows = generate_rows("mixed", 16, seed=11, members=(2, 12), partitions=(4, 80))
+    for line, row in enumerate(rows, 1):
+        by_trace[row["trace_id"]].append(parse_generation(row, "generated", line))
+    return [build_trace(trace_id, rows) for trace_id, rows in by_trace.items()]
+
+
+class _WithoutFollowUp:
+    """cooperative-sticky without ``follow_up``: a replay makes every follow-up group."""
+
+    name, rebalance_protocol = "cooperative-sticky", "cooperative"
+
+    def __init__(self) -> None:
+        self._assignor = CooperativeStickyAssignor()
+
+    def assign(self, group: Group) -> Assignment:
+        return self._assignor.assign(group)
+
+
+def test_a_replay_asking_follow_ups_first_scores_as_one_making_every_follow_up_group():
+    from assignors.traces.replay import replay_with
+
+    answered = []
+    assignor = CooperativeStickyAssignor()
+    follow_up = assignor.follow_up
+
+    def counted(group, assignment, generation):
+        known = follow_up(group, assignment, generation)
+        answered.append(known is not None)
+        return known
+
+    assignor.follow_up = counted
+    for trace in _generated_traces():
+        rows = replay_with(trace, assignor, timings=False)
+        assert rows == replay_with(trace, _WithoutFollowUp(), timings=False)
+    assert any(answered) and not all(answered)

@@ -568,6 +568,9 @@ def replay_with(
     and in the generation after, by :func:`~assignors.traces.scoring.score_generation`.
     An assignor whose ``reads_owned_partitions`` is False (range, roundrobin) is given each
     generation's members without the partitions they owned, which it would not look at.
+    A cooperative assignor with a ``follow_up(group, assignment, generation)`` method (its answer
+    to :func:`~assignors.model.rejoin` of them, or None) is asked it before each follow-up
+    round, whose group is then made only when that answer is None.
     """
     if prepared is None or prepared.trace is not trace:
         prepared = prepare(trace)
@@ -587,6 +590,10 @@ def replay_with(
     # an assignor that declares it never reads what members owned gets each generation's group
     # as is, and its answers are carried forward as owner arrays only
     carries_owned = server_side or getattr(assignor, "reads_owned_partitions", True)
+    # a cooperative assignor may answer a follow-up round from the round before it:
+    # ``follow_up(group, assignment, generation)`` is its answer to ``rejoin(group, assignment,
+    # generation)``, or None when it must read that group
+    follow_up = None if server_side else getattr(assignor, "follow_up", None)
     previous_assignment: Assignment | None = None
     by_arrays = False  # the previous generation's owners are carried as an owner array
     for position, step in enumerate(prepared.steps):
@@ -612,15 +619,22 @@ def replay_with(
         base_group = group
         rounds = 0
         elapsed = 0.0
+        answered: Assignment | None = None  # the next round's answer, when the assignor knew it
         while True:
             rounds += 1
             started = time.perf_counter()
-            assignment = assign(group)
+            assignment = assign(group) if answered is None else answered
             elapsed += time.perf_counter() - started
             if server_side or not (cooperative and assignment.num_withheld) or rounds >= MAX_ROUNDS:
                 break
-            # the old owners revoke what was withheld and everyone rejoins with what they hold now
-            group = rejoin(group, assignment, generation.generation)
+            # the old owners revoke what was withheld and everyone rejoins with what they hold
+            # now; an assignor that knows its answer to that group says so without it
+            if follow_up is not None:
+                started = time.perf_counter()
+                answered = follow_up(group, assignment, generation.generation)
+                elapsed += time.perf_counter() - started
+            if answered is None or answered.num_withheld:
+                group = rejoin(group, assignment, generation.generation)
         owners = step.shape.owners_of(assignment)
         scored = {
             "trace_id": trace.trace_id,
