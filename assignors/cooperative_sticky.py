@@ -29,10 +29,10 @@ claimed twice and nothing needs to move, so the withheld partition goes to ``c2`
 >>> {m: [tp.partition for tp in tps] for m, tps in second.partitions.items()}, second.withheld
 ({'c0': [0, 1], 'c1': [2], 'c2': [3]}, ())
 
-The assignor that answered round one knows this answer without reading the rejoined group: all
-it handed out were claims their owners kept, so with uniform subscriptions round two deals the
-withheld partition as round one did (a replay asks it so, by
-:meth:`~CooperativeStickyAssignor.follow_up`):
+The assignor that answered round one reads round two from it without the rejoined group (a
+replay asks it so, by :meth:`~CooperativeStickyAssignor.follow_up`); here all round one handed
+out were claims their owners kept, so with uniform subscriptions round two deals the withheld
+partition as round one did, without the engine:
 
 >>> again = CooperativeStickyAssignor()
 >>> again.follow_up(joined, again.assign(joined), 4) == second
@@ -93,10 +93,10 @@ class CooperativeStickyAssignor:
 
     def follow_up(self, group: Group, assignment: Assignment, generation: int) -> Assignment | None:
         """``assign(rejoin(group, assignment, generation))`` without making the rejoined group,
-        when ``assignment`` is this assignor's answer to ``group`` and the follow-up's answer
-        follows from that round: uniform subscriptions and every partition handed out a claim
-        its owner kept (:meth:`assignors.sticky.StickyRounds.follow_up`); else None. A replay
-        asks this first for each follow-up round."""
+        when ``assignment`` is this assignor's last answer, to ``group`` (or to the follow-up
+        of ``group`` it answered so: ``group`` stands for it); else None
+        (:meth:`assignors.sticky.StickyRounds.follow_up`). A replay asks this first for each
+        follow-up round."""
         plan = self._rounds.follow_up(group, assignment, generation)
         return None if plan is None else self._answer(group, plan)
 

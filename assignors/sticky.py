@@ -400,21 +400,65 @@ class StickyRounds:
         self._shapes: list[_KnownShape] = []  # the most recently used first
 
     def plan(self, group: Group) -> StickyPlan:
-        last, arrays, shape = self._last, None, None
+        last = self._last
         if last is not None and last.handed is not None:
             arrays = follow_up_arrays(last.group, last.arrays, last.handed, group)
-            shape = last.shape
-        known = None
-        if arrays is None:
-            arrays = GroupArrays.of(group)
-            known = next((k for k in self._shapes if k.describes(group, arrays)), None)
-            shape = None if known is None else known.shape
-            plan, shape = _plan(group, arrays, shape)
-        elif last is not None and last.uniform_owner is not None and last.kept_only():
-            plan = _owners_plan(arrays, last.uniform_owner)
+            if arrays is not None:
+                return self._follow(group, arrays, last)
+        arrays = GroupArrays.of(group)
+        known = next((k for k in self._shapes if k.describes(group, arrays)), None)
+        plan, shape = _plan(group, arrays, None if known is None else known.shape)
+        self._remember(group, arrays, shape, plan, known)
+        return plan
+
+    def follow_up(self, group: Group, assignment: Assignment, generation: int) -> StickyPlan | None:
+        """The plan of ``rejoin(group, assignment, generation)`` (:func:`assignors.model.rejoin`)
+        without making that group, when ``group`` is that of the round just planned and
+        ``assignment`` hands out what :meth:`handed` recorded; else None, and nothing changes.
+        Its arrays are those :func:`follow_up_arrays` reads from the rejoined group, and the
+        plan reads the group only for what rejoin copies from ``group`` (topics, the members'
+        racks), so the plan is the same. The follow-up is recorded as planned, ``group``
+        standing for the rejoined group (the same topics and members): the follow-up after it
+        is asked with ``group`` again. ``generation`` must be one a member can have (else
+        rejoin refuses it: None)."""
+        last = self._last
+        owners = assignment.owners
+        if (
+            last is None
+            or last.group is not group
+            or last.handed is None
+            or owners is None
+            or assignment.space is None
+            or type(generation) is not int
+            or generation < NO_GENERATION
+        ):
+            return None
+        if (
+            assignment.member_ids != last.arrays.member_ids
+            or not assignment.space.numbers_alike(last.arrays.space)
+            or not np.array_equal(owners, last.handed)
+        ):
+            return None
+        return self._follow(group, _handed_arrays(group, last.arrays, last.handed), last)
+
+    def _follow(self, group: Group, arrays: GroupArrays, last: _Round) -> StickyPlan:
+        """The plan of the follow-up of ``last``, read as ``arrays`` (its group: ``group``)."""
+        if last.uniform_owner is not None and last.kept_only():
+            plan, shape = _owners_plan(arrays, last.uniform_owner), last.shape
         else:
-            plan, shape = _plan(group, arrays, shape)
-        assert shape is not None
+            plan, shape = _plan(group, arrays, last.shape)
+        self._remember(group, arrays, shape, plan, None)
+        return plan
+
+    def _remember(
+        self,
+        group: Group,
+        arrays: GroupArrays,
+        shape: _Shape,
+        plan: StickyPlan,
+        known: _KnownShape | None,
+    ) -> None:
+        """Keep the round just planned, and its shape first among the known ones."""
         self._last = _Round(group, arrays, shape)
         if shape.subscribers is None:
             self._last.uniform_owner = plan.owner.copy()
@@ -423,41 +467,6 @@ class StickyRounds:
         if known is None:
             known = _KnownShape.of(group, arrays, shape)
         self._shapes = [known, *(k for k in self._shapes if k is not known)][:REMEMBERED_SHAPES]
-        return plan
-
-    def follow_up(self, group: Group, assignment: Assignment, generation: int) -> StickyPlan | None:
-        """The plan of ``rejoin(group, assignment, generation)`` (:func:`assignors.model.rejoin`)
-        without making that group, when ``group`` is the round just planned, ``assignment``
-        hands out as recorded by :meth:`handed` and the plan follows from the round (uniform
-        subscriptions, every partition handed out a kept claim: :meth:`_Round.kept_only`);
-        recorded as the last round, as :meth:`plan` would. Else None, and nothing changes.
-        ``generation`` must be one a member can have (else rejoin refuses it: None)."""
-        last = self._last
-        owners = assignment.owners
-        if (
-            last is None
-            or last.group is not group
-            or last.handed is None
-            or last.uniform_owner is None
-            or owners is None
-            or assignment.space is None
-            or type(generation) is not int
-            or generation < NO_GENERATION
-        ):
-            return None
-        arrays = last.arrays
-        if (
-            assignment.member_ids != arrays.member_ids
-            or not assignment.space.numbers_alike(arrays.space)
-            or not np.array_equal(owners, last.handed)
-            or not last.kept_only()
-        ):
-            return None
-        # the follow-up's members are the round's, its arrays those follow_up_arrays reads
-        follow_up = _Round(group, _handed_arrays(group, arrays, last.handed), last.shape)
-        follow_up.uniform_owner = last.uniform_owner
-        self._last = follow_up
-        return _owners_plan(follow_up.arrays, last.uniform_owner)
 
     def handed(self, group: Group, owners: np.ndarray) -> None:
         """Record that the round just planned for ``group`` handed partition ``p`` to member

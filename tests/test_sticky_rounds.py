@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import groups, next_round
@@ -342,25 +343,25 @@ def test_a_group_rejoined_with_a_changed_member_is_not_the_follow_up(group, data
 
 @SETTINGS
 @given(groups(max_members=8, max_topics=4, max_partitions=12, owned=True), st.integers(1, 3))
-def test_a_follow_up_answered_from_the_round_is_the_answer_to_the_rejoined_group(group, rounds):
-    """``follow_up`` answers the rejoined group without it exactly when the round was uniform
-    and handed out only kept claims, and then as an assignor reading that group does; the
-    rounds after it answer as a fresh assignor does (it recorded the follow-up as planned)."""
+def test_a_follow_up_answered_without_its_group_is_the_answer_to_the_rejoined_group(group, rounds):
+    """``follow_up`` answers each follow-up round, asked with the first round's group (as a
+    replay asks it), as an assignor reading the rejoined group does; a uniform round that
+    handed out only kept claims is followed by its own owners. The rounds after answer as a
+    fresh assignor does."""
     assignor = CooperativeStickyAssignor()
     answer = assignor.assign(group)
+    answered = group  # the group the last answer is for
     for _ in range(rounds):
         last = assignor._rounds._last
-        # the round just planned, not one answered without its group
-        expected = last.group is group and last.uniform_owner is not None and last.kept_only()
-        follow_up = next_round(group, answer)
+        follow_up = next_round(answered, answer)
         generation = follow_up.members[0].generation
         known = assignor.follow_up(group, answer, generation)
-        assert (known is not None) == expected
-        if known is None:
-            known = assignor.assign(follow_up)
+        assert known is not None
         assert_same_answer(known, CooperativeStickyAssignor().assign(follow_up))
-        group, answer = follow_up, known
-    again = next_round(group, answer)
+        if last.uniform_owner is not None and last.kept_only():
+            assert known.owners.tolist() == last.uniform_owner.tolist()
+        answered, answer = follow_up, known
+    again = next_round(answered, answer)
     assert_same_answer(assignor.assign(again), CooperativeStickyAssignor().assign(again))
 
 
@@ -390,8 +391,13 @@ def test_a_follow_up_is_answered_only_for_the_round_just_planned_and_what_it_han
     assert assignor.follow_up(group, first, True) is None
     known = assignor.follow_up(group, first, 4)
     assert known is not None
-    assert_same_answer(known, CooperativeStickyAssignor().assign(rejoin(group, first, 4)))
-    assert assignor.follow_up(group, first, 4) is None  # the round just planned is the follow-up
+    follow_up = rejoin(group, first, 4)
+    assert_same_answer(known, CooperativeStickyAssignor().assign(follow_up))
+    # the round just planned is the follow-up, which handed out what ``known`` hands out
+    assert assignor.follow_up(group, first, 4) is None
+    third = assignor.follow_up(group, known, 5)
+    assert third is not None
+    assert_same_answer(third, CooperativeStickyAssignor().assign(rejoin(follow_up, known, 5)))
 
 
 def _generated_traces():
@@ -419,20 +425,26 @@ class _WithoutFollowUp:
         return self._assignor.assign(group)
 
 
-def test_a_replay_asking_follow_ups_first_scores_as_one_making_every_follow_up_group():
+@pytest.mark.parametrize("refused", [0, 2, 3])
+def test_a_replay_asking_follow_ups_first_scores_as_one_making_every_follow_up_group(refused):
+    """Every follow-up answered without its group, or every ``refused``-th one left to the
+    group the replay makes: the same rows as making every follow-up group."""
     from assignors.traces.replay import replay_with
 
-    answered = []
+    asked = []
     assignor = CooperativeStickyAssignor()
     follow_up = assignor.follow_up
 
-    def counted(group, assignment, generation):
+    def refusing(group, assignment, generation):
+        asked.append(group)
+        if refused and len(asked) % refused == 0:
+            return None
         known = follow_up(group, assignment, generation)
-        answered.append(known is not None)
+        assert known is not None
         return known
 
-    assignor.follow_up = counted
+    assignor.follow_up = refusing
     for trace in _generated_traces():
         rows = replay_with(trace, assignor, timings=False)
         assert rows == replay_with(trace, _WithoutFollowUp(), timings=False)
-    assert any(answered) and not all(answered)
+    assert len(asked) > 10

@@ -570,7 +570,8 @@ def replay_with(
     generation's members without the partitions they owned, which it would not look at.
     A cooperative assignor with a ``follow_up(group, assignment, generation)`` method (its answer
     to :func:`~assignors.model.rejoin` of them, or None) is asked it before each follow-up
-    round, whose group is then made only when that answer is None.
+    round, whose group is then made only when that answer is None; a later follow-up is asked
+    with the same ``group``, which has the rejoined group's topics and members.
     """
     if prepared is None or prepared.trace is not trace:
         prepared = prepare(trace)
@@ -619,7 +620,7 @@ def replay_with(
         base_group = group
         rounds = 0
         elapsed = 0.0
-        answered: Assignment | None = None  # the next round's answer, when the assignor knew it
+        answered: Assignment | None = None  # the next round's, when the assignor gave it
         while True:
             rounds += 1
             started = time.perf_counter()
@@ -628,12 +629,13 @@ def replay_with(
             if server_side or not (cooperative and assignment.num_withheld) or rounds >= MAX_ROUNDS:
                 break
             # the old owners revoke what was withheld and everyone rejoins with what they hold
-            # now; an assignor that knows its answer to that group says so without it
+            # now; an assignor that answers that group without it is asked first (``group``
+            # then stands for it: rejoin takes only the topics and members' fields from it)
             if follow_up is not None:
                 started = time.perf_counter()
                 answered = follow_up(group, assignment, generation.generation)
                 elapsed += time.perf_counter() - started
-            if answered is None or answered.num_withheld:
+            if answered is None:
                 group = rejoin(group, assignment, generation.generation)
         owners = step.shape.owners_of(assignment)
         scored = {
