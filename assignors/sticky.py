@@ -386,7 +386,8 @@ class StickyRounds:
     field by field in the tests), so the plan is the same. Any other group is read in full,
     and still reuses the shape of one of the last ``REMEMBERED_SHAPES`` distinct shapes when
     it has their topics and each member's subscription and rack (:func:`same_shape`): a
-    shape is derived from those alone.
+    shape is derived from those alone. :meth:`follow_up` plans the follow-up of the round just
+    planned without its group at all.
 
     Each call replaces what the last one remembered; one assignor shared by threads stays
     correct (every reuse is checked against the group at hand), their follow-ups are just read
