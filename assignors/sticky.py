@@ -739,8 +739,7 @@ def _uniform_targets(
     targets[active] = floor_quota
     if extra:
         # one key per member, most claims first, then rank (ranks are distinct, below M)
-        claimed = claim_counts[active]
-        by_claims = active[np.argsort((int(claimed.max()) - claimed) * num_members + rank[active])]
+        by_claims = active[np.argsort(rank[active] - claim_counts[active] * num_members)]
         targets[by_claims[:extra]] += 1
     return targets
 
