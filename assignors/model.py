@@ -1002,20 +1002,29 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
             claimers = owners[claimed]  # ascending: the runs are by owner
             claimers.flags.writeable = False
             members = group.members
+            columns = group.member_columns()
+            if columns is None:
+                columns = (
+                    member_ids,
+                    tuple(map(_topics_of, members)),
+                    tuple(map(_rack_of, members)),
+                    tuple(map(_instance_id_of, members)),
+                )
             return Group.checked(
                 group.topics,
                 Member.all_checked(
-                    member_ids,
-                    tuple(map(_topics_of, members)),
+                    columns[0],
+                    columns[1],
                     OwnedPartitions.all_checked(space, runs, limits[:-1], limits[1:]),
                     (generation,) * len(members),
-                    tuple(map(_rack_of, members)),
-                    tuple(map(_instance_id_of, members)),
+                    columns[2],
+                    columns[3],
                 ),
                 group._topic_by_name,
                 space,
                 group.derived(),
                 (claimers, claimed),
+                columns,
             )
         handed = assignment.partitions
         return Group.checked(

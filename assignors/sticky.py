@@ -499,8 +499,7 @@ class _KnownShape:
 
     @classmethod
     def of(cls, group: Group, arrays: GroupArrays, shape: _Shape) -> _KnownShape:
-        racks = tuple(map(_rack_of, group.members))
-        return cls(group.topics, arrays.space, arrays.subscriptions, racks, shape)
+        return cls(group.topics, arrays.space, arrays.subscriptions, _racks_of(group), shape)
 
     def describes(self, group: Group, arrays: GroupArrays) -> bool:
         """Whether ``group`` (read as ``arrays``) has this shape, whatever its members own."""
@@ -510,7 +509,7 @@ class _KnownShape:
             return False
         if arrays.subscriptions != self.subscriptions:
             return False
-        return tuple(map(_rack_of, group.members)) == self.racks
+        return _racks_of(group) == self.racks
 
 
 class _Round:
@@ -619,18 +618,29 @@ def _follow_up_from_claims(
     """:func:`follow_up_arrays` of a group whose owned partitions were cut from ``claims``
     (:meth:`Group.owned_claim_arrays`: each claim's member and partition of the group's
     numbering, none claimed twice): those lists are ``handed`` when each claimed partition is
-    handed to its claimer and as many are claimed as handed out. No step per member but one
-    C-level pass over their fields."""
+    handed to its claimer and as many are claimed as handed out. No step per member: their
+    fields are compared as the groups' member columns when both keep them, else in one
+    C-level pass."""
     claimers, claimed = claims
     if not group.partition_space().numbers_alike(arrays.space):
         return None
     if claimed.size != np.count_nonzero(handed >= 0):
         return None
-    if list(map(_MEMBER_FIELDS, group.members)) != list(map(_MEMBER_FIELDS, before.members)):
+    columns, earlier = group.member_columns(), before.member_columns()
+    if columns is not None and earlier is not None:
+        if columns != earlier:
+            return None
+    elif list(map(_MEMBER_FIELDS, group.members)) != list(map(_MEMBER_FIELDS, before.members)):
         return None
     if not np.array_equal(handed[claimed], claimers):
         return None
     return _handed_arrays(group, arrays, handed)
+
+
+def _racks_of(group: Group) -> tuple[str | None, ...]:
+    """Each member's rack, in member order (the group's column when it keeps one)."""
+    columns = group.member_columns()
+    return tuple(map(_rack_of, group.members)) if columns is None else columns[2]
 
 
 _rack_of = attrgetter("rack")

@@ -320,10 +320,14 @@ def test_a_uniform_round_that_dealt_an_unclaimed_partition_is_followed_by_other_
 
 
 @SETTINGS
-@given(groups(max_members=6, max_topics=4, max_partitions=10, owned=True), st.data())
-def test_a_group_rejoined_with_a_changed_member_is_not_the_follow_up(group, data):
+@given(groups(max_members=6, max_topics=4, max_partitions=10, owned=True), st.booleans(), st.data())
+def test_a_group_rejoined_with_a_changed_member_is_not_the_follow_up(group, columns, data):
     """A group cut from the very owner array the round handed out, but whose members are not
-    the round's (a member's topics, rack or static id changed), is read in full."""
+    the round's (a member's topics, rack or static id changed), is read in full, whether the
+    round's group keeps its member columns (made by rejoin) or not."""
+    if columns:
+        group = next_round(group, CooperativeStickyAssignor().assign(group))
+        assert group.member_columns() is not None
     assignor, answer, last = remembered_round(group)
     changed = _changed(group, data)
     # the same topics and subscribed partitions: the answer's owner array is cut as it is
@@ -448,3 +452,20 @@ def test_a_replay_asking_follow_ups_first_scores_as_one_making_every_follow_up_g
         rows = replay_with(trace, assignor, timings=False)
         assert rows == replay_with(trace, _WithoutFollowUp(), timings=False)
     assert len(asked) > 10
+
+
+@SETTINGS
+@given(groups(max_members=6, max_topics=4, max_partitions=10, owned=True), st.integers(1, 2))
+def test_a_rejoined_group_keeps_its_members_columns(group, rounds):
+    """rejoin's group keeps the columns it made its members from: each member's id, topics,
+    rack and static id, in member order (made again from the first group's members, then
+    passed on)."""
+    for _ in range(rounds):
+        group = next_round(group, CooperativeStickyAssignor().assign(group))
+        members = group.members
+        assert group.member_columns() == (
+            tuple(m.member_id for m in members),
+            tuple(m.topics for m in members),
+            tuple(m.rack for m in members),
+            tuple(m.instance_id for m in members),
+        )
