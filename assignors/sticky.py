@@ -77,6 +77,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from operator import attrgetter
 
 import numpy as np
@@ -1453,37 +1454,61 @@ def _move_topic_claims_lists(
 ) -> bool:
     """:func:`_move_topic_claims` on Python lists: ``held``/``put`` are the topic's
     subscribers' kept claims and freely placed partitions, ``load``/``ranks`` are indexed by
-    the member indexes in ``members``; all changed in place. True when claims moved."""
+    the member indexes in ``members``; all changed in place. True when claims moved.
+
+    Each subscriber's place in both orders of a step (fullest holder first, emptiest
+    subscriber first; ties: lowest rank) is one integer, load x ``scale`` + rank (negated load
+    for the holders), kept up to date as loads change: a step finds the first two of each
+    order by ``min`` instead of sorting (ranks are distinct and below ``scale``)."""
     if not any(held):
         return False
-    here = [load[member] for member in members]
-    if max(now for now, mine in zip(here, held, strict=True) if mine > 0) - min(here) < 2:
+    here = list(map(load.__getitem__, members))
+    if max(compress(here, held)) - min(here) < 2:
         return False  # the first step's fullest holder is within one of the emptiest
-    ranks_here = [ranks[member] for member in members]
-    everyone = range(len(here))
+    ranks_here = list(map(ranks.__getitem__, members))
+    scale = max(ranks_here) + 1
+    # above every key: a holder's is below scale, and loads stay within their first range
+    absent = (max(here) + 1) * scale
+    receiving = [value * scale + rank for value, rank in zip(here, ranks_here, strict=True)]
+    giving = [
+        rank - value * scale if mine > 0 else absent
+        for value, rank, mine in zip(here, ranks_here, held, strict=True)
+    ]
     moved_any = False
     while True:
-        # (key, member) pairs; ranks are distinct, so the member index never decides
-        by_load = sorted((-here[i], ranks_here[i], i) for i in everyone if held[i] > 0)
-        if not by_load:
+        donor_key = min(giving)
+        if donor_key == absent:
             break
-        receivers = sorted(zip(here, ranks_here, everyone, strict=True))
-        donor, receiver = by_load[0][2], receivers[0][2]
+        donor = giving.index(donor_key)
+        receiver_key = min(receiving)
+        receiver = receiving.index(receiver_key)
         gap = here[donor] - here[receiver]
         if gap < 2:
             break
-        next_donor = -by_load[1][0] if len(by_load) > 1 else -1
-        next_receiver = receivers[1][0] if len(receivers) > 1 else here[receiver] + gap
+        giving[donor] = absent
+        next_key = min(giving)
+        giving[donor] = donor_key
+        next_donor = -(next_key // scale) if next_key != absent else -1
+        # a lone subscriber is its own donor and receiver (gap 0): here there are two or more
+        receiving[receiver] = absent
+        next_receiver = min(receiving) // scale
+        receiving[receiver] = receiver_key
         units = min(
             held[donor],
             gap // 2,
             max(1, here[donor] - next_donor),
             max(1, next_receiver - here[receiver]),
         )
+        shift = units * scale
         held[donor] -= units
         put[receiver] += units
         here[donor] -= units
         here[receiver] += units
+        receiving[donor] -= shift
+        receiving[receiver] += shift
+        giving[donor] = donor_key + shift if held[donor] else absent
+        if held[receiver]:
+            giving[receiver] -= shift
         moved_any = True
     if moved_any:
         for member, value in zip(members, here, strict=True):

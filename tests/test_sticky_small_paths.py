@@ -429,3 +429,18 @@ def test_claim_edges_are_each_claims_topic_and_holder(problem, data):
     assert valid.edge.tolist() == expected
     assert valid.per_edge.tolist() == np.bincount(expected, minlength=edges.key.size).tolist()
     assert edges.offsets.tolist() == [0, *np.cumsum([m.size for m in subscribers]).tolist()]
+
+
+@SETTINGS
+@given(topic_claim_moves(64, (0, 5)))
+def test_moving_claims_on_lists_among_many_tied_subscribers_moves_what_the_array_steps_move(
+    problem,
+):
+    """Up to the list path's topic size, loads drawn from a few values: many subscribers tie
+    on load, so each step's donor, receiver and the runners-up are decided by rank."""
+    members, holding, placed, loads, rank = problem
+    on_arrays = (holding.copy(), placed.copy(), loads.copy())
+    on_lists = (holding.copy(), placed.copy(), loads.copy())
+    moved = sticky._move_topic_claims(members, *on_arrays, rank)
+    assert sticky._move_topic_claims_small(members, *on_lists, rank) == moved
+    assert [a.tolist() for a in on_lists] == [a.tolist() for a in on_arrays]
