@@ -255,7 +255,6 @@ class _Shape:
 
     __slots__ = (
         "_edges",
-        "_local_by_rack",
         "_window",
         "active",
         "counts",
@@ -281,7 +280,6 @@ class _Shape:
         self.racks_built = False
         self._window: tuple[int, int] | None = None
         self._edges: _Edges | None = None
-        self._local_by_rack: np.ndarray | None = None
 
     def window(self, counts: np.ndarray, num_members: int) -> tuple[int, int]:
         """:func:`_window_of` the subscribers (``counts``: the topic sizes of the shape's
@@ -297,17 +295,6 @@ class _Shape:
             assert self.subscribers is not None
             self._edges = _Edges.of(self.subscribers, num_members)
         return self._edges
-
-    def local_by_rack(self, offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """Per topic and consumer rack, the topic's partitions with a replica there (the
-        shape's rack map must exist), made once."""
-        if self._local_by_rack is None:
-            racks = self.racks
-            assert racks is not None
-            running = np.zeros((racks.local.shape[0] + 1, racks.local.shape[1]), dtype=_INDEX)
-            np.cumsum(racks.local, axis=0, out=running[1:])
-            self._local_by_rack = running[offsets + counts] - running[offsets]
-        return self._local_by_rack
 
     @classmethod
     def of(cls, arrays: GroupArrays) -> _Shape:
@@ -853,7 +840,8 @@ def _assign_heterogeneous(
             holdings = _search_loads(subscribers, claims, counts, loads, holdings, (low, high))
     if state.racks is not None:
         # same loads and claims kept; the counts per topic now also follow replica racks
-        local_by_rack = shape.local_by_rack(offsets, counts)
+        local_by_rack = state.racks.topic_local
+        assert local_by_rack is not None  # the map was built for this group's space
         located = _fewest_moves(
             subscribers, claims, counts, loads, (local_by_rack, state.racks.member_rack)
         )
@@ -2339,10 +2327,12 @@ class _RackMap:
     """``local[p, r]``: partition ``p`` has a replica on consumer rack ``r``;
     ``member_rack[i]``: member ``i``'s rack column (-1: unknown). ``codes[p]``: row ``p`` of
     ``local`` as one integer, rack 0 the most significant bit, so codes sort as rows do (None
-    beyond ``_RACK_CODE_BITS`` racks)."""
+    beyond ``_RACK_CODE_BITS`` racks). ``topic_local[t, r]``: topic ``t``'s partitions with a
+    replica on rack ``r`` (made by :meth:`build`, for the space it was built on)."""
 
     local: np.ndarray
     member_rack: np.ndarray
+    topic_local: np.ndarray | None = None
     codes: np.ndarray | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -2375,16 +2365,17 @@ class _RackMap:
         distinct set of replica racks, looked up per partition."""
         rack_names = sorted({m.rack for m in group.members if m.rack is not None})
         column = {name: c for c, name in enumerate(rack_names)}
-        local, codes, local_counts = _rack_table(
-            tuple(map(group.topic, space.topic_names)), rack_names, space
-        )
-        member_rack = np.asarray(
-            [column[m.rack] if m.rack is not None else -1 for m in group.members], dtype=_INDEX
-        )
-        if _indifferent(local_counts, space, member_rack, subscriptions):
+        table = _rack_table(tuple(map(group.topic, space.topic_names)), rack_names, space)
+        member_racks = [column[m.rack] if m.rack is not None else -1 for m in group.members]
+        if _indifferent(table, member_racks, subscriptions):
             return None
         made = cls.__new__(cls)
-        for name, value in (("local", local), ("member_rack", member_rack), ("codes", codes)):
+        for name, value in (
+            ("local", table.local),
+            ("member_rack", np.asarray(member_racks, dtype=_INDEX)),
+            ("topic_local", table.topic_local),
+            ("codes", table.codes),
+        ):
             object.__setattr__(made, name, value)
         return made
 
@@ -2396,28 +2387,44 @@ class _RackMap:
         return result
 
 
-_RackTable = tuple[np.ndarray, np.ndarray | None, np.ndarray]
-# the last rack table made, with the topic objects and rack names it was made of: an eager
-# replay's generations share their topics, so one entry serves a whole trace
-_last_rack_table: tuple[tuple[Topic | None, ...], list[str], _RackTable] | None = None
+@dataclass(frozen=True, slots=True)
+class _RackTable:
+    """What a :class:`_RackMap` takes from the topics and the consumer rack names alone:
+    ``local``, ``codes`` and ``topic_local`` of the map, and per rack column the topics
+    (positions) whose partitions all have a replica there (``everywhere``) or none do
+    (``nowhere``; a topic without partitions is in both)."""
+
+    local: np.ndarray
+    codes: np.ndarray | None
+    topic_local: np.ndarray
+    everywhere: tuple[frozenset[int], ...]
+    nowhere: tuple[frozenset[int], ...]
+
+
+RACK_TABLES = 4
+"""How many rack tables are remembered: a replayed trace's racks come and go with its members
+(a rack's last member leaves, then one comes back), so the consumer rack names alternate."""
+# the rack tables made last (most recently used first), each with the topic objects and rack
+# names it was made of: an eager replay's generations share their topics
+_rack_tables: list[tuple[tuple[Topic | None, ...], list[str], _RackTable]] = []
 
 
 def _rack_table(
     topics: tuple[Topic | None, ...], rack_names: list[str], space: PartitionSpace
 ) -> _RackTable:
-    """(``local``, ``codes``, partitions per topic with a replica on each rack) of the
-    :class:`_RackMap` of ``topics`` (the group's topic of each of ``space``'s names) and
-    consumer racks ``rack_names``. Remembers the last one: topics are immutable and their
-    objects are held, so the same objects (``is``) and rack names give the same table."""
-    global _last_rack_table
-    last = _last_rack_table
-    if (
-        last is not None
-        and last[1] == rack_names
-        and len(last[0]) == len(topics)
-        and all(held is topic for held, topic in zip(last[0], topics, strict=True))
-    ):
-        return last[2]
+    """The :class:`_RackTable` of ``topics`` (the group's topic of each of ``space``'s names)
+    and consumer racks ``rack_names``. Remembers the last ``RACK_TABLES``: topics are immutable
+    and their objects are held, so the same objects (``is``) and rack names give the same
+    table."""
+    for position, (held, names, remembered) in enumerate(_rack_tables):
+        if (
+            names == rack_names
+            and len(held) == len(topics)
+            and all(mine is topic for mine, topic in zip(held, topics, strict=True))
+        ):
+            if position:
+                _rack_tables.insert(0, _rack_tables.pop(position))
+            return remembered
     row_of: dict[frozenset[str], int] = {frozenset(): 0}
     rows: list[list[bool]] = [[False] * len(rack_names)]
     parts = []
@@ -2441,36 +2448,42 @@ def _rack_table(
     counts = np.asarray(space.partition_counts, dtype=_INDEX)
     running = np.zeros((local.shape[0] + 1, num_racks), dtype=_INDEX)
     np.cumsum(local, axis=0, out=running[1:])
-    local_counts = running[starts + counts] - running[starts]  # topic x rack
-    for array in (local, codes, local_counts):
+    topic_local = running[starts + counts] - running[starts]  # topic x rack
+    for array in (local, codes, topic_local):
         if array is not None:
             array.flags.writeable = False  # shared by every map made from this table
-    made = (local, codes, local_counts)
-    _last_rack_table = (topics, list(rack_names), made)
+    made = _RackTable(
+        local,
+        codes,
+        topic_local,
+        everywhere=_topics_by_rack(topic_local == counts[:, None]),
+        nowhere=_topics_by_rack(topic_local == 0),
+    )
+    _rack_tables.insert(0, (topics, list(rack_names), made))
+    del _rack_tables[RACK_TABLES:]
     return made
 
 
+def _topics_by_rack(marked: np.ndarray) -> tuple[frozenset[int], ...]:
+    """Per column of ``marked`` (topics x racks), the topics marked in it."""
+    return tuple(frozenset(np.flatnonzero(column).tolist()) for column in marked.T)
+
+
 def _indifferent(
-    local_counts: np.ndarray,
-    space: PartitionSpace,
-    member_rack: np.ndarray,
-    subscriptions: Sequence[tuple[int, ...]],
+    table: _RackTable, member_racks: list[int], subscriptions: Sequence[tuple[int, ...]]
 ) -> bool:
-    """True when every member with a rack finds all of its subscribed partitions equally
-    close: its rack holds a replica of each of them, or of none (``local_counts``: each
-    topic's partitions with a replica on each rack). O(T x R + E)."""
-    counts = np.asarray(space.partition_counts, dtype=_INDEX)
-    if local_counts.shape[1] == 0 or counts.size == 0:
-        return True
-    everywhere = local_counts == counts[:, None]
-    nowhere = local_counts == 0
+    """True when every member with a rack (``member_racks``: each member's rack column, -1
+    none) finds all of its subscribed partitions equally close: its rack holds a replica of
+    each of them, or of none. O(E) set lookups."""
+    everywhere, nowhere = table.everywhere, table.nowhere
     seen: set[tuple[int, tuple[int, ...]]] = set()
-    for rack, subscription in zip(member_rack.tolist(), subscriptions, strict=True):
+    for rack, subscription in zip(member_racks, subscriptions, strict=True):
         if rack < 0 or not subscription or (rack, subscription) in seen:
             continue
         seen.add((rack, subscription))
-        topics = list(subscription)
-        if not (everywhere[topics, rack].all() or nowhere[topics, rack].all()):
+        if not (
+            everywhere[rack].issuperset(subscription) or nowhere[rack].issuperset(subscription)
+        ):
             return False
     return True
 

@@ -316,12 +316,14 @@ def main() -> None:
 
 def clear_process_caches() -> None:
     """Empty the process-wide caches replays fill (replica layouts, range cuts and rack-matched
-    ranges of range, sets of subscription classes, Java string hashes), so every timed run
-    starts as a fresh job does: a best-of-N figure must not come from caches an earlier run
-    filled."""
-    from assignors import java_order
+    ranges of range, sets of subscription classes, Java string hashes, the sticky engine's rack
+    tables), so every timed run starts as a fresh job does: a best-of-N figure must not come
+    from caches an earlier run filled."""
+    from assignors import java_order, sticky
     from assignors import range as range_assignor
     from assignors.traces import scoring
+
+    sticky._rack_tables.clear()
 
     for cached in (
         range_assignor._rack_matched_ranges,

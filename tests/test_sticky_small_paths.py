@@ -230,12 +230,12 @@ def test_tie_order_on_lists_is_the_array_tie_order(problem, data):
 
 
 def _fresh_rack_map(group, subscriptions):
-    saved = sticky._last_rack_table
-    sticky._last_rack_table = None
+    saved = list(sticky._rack_tables)
+    sticky._rack_tables.clear()
     try:
         return sticky._RackMap.build(group, group.partition_space(), subscriptions)
     finally:
-        sticky._last_rack_table = saved
+        sticky._rack_tables[:] = saved
 
 
 def _same_rack_map(made, fresh) -> None:
@@ -243,6 +243,7 @@ def _same_rack_map(made, fresh) -> None:
     if made is not None:
         assert made.local.tolist() == fresh.local.tolist()
         assert made.member_rack.tolist() == fresh.member_rack.tolist()
+        assert made.topic_local.tolist() == fresh.topic_local.tolist()
         assert (made.codes is None) == (fresh.codes is None)
         if made.codes is not None:
             assert made.codes.tolist() == fresh.codes.tolist()
@@ -280,6 +281,83 @@ def test_a_remembered_rack_table_serves_only_the_same_topics_and_racks(
     # and again, now certainly from the remembered table
     again = sticky._RackMap.build(second, second.partition_space(), subscriptions)
     _same_rack_map(again, _fresh_rack_map(second, subscriptions))
+
+
+@SETTINGS
+@given(
+    groups(max_members=8, max_topics=4, max_partitions=10, racks=True),
+    st.lists(st.lists(st.sampled_from([None, "r0", "r1", "r2"]), min_size=8, max_size=8)),
+)
+def test_remembered_rack_tables_serve_racks_that_come_and_go(group, rack_rounds):
+    """Members of the same topics (the same objects) change racks from round to round, so the
+    consumer rack names come and go and remembered tables of earlier rounds are served again:
+    each round's map is the map made from nothing."""
+    from assignors.model import Group, Member
+
+    for racks in rack_rounds:
+        members = tuple(
+            Member(m.member_id, m.topics, rack=rack)
+            for m, rack in zip(group.members, racks, strict=False)
+        )
+        here = Group(group.topics, members)
+        subscriptions = GroupArrays.of(here).subscriptions
+        made = sticky._RackMap.build(here, here.partition_space(), subscriptions)
+        _same_rack_map(made, _fresh_rack_map(here, subscriptions))
+    assert len(sticky._rack_tables) <= sticky.RACK_TABLES
+
+
+@SETTINGS
+@given(groups(max_members=8, max_topics=4, max_partitions=10, racks=True))
+def test_rack_map_counts_each_topics_partitions_with_a_replica_on_each_rack(group):
+    subscriptions = GroupArrays.of(group).subscriptions
+    space = group.partition_space()
+    made = _fresh_rack_map(group, subscriptions)
+    assume(made is not None)
+    starts = np.asarray(space.offsets, dtype=np.int64)
+    counts = np.asarray(space.partition_counts, dtype=np.int64)
+    running = np.zeros((made.local.shape[0] + 1, made.local.shape[1]), dtype=np.int64)
+    np.cumsum(made.local, axis=0, out=running[1:])
+    expected = running[starts + counts] - running[starts]
+    assert made.topic_local.dtype == expected.dtype
+    assert made.topic_local.tolist() == expected.tolist()
+
+
+@SETTINGS
+@given(st.data())
+def test_racks_are_indifferent_exactly_when_each_members_topics_are_all_or_none_local(data):
+    """The rack table's topic sets per rack give the verdict of the counts themselves: every
+    member with a rack finds all its subscribed topics wholly on its rack, or none of them."""
+    num_topics = data.draw(st.integers(1, 5))
+    num_racks = data.draw(st.integers(1, 3))
+    counts = np.asarray(
+        data.draw(st.lists(st.integers(0, 4), min_size=num_topics, max_size=num_topics)),
+        dtype=np.int64,
+    )
+    topic_local = np.asarray(
+        [[data.draw(st.integers(0, count)) for _ in range(num_racks)] for count in counts.tolist()],
+        dtype=np.int64,
+    ).reshape(num_topics, num_racks)
+    num_members = data.draw(st.integers(1, 6))
+    member_racks = data.draw(
+        st.lists(st.integers(-1, num_racks - 1), min_size=num_members, max_size=num_members)
+    )
+    subscriptions = [
+        tuple(sorted(data.draw(st.sets(st.integers(0, num_topics - 1))))) for _ in member_racks
+    ]
+    table = sticky._RackTable(
+        np.zeros((0, num_racks), dtype=bool),
+        None,
+        topic_local,
+        everywhere=sticky._topics_by_rack(topic_local == counts[:, None]),
+        nowhere=sticky._topics_by_rack(topic_local == 0),
+    )
+    everywhere, nowhere = topic_local == counts[:, None], topic_local == 0
+    expected = all(
+        everywhere[list(subscription), rack].all() or nowhere[list(subscription), rack].all()
+        for rack, subscription in zip(member_racks, subscriptions, strict=True)
+        if rack >= 0 and subscription
+    )
+    assert sticky._indifferent(table, member_racks, subscriptions) == expected
 
 
 @SETTINGS
