@@ -2416,14 +2416,15 @@ def _rack_table(
     and consumer racks ``rack_names``. Remembers the last ``RACK_TABLES``: topics are immutable
     and their objects are held, so the same objects (``is``) and rack names give the same
     table."""
-    for position, (held, names, remembered) in enumerate(_rack_tables):
+    for entry in _rack_tables:
+        held, names, remembered = entry
         if (
             names == rack_names
             and len(held) == len(topics)
             and all(mine is topic for mine, topic in zip(held, topics, strict=True))
         ):
-            if position:
-                _rack_tables.insert(0, _rack_tables.pop(position))
+            # replaced whole, never changed in place: threads sharing it read whole lists
+            _rack_tables[:] = [entry, *(other for other in _rack_tables if other is not entry)]
             return remembered
     row_of: dict[frozenset[str], int] = {frozenset(): 0}
     rows: list[list[bool]] = [[False] * len(rack_names)]
@@ -2459,8 +2460,7 @@ def _rack_table(
         everywhere=_topics_by_rack(topic_local == counts[:, None]),
         nowhere=_topics_by_rack(topic_local == 0),
     )
-    _rack_tables.insert(0, (topics, list(rack_names), made))
-    del _rack_tables[RACK_TABLES:]
+    _rack_tables[:] = [(topics, list(rack_names), made), *_rack_tables][:RACK_TABLES]
     return made
 
 
