@@ -189,11 +189,15 @@ class _Layout:
         counts = np.asarray(space.partition_counts, dtype=_INDEX)
         sizes = space.partition_counts
         position = {name: p for p, name in enumerate(space.topic_names)}
-        members = group.members
-        member_keys = list(map(_member_key, members))
-        member_ids, member_topics, instance_ids = (
-            zip(*member_keys, strict=True) if member_keys else ((), (), ())
-        )
+        columns = group.member_columns()
+        if columns is None:
+            member_keys = list(map(_member_key, group.members))
+            member_ids, member_topics, instance_ids = (
+                zip(*member_keys, strict=True) if member_keys else ((), (), ())
+            )
+        else:
+            member_ids, member_topics, _, instance_ids = columns
+            member_keys = list(zip(member_ids, member_topics, instance_ids, strict=True))
         known: dict[frozenset[str], tuple[int, ...]] = {}
         subscriptions = []
         for topics in member_topics:
@@ -213,9 +217,9 @@ class _Layout:
             (member_id if instance_id is None else instance_id, member_id)
             for member_id, instance_id in zip(member_ids, instance_ids, strict=True)
         ]
-        order = sorted(range(len(members)), key=keys.__getitem__)
-        rank = np.empty(len(members), dtype=_INDEX)
-        rank[order] = np.arange(len(members), dtype=_INDEX)
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        rank = np.empty(len(keys), dtype=_INDEX)
+        rank[order] = np.arange(len(keys), dtype=_INDEX)
         topic_of = np.repeat(np.arange(counts.size, dtype=_INDEX), counts)
         for array in (rank, topic_of):
             array.flags.writeable = False  # shared by every GroupArrays of the layout
@@ -349,7 +353,6 @@ def owned_claims(
     >>> claims.member.tolist(), claims.index.tolist()
     ([1, 1, 0], [0, 3, 3])
     """
-    listed = group.members
     made = group.owned_claim_arrays()
     if (
         made is not None
@@ -359,6 +362,7 @@ def owned_claims(
     ):
         # cut by the group's maker from the arrays its members' owned partitions are views of
         return Claims(*made)
+    listed = group.members
     order = list(range(len(listed))) if members is None else list(members)
     held: list[Sequence[TopicPartition]] = [
         listed[i].owned_partitions if owned is None else owned.get(listed[i].member_id, ())

@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import repeat
 from operator import attrgetter, itemgetter
-from typing import NamedTuple, NoReturn, overload
+from typing import TYPE_CHECKING, NamedTuple, NoReturn, overload
 
 import numpy as np
 
@@ -330,6 +330,10 @@ class Group:
     _member_columns: MemberColumns | None = field(
         init=False, repr=False, compare=False, default=None
     )
+    # what makes ``members`` on first read, until then unset (None once made or given)
+    _make_members: Callable[[], tuple[Member, ...]] | None = field(
+        init=False, repr=False, compare=False, default=None
+    )
 
     def __post_init__(self) -> None:
         topics = tuple(sorted(self.topics, key=lambda topic: topic.name))
@@ -356,12 +360,13 @@ class Group:
         object.__setattr__(self, "_derived", None)
         object.__setattr__(self, "_owned_claims", None)
         object.__setattr__(self, "_member_columns", None)
+        object.__setattr__(self, "_make_members", None)
 
     @classmethod
     def checked(
         cls,
         topics: tuple[Topic, ...],
-        members: tuple[Member, ...],
+        members: tuple[Member, ...] | Callable[[], tuple[Member, ...]],
         topic_by_name: Mapping[str, Topic],
         space: PartitionSpace | None = None,
         derived: dict[str, object] | None = None,
@@ -391,13 +396,31 @@ class Group:
         """
         made = object.__new__(cls)
         object.__setattr__(made, "topics", topics)
-        object.__setattr__(made, "members", members)
+        if callable(members):
+            object.__setattr__(made, "_make_members", members)
+        else:
+            object.__setattr__(made, "members", members)
+            object.__setattr__(made, "_make_members", None)
         object.__setattr__(made, "_topic_by_name", topic_by_name)
         object.__setattr__(made, "_space", space)
         object.__setattr__(made, "_derived", derived)
         object.__setattr__(made, "_owned_claims", owned_claims)
         object.__setattr__(made, "_member_columns", member_columns)
         return made
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> object:
+            # called only when a slot is unset: ``members`` of a group made lazily
+            make = _made_by(self) if name == "members" else None
+            if make is None:
+                raise AttributeError(
+                    f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self
+                )
+            members = make()
+            object.__setattr__(self, "members", members)
+            object.__setattr__(self, "_make_members", None)
+            return members
 
     def topic(self, name: str) -> Topic | None:
         return self._topic_by_name.get(name)
@@ -409,7 +432,9 @@ class Group:
 
     def subscribed_topics(self) -> tuple[str, ...]:
         """Names of known topics at least one member subscribes to, sorted."""
-        wanted = set().union(*(member.topics for member in self.members)) if self.members else set()
+        columns = self._member_columns
+        subscriptions = tuple(map(_topics_of, self.members)) if columns is None else columns[1]
+        wanted = set().union(*subscriptions)
         return tuple(topic.name for topic in self.topics if topic.name in wanted)
 
     def subscribed_partitions(self) -> tuple[TopicPartition, ...]:
@@ -481,12 +506,60 @@ class Group:
         """
         return self._member_columns
 
+    def member_fields(self) -> MemberColumns:
+        """The members' (ids, topics, racks, instance ids), column by column: the group's
+        :meth:`member_columns` when it keeps them (its members are then not made for this),
+        else read from its members.
+
+        >>> Group((), (Member("c1", frozenset("a"), rack="r"),)).member_fields()
+        (('c1',), (frozenset({'a'}),), ('r',), (None,))
+        """
+        columns = self._member_columns
+        if columns is not None:
+            return columns
+        members = self.members
+        return (
+            tuple(map(_member_id_of, members)),
+            tuple(map(_topics_of, members)),
+            tuple(map(_rack_of, members)),
+            tuple(map(_instance_id_of, members)),
+        )
+
+    def num_members(self) -> int:
+        """How many members the group has (its member columns' length when it keeps them,
+        without making members a lazily made group has not made yet).
+
+        >>> Group((), (Member("c0", frozenset()), Member("c1", frozenset()))).num_members()
+        2
+        """
+        columns = self._member_columns
+        return len(self.members) if columns is None else len(columns[0])
+
     def has_racks(self) -> bool:
         """True when rack-aware assignment applies (KIP-881): some consumer rack and some
         replica racks are known."""
-        return any(member.rack is not None for member in self.members) and any(
+        return any(rack is not None for rack in self.racks()) and any(
             topic.replica_racks is not None for topic in self.topics
         )
+
+    def racks(self) -> tuple[str | None, ...]:
+        """Each member's rack, in member order (the group's member column when it keeps one,
+        without making members a lazily made group has not made yet).
+
+        >>> Group((), (Member("c1", frozenset(), rack="r1"), Member("c0", frozenset()))).racks()
+        (None, 'r1')
+        """
+        columns = self._member_columns
+        return tuple(map(_rack_of, self.members)) if columns is None else columns[2]
+
+
+def _made_by(group: Group) -> Callable[[], tuple[Member, ...]] | None:
+    """What makes ``group``'s members when they are not made yet; None when nothing does (a
+    group not fully built)."""
+    try:
+        return group._make_members
+    except AttributeError:
+        return None
 
 
 def _share_subscriptions(members: Iterable[Member]) -> None:
@@ -988,35 +1061,26 @@ def rejoin(group: Group, assignment: Assignment, generation: int) -> Group:
         type(generation) is int
         and generation >= NO_GENERATION
         and owners is not None
-        and assignment.member_ids == (member_ids := tuple(map(_member_id_of, group.members)))
+        and assignment.member_ids == (columns := group.member_fields())[0]
     ):
         # an array assignment hands out sorted, distinct partitions: nothing to check again
         space = group.partition_space()
         if assignment.space is not None and assignment.space.numbers_alike(space):
             # over the group's own numbering: each member's run of indexes, no TopicPartition
-            order, bounds = member_runs(owners, len(group.members))
+            order, bounds = member_runs(owners, len(columns[0]))
             runs = order.astype(np.int64, copy=False)  # argsort's own array: no one else's
             runs.flags.writeable = False
             limits = bounds.tolist()
             claimed = runs[limits[0] :]
             claimers = owners[claimed]  # ascending: the runs are by owner
             claimers.flags.writeable = False
-            members = group.members
-            columns = group.member_columns()
-            if columns is None:
-                columns = (
-                    member_ids,
-                    tuple(map(_topics_of, members)),
-                    tuple(map(_rack_of, members)),
-                    tuple(map(_instance_id_of, members)),
-                )
             return Group.checked(
                 group.topics,
                 Member.all_checked(
                     columns[0],
                     columns[1],
                     OwnedPartitions.all_checked(space, runs, limits[:-1], limits[1:]),
-                    (generation,) * len(members),
+                    (generation,) * len(columns[0]),
                     columns[2],
                     columns[3],
                 ),

@@ -78,7 +78,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import attrgetter
 
 import numpy as np
 from ortools.graph.python import max_flow, min_cost_flow
@@ -487,7 +486,7 @@ class _KnownShape:
 
     @classmethod
     def of(cls, group: Group, arrays: GroupArrays, shape: _Shape) -> _KnownShape:
-        return cls(group.topics, arrays.space, arrays.subscriptions, _racks_of(group), shape)
+        return cls(group.topics, arrays.space, arrays.subscriptions, group.racks(), shape)
 
     def describes(self, group: Group, arrays: GroupArrays) -> bool:
         """Whether ``group`` (read as ``arrays``) has this shape, whatever its members own."""
@@ -497,7 +496,7 @@ class _KnownShape:
             return False
         if arrays.subscriptions != self.subscriptions:
             return False
-        return _racks_of(group) == self.racks
+        return group.racks() == self.racks
 
 
 class _Round:
@@ -561,8 +560,7 @@ def follow_up_arrays(
     dropped, whatever the generations. O(members + P); a group whose owned partitions were cut
     from claim arrays (:func:`assignors.model.rejoin`, a replay's generations) is compared on
     those arrays, without a step per member."""
-    members, earlier = group.members, before.members
-    if len(members) != len(earlier) or handed.size != arrays.topic_of.size:
+    if group.num_members() != before.num_members() or handed.size != arrays.topic_of.size:
         return None
     if group.topics is not before.topics and group.topics != before.topics:
         return None
@@ -570,6 +568,7 @@ def follow_up_arrays(
     claims = group.owned_claim_arrays()
     if claims is not None:
         return _follow_up_from_claims(before, arrays, handed, group, claims)
+    members, earlier = group.members, before.members
     pieces = []
     for member, was in zip(members, earlier, strict=True):
         if member is not was and (
@@ -607,33 +606,18 @@ def _follow_up_from_claims(
     (:meth:`Group.owned_claim_arrays`: each claim's member and partition of the group's
     numbering, none claimed twice): those lists are ``handed`` when each claimed partition is
     handed to its claimer and as many are claimed as handed out. No step per member: their
-    fields are compared as the groups' member columns when both keep them, else in one
-    C-level pass."""
+    fields are compared as the groups' member columns (:meth:`Group.member_fields`; a group
+    that keeps none has them read from its members)."""
     claimers, claimed = claims
     if not group.partition_space().numbers_alike(arrays.space):
         return None
     if claimed.size != np.count_nonzero(handed >= 0):
         return None
-    columns, earlier = group.member_columns(), before.member_columns()
-    if columns is not None and earlier is not None:
-        if columns != earlier:
-            return None
-    elif list(map(_MEMBER_FIELDS, group.members)) != list(map(_MEMBER_FIELDS, before.members)):
+    if group.member_fields() != before.member_fields():
         return None
     if not np.array_equal(handed[claimed], claimers):
         return None
     return _handed_arrays(group, arrays, handed)
-
-
-def _racks_of(group: Group) -> tuple[str | None, ...]:
-    """Each member's rack, in member order (the group's column when it keeps one)."""
-    columns = group.member_columns()
-    return tuple(map(_rack_of, group.members)) if columns is None else columns[2]
-
-
-_rack_of = attrgetter("rack")
-# what a follow-up's members must share with the round's (their owned partitions aside)
-_MEMBER_FIELDS = attrgetter("member_id", "topics", "rack", "instance_id")
 
 
 def _handed_arrays(group: Group, arrays: GroupArrays, handed: np.ndarray) -> GroupArrays:

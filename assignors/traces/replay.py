@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -485,6 +486,16 @@ def _group_at(
     )
 
 
+def _members_of(
+    space: PartitionSpace, runs: np.ndarray, starts: list[int], stops: list[int], parts: _Rejoin
+) -> tuple[Member, ...]:
+    """The members of a group :func:`_group_from_owners` made, each owning
+    ``runs[starts[i]:stops[i]]``: made when some reader of the group first asks for them."""
+    member_ids, topics, racks, instance_ids = parts.member_columns
+    owned = OwnedPartitions.all_checked(space, runs, starts, stops)
+    return Member.all_checked(member_ids, topics, owned, parts.generations, racks, instance_ids)
+
+
 def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: _Rejoin) -> Group:
     """:func:`_group_at` from the previous generation's owner array (member index per partition
     of its space): each member owns, as :class:`~assignors.model.OwnedPartitions` of this
@@ -510,14 +521,9 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: 
         )
         runs.flags.writeable = claimers.flags.writeable = False
         starts = [limit - untaken for limit in limits]
-        owned = OwnedPartitions.all_checked(space, runs, starts[:-1], starts[1:])
-        member_ids, topics, racks, instance_ids = parts.member_columns
-        members = Member.all_checked(
-            member_ids, topics, owned, parts.generations, racks, instance_ids
-        )
         return Group.checked(
             step.topics,
-            members,
+            partial(_members_of, space, runs, starts[:-1], starts[1:], parts),
             step.topic_by_name,
             space,
             step.shape.group.derived(),
@@ -532,17 +538,16 @@ def _group_from_owners(step: _Step, previous: _Step, owners: np.ndarray, parts: 
     runs.flags.writeable = False
     bounds = np.searchsorted(codes[order], np.arange(previous.speaker_of_code.size + 1)).tolist()
     # a member rejoining with no identity of the previous generation owns the empty run
-    owned = OwnedPartitions.all_checked(
-        space,
-        runs,
-        [bounds[code] if code >= 0 else 0 for code in parts.rejoining],
-        [bounds[code + 1] if code >= 0 else 0 for code in parts.rejoining],
-    )
-    member_ids, topics, racks, instance_ids = parts.member_columns
-    members = Member.all_checked(member_ids, topics, owned, parts.generations, racks, instance_ids)
     return Group.checked(
         step.topics,
-        members,
+        partial(
+            _members_of,
+            space,
+            runs,
+            [bounds[code] if code >= 0 else 0 for code in parts.rejoining],
+            [bounds[code + 1] if code >= 0 else 0 for code in parts.rejoining],
+            parts,
+        ),
         step.topic_by_name,
         space,
         step.shape.group.derived(),
