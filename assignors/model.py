@@ -388,10 +388,16 @@ class Group:
         ``member_columns``: the members' (ids, topics, racks, instance ids), column by column,
         when the caller made the members from these very columns (:meth:`Member.all_checked`):
         a reader of those values takes them without a step per member.
+        ``members`` may instead be what makes them, called on their first read (then kept): a
+        replay's groups from owner arrays, whose members most assignors never read when the
+        group keeps its claims and member columns. The group equals, prints, hashes and
+        pickles as the one made with them.
 
         >>> topics = (Topic("a", 1),)
         >>> members = (Member("c0", frozenset({"a"})),)
         >>> Group.checked(topics, members, {"a": topics[0]}) == Group(topics, members)
+        True
+        >>> Group.checked(topics, lambda: members, {"a": topics[0]}).members == members
         True
         """
         made = object.__new__(cls)
