@@ -2347,10 +2347,11 @@ class _RackMap:
         member's rack holds a replica of all of its subscribed partitions, or of none): then
         racks must change nothing, so each topic is spread as it is without them. One row per
         distinct set of replica racks, looked up per partition."""
-        rack_names = sorted({m.rack for m in group.members if m.rack is not None})
+        racks = group.racks()
+        rack_names = sorted({rack for rack in racks if rack is not None})
         column = {name: c for c, name in enumerate(rack_names)}
         table = _rack_table(tuple(map(group.topic, space.topic_names)), rack_names, space)
-        member_racks = [column[m.rack] if m.rack is not None else -1 for m in group.members]
+        member_racks = [column[rack] if rack is not None else -1 for rack in racks]
         if _indifferent(table, member_racks, subscriptions):
             return None
         made = cls.__new__(cls)

@@ -14,7 +14,8 @@ from generated import generated_traces
 from hypothesis import HealthCheck, given, settings
 from strategies import groups
 
-from assignors import arrays, registry
+from assignors import arrays, registry, sticky
+from assignors.arrays import GroupArrays
 from assignors.model import Group, Member, MemberColumns
 from assignors.traces import replay
 
@@ -197,11 +198,32 @@ def test_a_sticky_replay_assigns_and_scores_its_groups_without_making_their_memb
     monkeypatch.setattr(replay, "_group_from_owners", capture)
     monkeypatch.setattr(replay, "_members_of", count)
     traces = _traces()
-    without_racks = [
-        trace
-        for trace in traces
-        if not any(member.rack for g in trace.generations for member in g.members)
-    ]
-    for trace in without_racks:
+    assert any(member.rack for trace in traces for g in trace.generations for member in g.members)
+    for trace in traces:
         replay.replay_with(trace, registry.get(name), timings=False)
     assert made and not built
+
+
+@SETTINGS
+@given(groups(min_members=0, racks=True))
+def test_a_rack_map_made_from_member_columns_is_the_one_made_from_the_members(
+    group: Group,
+) -> None:
+    lazy, maker = _lazy(group)
+    space = group.partition_space()
+    subscriptions = GroupArrays.of(group).subscriptions
+    from_columns = sticky._RackMap.build(lazy, space, subscriptions)
+    assert maker.calls == 0
+    from_members = sticky._RackMap.build(_made(group, group.members, False), space, subscriptions)
+    if from_members is None or from_columns is None:
+        assert from_members is from_columns is None
+        return
+    names = sorted({member.rack for member in group.members if member.rack is not None})
+    assert from_columns.member_rack.tolist() == [
+        -1 if member.rack is None else names.index(member.rack) for member in group.members
+    ]
+    for name in ("local", "member_rack", "codes"):
+        left, right = getattr(from_columns, name), getattr(from_members, name)
+        assert (left is None) == (right is None), name
+        if left is not None:
+            assert left.dtype == right.dtype and left.tolist() == right.tolist(), name
