@@ -160,20 +160,16 @@ class GroupArrays:
         return self.space.fill_objects(self.objects)
 
 
-_member_key = operator.attrgetter("member_id", "topics", "instance_id")
-
-
 @dataclass(frozen=True, slots=True)
 class _Layout:
     """What :class:`GroupArrays` takes from a group's topics and its members' ids,
     subscriptions and instance ids alone (not from what they own or their generations): kept
     in the group's :meth:`~assignors.model.Group.derived` store, so the groups of one
     generation of a replay, and a cooperative group's rounds, work it out once.
-    ``member_keys``: each member's (member id, topics, instance id), what it was made of;
-    ``member_topics``, ``instance_ids``: the same as columns (with ``member_ids``)."""
+    ``member_ids``, ``member_topics``, ``instance_ids``: the members' ids, subscriptions and
+    instance ids, in member order: what it was made of."""
 
     topics: tuple[Topic, ...]
-    member_keys: list[tuple[str, frozenset[str], str | None]]
     space: PartitionSpace
     member_ids: tuple[str, ...]
     member_topics: tuple[frozenset[str], ...]
@@ -189,15 +185,7 @@ class _Layout:
         counts = np.asarray(space.partition_counts, dtype=_INDEX)
         sizes = space.partition_counts
         position = {name: p for p, name in enumerate(space.topic_names)}
-        columns = group.member_columns()
-        if columns is None:
-            member_keys = list(map(_member_key, group.members))
-            member_ids, member_topics, instance_ids = (
-                zip(*member_keys, strict=True) if member_keys else ((), (), ())
-            )
-        else:
-            member_ids, member_topics, _, instance_ids = columns
-            member_keys = list(zip(member_ids, member_topics, instance_ids, strict=True))
+        member_ids, member_topics, _, instance_ids = group.member_fields()
         known: dict[frozenset[str], tuple[int, ...]] = {}
         subscriptions = []
         for topics in member_topics:
@@ -225,7 +213,6 @@ class _Layout:
             array.flags.writeable = False  # shared by every GroupArrays of the layout
         return cls(
             topics=group.topics,
-            member_keys=member_keys,
             space=space,
             member_ids=member_ids,
             member_topics=member_topics,
@@ -239,21 +226,17 @@ class _Layout:
     def describes(self, group: Group) -> bool:
         """Whether this layout is the one :meth:`of` would make of ``group`` (same topics, same
         members' ids, subscriptions and instance ids, in order; the space follows from them).
-        A group made from member columns (:meth:`~assignors.model.Group.member_columns`) is
-        compared column by column, without a step per member."""
+        Compared column by column (:meth:`~assignors.model.Group.member_fields`: a group made
+        from member columns is read without a step per member)."""
         if group.topics != self.topics:
             return False
-        columns = group.member_columns()
-        if columns is None:
-            if list(map(_member_key, group.members)) != self.member_keys:
-                return False
-        elif (
-            columns[0] != self.member_ids
-            or columns[1] != self.member_topics
-            or columns[3] != self.instance_ids
-        ):
-            return False
-        return group.partition_space().numbers_alike(self.space)
+        member_ids, member_topics, _, instance_ids = group.member_fields()
+        return (
+            member_ids == self.member_ids
+            and member_topics == self.member_topics
+            and instance_ids == self.instance_ids
+            and group.partition_space().numbers_alike(self.space)
+        )
 
 
 _LAYOUT = "assignors.arrays.layout"

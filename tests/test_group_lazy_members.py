@@ -144,7 +144,6 @@ def test_members_fields_racks_count_and_topics_read_from_the_columns_are_the_mem
 
 _LAYOUT_FIELDS = (
     "topics",
-    "member_keys",
     "space",
     "member_ids",
     "member_topics",
