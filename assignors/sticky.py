@@ -2486,7 +2486,8 @@ class _State:
 
 
 def _position_in_run(keys: np.ndarray) -> np.ndarray:
-    """For a sorted key array, each element's position within its run of equal keys."""
+    """Each element's position within its run of equal keys (``keys`` need only keep equal
+    values together, as ``np.repeat`` of distinct values in any order does, not be sorted)."""
     if keys.size == 0:
         return keys.copy()
     starts = np.ones(keys.size, dtype=bool)
