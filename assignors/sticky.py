@@ -2040,7 +2040,7 @@ class _LoadTrials:
     networks: dict[int, min_cost_flow.SimpleMinCostFlow] = field(
         default_factory=dict, compare=False
     )
-    grouped: list[_MemberEdges] = field(default_factory=list, compare=False)
+    _member_edges: _MemberEdges | None = field(default=None, compare=False)
 
     @classmethod
     def of(
@@ -2109,9 +2109,7 @@ class _LoadTrials:
     ) -> np.ndarray:
         """The bounds of :meth:`bounds` for trials (columns of ``loads``) with room for every
         topic: their ``edge_loads``, ``allowed`` edges and ``room`` per topic."""
-        if not self.grouped:
-            self.grouped.append(_MemberEdges.of(self.member, self.claimed, self.size))
-        grouped = self.grouped[0]
+        grouped = self.member_edges()
         # per member with edges: its claims, and the partitions, on its allowed topics
         by_member = np.add.reduceat(
             np.where(allowed[grouped.by_member, None, :], grouped.member_columns, 0),
@@ -2148,6 +2146,14 @@ class _LoadTrials:
         by_topics = (covered + np.minimum(needed - must, open_claims)).sum(axis=0)
         kept = np.where(exact, np.minimum(kept, by_topics), kept)
         return np.where(feasible, self.total_claims - kept, LOAD_SEARCH_INFEASIBLE)
+
+    def member_edges(self) -> _MemberEdges:
+        """The edges grouped by member, made on first use."""
+        if self._member_edges is None:
+            made = _MemberEdges.of(self.member, self.claimed, self.size)
+            object.__setattr__(self, "_member_edges", made)
+            return made
+        return self._member_edges
 
     def fewest_moves(self, loads: np.ndarray, allowed: np.ndarray) -> int | None:
         """The claims :func:`_fewest_moves` loses at ``loads`` (``allowed``: its edges), from
