@@ -1540,17 +1540,20 @@ def score_owners(
         speakers = previous.speaker[codes]
         present = speakers >= 0
         exists = current >= 0 if into is None else into.exists
+        # every previous partition is where it was: it exists, and its owner is in `owners`
+        in_place = current is shape.partition_indexes
+        # every present owner may keep all it held (set below when so)
+        all_keepable = False
         if num_partitions and num_members:
-            # a -1 (no owner, no partition) picks the last row: `present`/`exists` mask it;
-            # every previous partition where it was: their owners are `owners` itself
-            still = (owners if current is shape.partition_indexes else owners[current]) == speakers
+            # a -1 (no owner, no partition) picks the last row: `present`/`exists` mask it
+            still = (owners if in_place else owners[current]) == speakers
         else:
             still = np.zeros(codes.size, dtype=bool)
         code = present | (_churn_bits(shape, exists) if into is None else into.churn_bits)
         code |= still << 2
         if num_partitions and num_members and shape.subscribes_all:
-            # every partition where it was exists: a present owner may keep all it held
-            keepable = present if current is shape.partition_indexes else present & exists
+            all_keepable = in_place
+            keepable = present if in_place else present & exists
         else:
             subscribes = (
                 shape.subscribed[speakers, shape.topic_of[current] if into is None else into.topic]
@@ -1572,7 +1575,7 @@ def score_owners(
             weights = previous.weight if held_before is None else previous.weight[held_before]
             revoked_weight = _sequential_sum(weights[in_order][is_revoked[in_order]])
             moved_weight = _sequential_sum(weights[in_order][moved_mask[in_order]])
-        if keepable is present:
+        if all_keepable:
             # the present owners' partitions: an absent one's (-1) counts in column 0, left out
             kept_by_keeper = np.bincount(speakers + 1, minlength=num_members + 1).tolist()[1:]
         else:
